@@ -1,0 +1,1 @@
+//! The toolhost guest SDK.
