@@ -1,1 +1,161 @@
-fn main() {}
+//! Per-call cost of the full host path against the raw wasmtime floor, in one run.
+//!
+//! - floor: a fresh `Store` (deny-all WASI context, same limits) + instantiate from
+//!   the `InstancePre` + a call of the trivial tool's `invoke` export, through
+//!   wasmtime's own bindings, on the very same engine;
+//! - host: `Plugin::invoke` of the same tool (argument coercion and validation,
+//!   fresh sandboxed instance, call, result checking and wrapping).
+//!
+//! Run: `cargo bench -p toolhost --bench call` (set `BENCH_ITERS` to change the count).
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, ToolCall};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Store, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+mod raw {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "toolhost:plugin/plugin",
+        imports: { default: trappable },
+        exports: { default: async },
+    });
+}
+
+struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl raw::toolhost::plugin::host::Host for State {
+    fn log(&mut self, _: raw::toolhost::plugin::host::Level, _: String) -> wasmtime::Result<()> {
+        Ok(())
+    }
+    fn panicked(&mut self, _: String) -> wasmtime::Result<()> {
+        Ok(())
+    }
+    fn state_get(&mut self, _: String) -> wasmtime::Result<Option<String>> {
+        Ok(None)
+    }
+    fn state_set(&mut self, _: String, _: String) -> wasmtime::Result<()> {
+        Ok(())
+    }
+    fn state_delete(&mut self, _: String) -> wasmtime::Result<()> {
+        Ok(())
+    }
+}
+
+struct Stats {
+    median: Duration,
+    p99: Duration,
+}
+
+fn stats(mut samples: Vec<Duration>) -> Stats {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    Stats {
+        median: at(0.5),
+        p99: at(0.99),
+    }
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let iters: usize = std::env::var("BENCH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let mut config = EngineConfig::default();
+    config.cache_dir(None);
+    let engine = Engine::new(&config)?;
+    let path = toolhost_test_plugins::ECHO;
+    let plugin = Plugin::load(&engine, path, &PluginOptions::default()).await?;
+    let limits = plugin.limits().clone();
+
+    // The floor: wasmtime alone, on the same engine and component.
+    let wasm = engine.__wasmtime();
+    let component = Component::from_file(wasm, path)?;
+    let mut linker: Linker<State> = Linker::new(wasm);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    raw::Plugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+    let pre = raw::PluginPre::new(linker.instantiate_pre(&component)?)?;
+    let raw_call = raw::exports::toolhost::plugin::tools::Call {
+        call_id: "bench".into(),
+        invocation_id: "bench".into(),
+        tool: "add".into(),
+        arguments: r#"{"a":1,"b":2}"#.into(),
+    };
+    let floor_once = async || -> anyhow::Result<()> {
+        let state = State {
+            wasi: WasiCtxBuilder::new().build(),
+            table: ResourceTable::new(),
+        };
+        let mut store = Store::new(wasm, state);
+        store.set_fuel(limits.get_fuel())?;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
+        let instance = pre.instantiate_async(&mut store).await?;
+        let out = instance
+            .toolhost_plugin_tools()
+            .call_invoke(&mut store, &raw_call)
+            .await?;
+        anyhow::ensure!(out.is_ok(), "floor call failed");
+        Ok(())
+    };
+    let host_once = async || -> anyhow::Result<()> {
+        let out = plugin
+            .invoke(ToolCall::new("add", json!({"a": 1, "b": 2})))
+            .await?;
+        anyhow::ensure!(out.result == Some(json!({"result": 3})), "wrong result");
+        Ok(())
+    };
+
+    for _ in 0..200 {
+        floor_once().await?;
+        host_once().await?;
+    }
+    // Interleave the two so drift in machine load hits both alike.
+    let (mut floor, mut host) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
+    for _ in 0..iters {
+        let start = Instant::now();
+        floor_once().await?;
+        floor.push(start.elapsed());
+        let start = Instant::now();
+        host_once().await?;
+        host.push(start.elapsed());
+    }
+    let (floor, host) = (stats(floor), stats(host));
+    println!("per call, trivial Rust tool (`add`), {iters} iterations each, interleaved");
+    println!(
+        "  (a) floor: raw wasmtime instantiate + call   median {:>8.1} µs   p99 {:>8.1} µs",
+        us(floor.median),
+        us(floor.p99)
+    );
+    println!(
+        "  (b) toolhost full path (Plugin::invoke)      median {:>8.1} µs   p99 {:>8.1} µs",
+        us(host.median),
+        us(host.p99)
+    );
+    println!(
+        "  (c) ratio b/a                                median {:>8.2}      p99 {:>8.2}",
+        us(host.median) / us(floor.median),
+        us(host.p99) / us(floor.p99)
+    );
+    Ok(())
+}

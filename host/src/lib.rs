@@ -1,1 +1,50 @@
-//! toolhost
+//! # toolhost
+//!
+//! Runs LLM-agent tools as sandboxed WebAssembly components.
+//!
+//! A tool plugin is a WebAssembly component (WASI preview 2) that exports the
+//! `toolhost:plugin@0.1.0` world (see `wit/plugin.wit`): a list of tool
+//! declarations (name, description, JSON Schema of the arguments), `invoke` and
+//! `invoke-stream`. The host:
+//!
+//! - compiles each plugin once (caching compiled code on disk) and pre-links it;
+//! - gives **every call a fresh instance** under fuel, memory, table, deadline
+//!   and output limits, with nothing of the outside world granted;
+//! - checks arguments against the declared schema before the guest runs,
+//!   coercing obvious slips (`"42"` for an integer) and listing every violation;
+//! - wraps a result that is not a JSON object as `{"result": value}` and checks
+//!   declared result schemas;
+//! - turns traps, panics and exhausted budgets into typed [`CallError`]s while
+//!   it goes on serving.
+//!
+//! ```no_run
+//! use toolhost::{Engine, EngineConfig, PluginSet, PluginOptions, ToolCall};
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let engine = Engine::new(&EngineConfig::default())?;
+//! let set = PluginSet::load_dir(&engine, "target/plugins", &PluginOptions::default()).await?;
+//! for failure in set.failures() {
+//!     eprintln!("not loaded: {failure}");
+//! }
+//! let output = set
+//!     .invoke(ToolCall::new("word_count", serde_json::json!({"text": "one two three"})))
+//!     .await?;
+//! println!("{:?}", output.result);
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod bindings;
+mod engine;
+mod error;
+mod plugin;
+mod registry;
+mod schema;
+mod tool;
+
+pub use engine::limits::Limits;
+pub use engine::{Engine, EngineConfig, EngineError, default_cache_dir};
+pub use error::{CallError, Exhausted, LoadError};
+pub use plugin::{ComponentInfo, Plugin, PluginOptions, ToolStream, inspect};
+pub use registry::{ListedTool, Loaded, PluginSet};
+pub use schema::{Schema, SchemaError};
+pub use tool::{LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, wrap_result};

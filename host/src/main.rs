@@ -1,1 +1,7 @@
-fn main() {}
+//! The `toolhost` command: list, describe, call and inspect tool plugins.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

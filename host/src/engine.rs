@@ -1,0 +1,259 @@
+//! The process-wide engine: wasmtime configuration, the linker, the epoch ticker
+//! and the on-disk cache of compiled code.
+
+pub(crate) mod limits;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker};
+
+use crate::bindings;
+use crate::plugin::state::{Invocations, PluginState};
+
+/// How the process-wide [`Engine`] is set up.
+///
+/// # Examples
+/// ```no_run
+/// let mut config = toolhost::EngineConfig::default();
+/// config.cache_dir(Some("/var/cache/toolhost".into()));
+/// let engine = toolhost::Engine::new(&config)?;
+/// # Ok::<(), toolhost::EngineError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    cache_dir: Option<PathBuf>,
+    pooling: bool,
+    epoch_tick: Duration,
+    max_wasm_stack: usize,
+    max_concurrent_instances: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: default_cache_dir(),
+            pooling: true,
+            epoch_tick: Duration::from_millis(10),
+            max_wasm_stack: 1 << 20,
+            max_concurrent_instances: 1000,
+        }
+    }
+}
+
+/// The cache directory that follows the OS conventions (`$XDG_CACHE_HOME/toolhost`,
+/// `~/.cache/toolhost`, `~/Library/Caches/toolhost`, ...), overridable with the
+/// `TOOLHOST_CACHE_DIR` environment variable.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("TOOLHOST_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    dirs::cache_dir().map(|dir| dir.join("toolhost"))
+}
+
+impl EngineConfig {
+    /// Where compiled code is cached (keyed by the component's content hash, the
+    /// wasmtime version and this configuration). `None` disables the cache.
+    pub fn cache_dir(&mut self, dir: Option<PathBuf>) -> &mut Self {
+        self.cache_dir = dir;
+        self
+    }
+
+    /// Use the pooling instance allocator (the default): instantiation reuses
+    /// pre-reserved memory slots, which makes a fresh instance per call cheap.
+    pub fn pooling(&mut self, enable: bool) -> &mut Self {
+        self.pooling = enable;
+        self
+    }
+
+    /// How often the epoch advances; deadlines are checked at this granularity.
+    pub fn epoch_tick(&mut self, tick: Duration) -> &mut Self {
+        self.epoch_tick = tick;
+        self
+    }
+
+    /// The most stack, in bytes, wasm code may use before it traps with a stack overflow.
+    pub fn max_wasm_stack(&mut self, bytes: usize) -> &mut Self {
+        self.max_wasm_stack = bytes;
+        self
+    }
+
+    /// How many component instances may be alive at once (the pooling allocator's size).
+    pub fn max_concurrent_instances(&mut self, n: u32) -> &mut Self {
+        self.max_concurrent_instances = n;
+        self
+    }
+
+    /// The configured cache directory, if any.
+    pub fn get_cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+}
+
+/// The engine could not be created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// wasmtime rejected the configuration.
+    #[error("cannot configure the WebAssembly engine: {0}")]
+    Config(String),
+    /// The compiled-code cache could not be set up.
+    #[error("cannot use cache directory {dir}: {reason}")]
+    Cache {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One per process: compiles plugins and runs their calls.
+///
+/// Cheap to clone (a handle over shared state).
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    wasm: wasmtime::Engine,
+    linker: Linker<PluginState>,
+    config: EngineConfig,
+    invocations: Invocations,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Creates the engine and starts its epoch ticker thread.
+    ///
+    /// # Errors
+    /// Fails if wasmtime rejects the configuration or the cache directory cannot be created.
+    pub fn new(config: &EngineConfig) -> Result<Self, EngineError> {
+        let mut wasm_config = wasmtime::Config::new();
+        wasm_config
+            .epoch_interruption(true)
+            .consume_fuel(true)
+            .max_wasm_stack(config.max_wasm_stack)
+            .async_stack_size(config.max_wasm_stack + (1 << 20))
+            .parallel_compilation(true);
+        if config.pooling {
+            let mut pool = wasmtime::PoolingAllocationConfig::new();
+            let n = config.max_concurrent_instances;
+            pool.total_component_instances(n)
+                .total_core_instances(n.saturating_mul(4))
+                .total_memories(n.saturating_mul(2))
+                .total_tables(n.saturating_mul(4))
+                .total_stacks(n)
+                .max_memories_per_module(2)
+                .max_tables_per_module(4)
+                .table_elements(200_000)
+                .max_component_instance_size(4 << 20)
+                .max_core_instance_size(4 << 20)
+                .max_memory_size(4 << 30);
+            wasm_config.allocation_strategy(pool);
+        }
+        if let Some(dir) = &config.cache_dir {
+            std::fs::create_dir_all(dir).map_err(|e| EngineError::Cache {
+                dir: dir.clone(),
+                reason: e.to_string(),
+            })?;
+            let dir = std::path::absolute(dir).map_err(|e| EngineError::Cache {
+                dir: dir.clone(),
+                reason: e.to_string(),
+            })?;
+            let mut cache_config = wasmtime::CacheConfig::new();
+            cache_config.with_directory(&dir);
+            let cache = wasmtime::Cache::new(cache_config).map_err(|e| EngineError::Cache {
+                dir: dir.clone(),
+                reason: e.to_string(),
+            })?;
+            wasm_config.cache(Some(cache));
+        }
+        let wasm =
+            wasmtime::Engine::new(&wasm_config).map_err(|e| EngineError::Config(e.to_string()))?;
+        let mut linker = Linker::new(&wasm);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| EngineError::Config(e.to_string()))?;
+        bindings::v0_1::Plugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+            .map_err(|e| EngineError::Config(e.to_string()))?;
+        spawn_epoch_ticker(&wasm, config.epoch_tick)
+            .map_err(|e| EngineError::Config(format!("cannot start the epoch ticker: {e}")))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                wasm,
+                linker,
+                config: config.clone(),
+                invocations: Invocations::default(),
+            }),
+        })
+    }
+
+    pub(crate) fn wasm(&self) -> &wasmtime::Engine {
+        &self.inner.wasm
+    }
+
+    /// The underlying wasmtime engine, for benchmarks that measure the raw floor
+    /// on the very same configuration. Not a stable API.
+    #[doc(hidden)]
+    pub fn __wasmtime(&self) -> &wasmtime::Engine {
+        &self.inner.wasm
+    }
+
+    pub(crate) fn linker(&self) -> &Linker<PluginState> {
+        &self.inner.linker
+    }
+
+    /// The configuration this engine was built with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn max_wasm_stack(&self) -> usize {
+        self.inner.config.max_wasm_stack
+    }
+
+    pub(crate) fn invocations(&self) -> &Invocations {
+        &self.inner.invocations
+    }
+
+    /// Ends an invocation: drops the scratch state its calls shared.
+    pub fn end_invocation(&self, invocation_id: &str) {
+        self.inner.invocations.end(invocation_id);
+    }
+
+    /// The scratch state an invocation holds now (for inspection and tests).
+    pub fn invocation_state(
+        &self,
+        invocation_id: &str,
+    ) -> std::collections::HashMap<String, String> {
+        self.inner.invocations.snapshot(invocation_id)
+    }
+}
+
+fn spawn_epoch_ticker(engine: &wasmtime::Engine, tick: Duration) -> std::io::Result<()> {
+    // The ticker holds only a weak handle, so it ends when the engine is dropped.
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("toolhost-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(tick);
+            }
+        })
+        .map(drop)
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Engine>();
+};

@@ -1,0 +1,248 @@
+//! Typed errors of loading plugins and calling tools.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A budget a call may run out of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Exhausted {
+    /// The call used up its fuel (deterministic CPU budget).
+    #[error("fuel (limit {limit} units)")]
+    Fuel {
+        /// The fuel the call was given.
+        limit: u64,
+    },
+    /// The call tried to grow linear memory past its limit.
+    #[error("memory (limit {limit} bytes)")]
+    Memory {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The call tried to grow a table past its element limit.
+    #[error("table elements (limit {limit})")]
+    TableElements {
+        /// The limit in elements.
+        limit: u64,
+    },
+    /// The call ran past its wall-clock deadline.
+    #[error("time (deadline {limit:?})")]
+    Deadline {
+        /// The deadline the call was given.
+        limit: Duration,
+    },
+    /// The call's output was larger than allowed.
+    #[error("output size (limit {limit} bytes)")]
+    Output {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The guest overflowed its call stack (for example unbounded recursion).
+    #[error("stack (limit {limit} bytes)")]
+    Stack {
+        /// The maximum wasm stack in bytes.
+        limit: u64,
+    },
+}
+
+/// Why a plugin could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        /// The plugin file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not WebAssembly at all.
+    #[error("{path}: not a WebAssembly file (no `\\0asm` header)")]
+    NotWasm {
+        /// The plugin file.
+        path: PathBuf,
+    },
+    /// The file is a core WebAssembly module, not a component.
+    #[error(
+        "{path}: a core WebAssembly module, not a component; build for wasm32-wasip2 or wrap it with `wasm-tools component new`"
+    )]
+    CoreModule {
+        /// The plugin file.
+        path: PathBuf,
+    },
+    /// The file is truncated or otherwise not valid WebAssembly.
+    #[error("{path}: malformed or truncated component: {reason}")]
+    Malformed {
+        /// The plugin file.
+        path: PathBuf,
+        /// What the parser or compiler said.
+        reason: String,
+    },
+    /// The component does not export the toolhost world.
+    #[error("{path}: not a toolhost plugin: it does not export `{expected}` (it exports: {found})")]
+    WrongWorld {
+        /// The plugin file.
+        path: PathBuf,
+        /// The interface a plugin must export.
+        expected: String,
+        /// What the component exports instead.
+        found: String,
+    },
+    /// The component targets a version of the contract this host does not support.
+    #[error("{path}: built for `{found}`, but this host supports `{supported}`")]
+    UnsupportedVersion {
+        /// The plugin file.
+        path: PathBuf,
+        /// The version the plugin exports.
+        found: String,
+        /// The versions this host loads.
+        supported: String,
+    },
+    /// The component imports something the host does not provide.
+    #[error("{path}: cannot be linked: {reason}")]
+    Link {
+        /// The plugin file.
+        path: PathBuf,
+        /// What is missing or mismatched.
+        reason: String,
+    },
+    /// Reading the tool declarations failed (the guest trapped or ran out of a budget).
+    #[error("{path}: listing its tools failed: {reason}")]
+    Declarations {
+        /// The plugin file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A declaration is invalid (bad name, duplicate name, bad schema).
+    #[error("{path}: tool `{tool}`: {reason}")]
+    InvalidTool {
+        /// The plugin file.
+        path: PathBuf,
+        /// The tool's declared name.
+        tool: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The engine failed in a way that is not the plugin's fault.
+    #[error("{path}: {reason}")]
+    Engine {
+        /// The plugin file.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl LoadError {
+    /// The plugin file this error is about.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            Self::Io { path, .. }
+            | Self::NotWasm { path }
+            | Self::CoreModule { path }
+            | Self::Malformed { path, .. }
+            | Self::WrongWorld { path, .. }
+            | Self::UnsupportedVersion { path, .. }
+            | Self::Link { path, .. }
+            | Self::Declarations { path, .. }
+            | Self::InvalidTool { path, .. }
+            | Self::Engine { path, .. } => path,
+        }
+    }
+}
+
+/// Why a tool call did not produce a result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No tool of that name exists (or it is hidden from the caller).
+    #[error("no tool named `{tool}`; available tools: {}", available.join(", "))]
+    UnknownTool {
+        /// The name that was called.
+        tool: String,
+        /// The names that do exist.
+        available: Vec<String>,
+    },
+    /// The arguments do not match the tool's declaration. Every problem is listed.
+    #[error("invalid arguments for `{tool}`: {}", problems.join("; "))]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// Each violation, prefixed with its JSON path.
+        problems: Vec<String>,
+    },
+    /// The tool ran and reported a failure.
+    #[error("tool `{tool}` failed: {message}")]
+    Failed {
+        /// The plugin.
+        plugin: String,
+        /// The tool.
+        tool: String,
+        /// The tool's message.
+        message: String,
+    },
+    /// The call ran out of a budget.
+    #[error("tool `{tool}` (plugin `{plugin}`) ran out of {budget}")]
+    Exhausted {
+        /// The plugin.
+        plugin: String,
+        /// The tool.
+        tool: String,
+        /// Which limit was hit, and its value.
+        budget: Exhausted,
+    },
+    /// The guest panicked.
+    #[error("tool `{tool}` (plugin `{plugin}`) panicked: {message}")]
+    Panicked {
+        /// The plugin.
+        plugin: String,
+        /// The tool.
+        tool: String,
+        /// The panic message the guest reported.
+        message: String,
+    },
+    /// The guest trapped (a bug in the plugin).
+    #[error("tool `{tool}` (plugin `{plugin}`) crashed: {trap}")]
+    Trapped {
+        /// The plugin.
+        plugin: String,
+        /// The tool.
+        tool: String,
+        /// A one-line description of the trap.
+        trap: String,
+        /// The full error with its backtrace.
+        #[source]
+        source: wasmtime::Error,
+    },
+    /// The tool returned something that breaks the contract (not JSON, against its schema).
+    #[error("tool `{tool}` (plugin `{plugin}`) returned an invalid result: {reason}")]
+    InvalidOutput {
+        /// The plugin.
+        plugin: String,
+        /// The tool.
+        tool: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The host could not set up the call (not the plugin's or the caller's fault).
+    #[error("tool `{tool}`: host error: {reason}")]
+    Host {
+        /// The tool.
+        tool: String,
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl CallError {
+    /// True if the caller (the model) can fix this by changing the call.
+    pub fn is_caller_error(&self) -> bool {
+        matches!(
+            self,
+            Self::UnknownTool { .. } | Self::InvalidArguments { .. }
+        )
+    }
+}

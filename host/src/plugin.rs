@@ -1,0 +1,863 @@
+//! A loaded plugin: a compiled, pre-instantiated component with its checked
+//! declarations, and every call of its tools, each in a fresh sandboxed instance.
+
+pub(crate) mod state;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use wasmtime::component::{Component, ResourceAny, ResourceTable};
+use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime_wasi::WasiCtxBuilder;
+
+use crate::Engine;
+use crate::bindings::v0_1::exports::toolhost::plugin::tools as wit;
+use crate::bindings::v0_1::toolhost::plugin::types::MediaKind as WitMediaKind;
+use crate::bindings::v0_1::{Plugin as WitPlugin, PluginPre as WitPluginPre};
+use crate::bindings::{TOOLS_INTERFACE, TOOLS_INTERFACE_PREFIX};
+use crate::engine::limits::{Limiter, Limits};
+use crate::error::{CallError, Exhausted, LoadError};
+use crate::schema::Schema;
+use crate::tool::{MediaKind, Part, ToolCall, ToolOutput, ToolSpec, wrap_result};
+use state::PluginState;
+
+/// The most resources (streams, WASI handles) one call may hold at once.
+const MAX_RESOURCES: usize = 10_000;
+
+/// How a plugin is loaded: its name and the limits its calls run under.
+#[derive(Debug, Clone, Default)]
+pub struct PluginOptions {
+    name: Option<String>,
+    limits: Limits,
+}
+
+impl PluginOptions {
+    /// The plugin's name; by default the file name without `.wasm`.
+    pub fn name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The limits every call of this plugin runs under.
+    pub fn limits(&mut self, limits: Limits) -> &mut Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Mutable access to the limits, to change one of them.
+    pub fn limits_mut(&mut self) -> &mut Limits {
+        &mut self.limits
+    }
+}
+
+/// A loaded plugin. Cheap to clone; calls in flight keep the version they started on.
+#[derive(Clone)]
+pub struct Plugin {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: Arc<str>,
+    path: PathBuf,
+    engine: Engine,
+    pre: WitPluginPre<PluginState>,
+    tools: Vec<LoadedTool>,
+    limits: Limits,
+    imports: Vec<String>,
+}
+
+struct LoadedTool {
+    spec: ToolSpec,
+    input: Schema,
+    output: Option<Schema>,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.inner.name)
+            .field("path", &self.inner.path)
+            .field("tools", &self.tools().map(|t| &t.name).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a component file is, as far as it can be told without running it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComponentInfo {
+    /// Everything the component imports (WASI interfaces and the toolhost host interface).
+    pub imports: Vec<String>,
+    /// Everything the component exports.
+    pub exports: Vec<String>,
+}
+
+impl ComponentInfo {
+    /// The version of the toolhost contract the component exports, if any.
+    pub fn toolhost_version(&self) -> Option<&str> {
+        self.exports
+            .iter()
+            .find_map(|e| e.strip_prefix(TOOLS_INTERFACE_PREFIX))
+    }
+}
+
+/// Checks the file's header: WebAssembly at all, and a component rather than a core module.
+fn check_header(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
+    const MAGIC: &[u8] = b"\0asm";
+    if !bytes.starts_with(MAGIC) {
+        return Err(LoadError::NotWasm {
+            path: path.to_owned(),
+        });
+    }
+    match bytes.get(4..8) {
+        Some([1, 0, 0, 0]) => Err(LoadError::CoreModule {
+            path: path.to_owned(),
+        }),
+        Some([_, _, 1, 0]) => Ok(()),
+        Some(_) => Err(LoadError::Malformed {
+            path: path.to_owned(),
+            reason: "unknown WebAssembly version or layer in the header".into(),
+        }),
+        None => Err(LoadError::Malformed {
+            path: path.to_owned(),
+            reason: "the file ends inside the header".into(),
+        }),
+    }
+}
+
+/// Compiles a component (from the cache when possible). Blocking: call off the async runtime.
+pub(crate) fn compile(engine: &Engine, path: &Path, bytes: &[u8]) -> Result<Component, LoadError> {
+    check_header(path, bytes)?;
+    Component::new(engine.wasm(), bytes).map_err(|e| LoadError::Malformed {
+        path: path.to_owned(),
+        reason: format!("{e:#}"),
+    })
+}
+
+/// Compiles on a blocking thread, so the async runtime keeps serving meanwhile.
+async fn compile_off_runtime(
+    engine: &Engine,
+    path: &Path,
+    bytes: Vec<u8>,
+) -> Result<Component, LoadError> {
+    let (engine, owned) = (engine.clone(), path.to_owned());
+    tokio::task::spawn_blocking(move || compile(&engine, &owned, &bytes))
+        .await
+        .map_err(|e| LoadError::Engine {
+            path: path.to_owned(),
+            reason: format!("compilation task failed: {e}"),
+        })?
+}
+
+/// Lists a compiled component's imports and exports.
+pub(crate) fn component_info(engine: &Engine, component: &Component) -> ComponentInfo {
+    let ty = component.component_type();
+    ComponentInfo {
+        imports: ty
+            .imports(engine.wasm())
+            .map(|(n, _)| n.to_owned())
+            .collect(),
+        exports: ty
+            .exports(engine.wasm())
+            .map(|(n, _)| n.to_owned())
+            .collect(),
+    }
+}
+
+fn check_world(path: &Path, info: &ComponentInfo) -> Result<(), LoadError> {
+    if info.exports.iter().any(|e| e == TOOLS_INTERFACE) {
+        return Ok(());
+    }
+    if let Some(found) = info
+        .exports
+        .iter()
+        .find(|e| e.starts_with(TOOLS_INTERFACE_PREFIX))
+    {
+        return Err(LoadError::UnsupportedVersion {
+            path: path.to_owned(),
+            found: found.clone(),
+            supported: TOOLS_INTERFACE.to_owned(),
+        });
+    }
+    Err(LoadError::WrongWorld {
+        path: path.to_owned(),
+        expected: TOOLS_INTERFACE.to_owned(),
+        found: if info.exports.is_empty() {
+            "nothing".to_owned()
+        } else {
+            info.exports.join(", ")
+        },
+    })
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl Plugin {
+    /// Loads a plugin file: reads, checks and compiles it (from the cache when
+    /// possible), links it, reads its declarations once and compiles their schemas.
+    ///
+    /// # Errors
+    /// A [`LoadError`] naming the file and what is wrong: not WebAssembly, a core
+    /// module, truncated, another world, an unsupported version, missing imports,
+    /// failing declarations, or an invalid tool name or schema.
+    pub async fn load(
+        engine: &Engine,
+        path: impl AsRef<Path>,
+        options: &PluginOptions,
+    ) -> Result<Self, LoadError> {
+        let path = path.as_ref().to_owned();
+        let bytes = tokio::fs::read(&path)
+            .await
+            .map_err(|source| LoadError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        Self::from_bytes(engine, path, bytes, options).await
+    }
+
+    /// Loads a plugin from bytes; `path` names it in errors (and, by default, gives its name).
+    ///
+    /// # Errors
+    /// As [`Plugin::load`].
+    pub async fn from_bytes(
+        engine: &Engine,
+        path: PathBuf,
+        bytes: Vec<u8>,
+        options: &PluginOptions,
+    ) -> Result<Self, LoadError> {
+        check_header(&path, &bytes)?;
+        let component = compile_off_runtime(engine, &path, bytes).await?;
+        Self::from_component(engine, path, &component, options).await
+    }
+
+    /// Loads a plugin from an already compiled component.
+    pub(crate) async fn from_component(
+        engine: &Engine,
+        path: PathBuf,
+        component: &Component,
+        options: &PluginOptions,
+    ) -> Result<Self, LoadError> {
+        let info = component_info(engine, component);
+        check_world(&path, &info)?;
+        let instance_pre =
+            engine
+                .linker()
+                .instantiate_pre(component)
+                .map_err(|e| LoadError::Link {
+                    path: path.clone(),
+                    reason: format!("{e:#}"),
+                })?;
+        let pre = WitPluginPre::new(instance_pre).map_err(|e| LoadError::WrongWorld {
+            path: path.clone(),
+            expected: TOOLS_INTERFACE.to_owned(),
+            found: format!("an export of another shape ({e:#})"),
+        })?;
+        let name: Arc<str> = match &options.name {
+            Some(name) => name.as_str().into(),
+            None => path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "plugin".to_owned())
+                .into(),
+        };
+        let mut plugin = Self {
+            inner: Arc::new(Inner {
+                name,
+                path: path.clone(),
+                engine: engine.clone(),
+                pre,
+                tools: Vec::new(),
+                limits: options.limits.clone(),
+                imports: info.imports,
+            }),
+        };
+        let declarations = plugin.read_declarations().await?;
+        let tools = check_declarations(&path, declarations)?;
+        // Nothing else holds the Arc yet: fill in the tools.
+        match Arc::get_mut(&mut plugin.inner) {
+            Some(inner) => inner.tools = tools,
+            None => {
+                return Err(LoadError::Engine {
+                    path,
+                    reason: "plugin shared before it finished loading".into(),
+                });
+            }
+        }
+        Ok(plugin)
+    }
+
+    async fn read_declarations(&self) -> Result<Vec<wit::Declaration>, LoadError> {
+        let reason = |e: CallError| LoadError::Declarations {
+            path: self.inner.path.clone(),
+            reason: e.to_string(),
+        };
+        let (mut store, bindings) = self
+            .instantiate("(declarations)", "load", "load")
+            .await
+            .map_err(reason)?;
+        let result = bindings
+            .toolhost_plugin_tools()
+            .call_declarations(&mut store)
+            .await;
+        result.map_err(|e| reason(self.classify(&mut store, "(declarations)", e)))
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The file it was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The tools it offers, in declaration order.
+    pub fn tools(&self) -> impl ExactSizeIterator<Item = &ToolSpec> {
+        self.inner.tools.iter().map(|t| &t.spec)
+    }
+
+    /// The tool of that name, if the plugin has it.
+    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+        self.find(name).map(|t| &t.spec)
+    }
+
+    /// What the component imports (WASI interfaces and the toolhost host interface).
+    pub fn imports(&self) -> &[String] {
+        &self.inner.imports
+    }
+
+    /// The limits its calls run under.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The engine it was loaded into.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    fn find(&self, name: &str) -> Option<&LoadedTool> {
+        self.inner.tools.iter().find(|t| t.spec.name == name)
+    }
+
+    fn unknown(&self, name: &str) -> CallError {
+        CallError::UnknownTool {
+            tool: name.to_owned(),
+            available: self.tools().map(|t| t.name.clone()).collect(),
+        }
+    }
+
+    /// Coerces and checks the arguments; returns them as JSON text for the guest.
+    fn prepare(&self, tool: &LoadedTool, mut arguments: Value) -> Result<String, CallError> {
+        if arguments.is_null() {
+            arguments = Value::Object(Default::default());
+        }
+        tool.input.coerce(&mut arguments);
+        let problems = tool.input.problems(&arguments);
+        if !problems.is_empty() {
+            return Err(CallError::InvalidArguments {
+                tool: tool.spec.name.clone(),
+                problems,
+            });
+        }
+        Ok(arguments.to_string())
+    }
+
+    /// Runs a tool to completion in a fresh instance.
+    ///
+    /// # Errors
+    /// A [`CallError`]: unknown tool, invalid arguments (every violation listed),
+    /// the tool's own failure, an exhausted budget, a panic or trap, or an invalid result.
+    pub async fn invoke(&self, call: ToolCall) -> Result<ToolOutput, CallError> {
+        let tool = self
+            .find(&call.tool)
+            .ok_or_else(|| self.unknown(&call.tool))?;
+        if tool.spec.streaming {
+            return self.stream(call).await?.collect().await;
+        }
+        let arguments = self.prepare(tool, call.arguments)?;
+        let name = tool.spec.name.as_str();
+        let (mut store, bindings) = self
+            .instantiate(name, &call.call_id, &call.invocation_id)
+            .await?;
+        let wit_call = wit::Call {
+            call_id: call.call_id.clone(),
+            invocation_id: call.invocation_id,
+            tool: tool.spec.name.clone(),
+            arguments,
+        };
+        let result = bindings
+            .toolhost_plugin_tools()
+            .call_invoke(&mut store, &wit_call)
+            .await
+            .map_err(|e| self.classify(&mut store, name, e))?;
+        let output = result.map_err(|e| self.tool_error(name, e))?;
+        self.finish(tool, output, call.call_id)
+    }
+
+    /// Starts a tool and returns its output as a stream of parts. A tool that
+    /// does not stream gives its whole output as the stream's parts (its JSON
+    /// result first).
+    ///
+    /// # Errors
+    /// As [`Plugin::invoke`]; errors while streaming come from [`ToolStream::next`].
+    pub async fn stream(&self, call: ToolCall) -> Result<ToolStream, CallError> {
+        let tool = self
+            .find(&call.tool)
+            .ok_or_else(|| self.unknown(&call.tool))?;
+        if !tool.spec.streaming {
+            let output = Box::pin(self.invoke(call)).await?;
+            let call_id = output.call_id.clone();
+            let mut parts: Vec<Part> = output.result.into_iter().map(Part::Json).collect();
+            parts.extend(output.parts);
+            return Ok(ToolStream {
+                call_id,
+                inner: StreamInner::Ready(parts.into_iter()),
+            });
+        }
+        let arguments = self.prepare(tool, call.arguments)?;
+        let name = tool.spec.name.as_str();
+        let (mut store, bindings) = self
+            .instantiate(name, &call.call_id, &call.invocation_id)
+            .await?;
+        let wit_call = wit::Call {
+            call_id: call.call_id.clone(),
+            invocation_id: call.invocation_id,
+            tool: tool.spec.name.clone(),
+            arguments,
+        };
+        let result = bindings
+            .toolhost_plugin_tools()
+            .call_invoke_stream(&mut store, &wit_call)
+            .await
+            .map_err(|e| self.classify(&mut store, name, e))?;
+        let handle = result.map_err(|e| self.tool_error(name, e))?;
+        Ok(ToolStream {
+            call_id: call.call_id,
+            inner: StreamInner::Guest(Box::new(GuestStream {
+                plugin: self.clone(),
+                tool: tool.spec.name.clone(),
+                store,
+                bindings,
+                handle,
+                emitted: 0,
+                done: false,
+            })),
+        })
+    }
+
+    /// A fresh store under this plugin's limits, and a fresh instance in it.
+    async fn instantiate(
+        &self,
+        tool: &str,
+        call_id: &str,
+        invocation_id: &str,
+    ) -> Result<(Store<PluginState>, WitPlugin), CallError> {
+        let limits = &self.inner.limits;
+        let engine = &self.inner.engine;
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
+        let state = PluginState {
+            plugin: self.inner.name.clone(),
+            tool: tool.to_owned(),
+            call_id: call_id.to_owned(),
+            invocation_id: invocation_id.to_owned(),
+            invocations: engine.invocations().clone(),
+            // Deny by default: no preopens, no environment, no network, no stdio.
+            wasi: WasiCtxBuilder::new().build(),
+            table,
+            limiter: Limiter::new(limits),
+            panic_message: None,
+        };
+        let mut store = Store::new(engine.wasm(), state);
+        store.limiter(|state| &mut state.limiter);
+        let host_error = |reason: String| CallError::Host {
+            tool: tool.to_owned(),
+            reason,
+        };
+        store
+            .set_fuel(limits.get_fuel())
+            .map_err(|e| host_error(e.to_string()))?;
+        let limit = limits.get_deadline();
+        let deadline = Instant::now() + limit;
+        store.set_epoch_deadline(1);
+        // Yield at every tick so a runaway guest cannot starve the executor, and
+        // stop it once its deadline has passed.
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() < deadline {
+                Ok(UpdateDeadline::Yield(1))
+            } else {
+                Err(Exhausted::Deadline { limit }.into())
+            }
+        });
+        let bindings = self
+            .inner
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| self.classify(&mut store, tool, e))?;
+        Ok((store, bindings))
+    }
+
+    /// Turns a wasmtime error into the typed error that says what happened.
+    fn classify(
+        &self,
+        store: &mut Store<PluginState>,
+        tool: &str,
+        err: wasmtime::Error,
+    ) -> CallError {
+        let plugin = self.inner.name.to_string();
+        let tool = tool.to_owned();
+        let limits = &self.inner.limits;
+        let exhausted = |budget| CallError::Exhausted {
+            plugin: plugin.clone(),
+            tool: tool.clone(),
+            budget,
+        };
+        if let Some(&budget) = err.downcast_ref::<Exhausted>() {
+            return exhausted(budget);
+        }
+        if let Some(full) = err.downcast_ref::<state::StateFull>() {
+            return CallError::Failed {
+                plugin,
+                tool,
+                message: full.to_string(),
+            };
+        }
+        let trap = err.downcast_ref::<Trap>().copied();
+        match trap {
+            Some(Trap::OutOfFuel) => {
+                return exhausted(Exhausted::Fuel {
+                    limit: limits.get_fuel(),
+                });
+            }
+            Some(Trap::StackOverflow) => {
+                return exhausted(Exhausted::Stack {
+                    limit: self.inner.engine.max_wasm_stack() as u64,
+                });
+            }
+            _ => {}
+        }
+        if let Some(message) = store.data_mut().panic_message.take() {
+            return CallError::Panicked {
+                plugin,
+                tool,
+                message,
+            };
+        }
+        let summary = match trap {
+            Some(trap) => trap.to_string(),
+            None => err.to_string(),
+        };
+        if trap.is_none() {
+            // Not a trap: instantiation failed for a host reason (e.g. the pool is full).
+            tracing::warn!(plugin = %plugin, tool = %tool, error = ?err, "call could not run");
+        }
+        CallError::Trapped {
+            plugin,
+            tool,
+            trap: summary,
+            source: err,
+        }
+    }
+
+    fn tool_error(&self, tool: &str, err: wit::ToolError) -> CallError {
+        match err {
+            wit::ToolError::InvalidArguments(message) => CallError::InvalidArguments {
+                tool: tool.to_owned(),
+                problems: vec![message],
+            },
+            wit::ToolError::Failed(message) => CallError::Failed {
+                plugin: self.inner.name.to_string(),
+                tool: tool.to_owned(),
+                message,
+            },
+            wit::ToolError::UnknownTool(message) => CallError::InvalidOutput {
+                plugin: self.inner.name.to_string(),
+                tool: tool.to_owned(),
+                reason: format!("the plugin declared this tool but does not know it: {message}"),
+            },
+        }
+    }
+
+    fn invalid_output(&self, tool: &str, reason: String) -> CallError {
+        CallError::InvalidOutput {
+            plugin: self.inner.name.to_string(),
+            tool: tool.to_owned(),
+            reason,
+        }
+    }
+
+    fn check_output_size(&self, tool: &str, size: u64) -> Result<(), CallError> {
+        let limit = self.inner.limits.get_output_bytes();
+        if size > limit {
+            return Err(CallError::Exhausted {
+                plugin: self.inner.name.to_string(),
+                tool: tool.to_owned(),
+                budget: Exhausted::Output { limit },
+            });
+        }
+        Ok(())
+    }
+
+    fn convert_part(&self, tool: &str, part: wit::Part) -> Result<Part, CallError> {
+        Ok(match part {
+            wit::Part::Text(text) => Part::Text(text),
+            wit::Part::Json(text) => Part::Json(serde_json::from_str(&text).map_err(|e| {
+                self.invalid_output(tool, format!("a JSON part is not valid JSON: {e}"))
+            })?),
+            wit::Part::Blob(blob) => Part::Blob {
+                kind: match blob.kind {
+                    WitMediaKind::Image => MediaKind::Image,
+                    WitMediaKind::Audio => MediaKind::Audio,
+                    WitMediaKind::Video => MediaKind::Video,
+                    WitMediaKind::File => MediaKind::File,
+                },
+                mime_type: blob.mime_type,
+                name: blob.name,
+                data: blob.data,
+            },
+        })
+    }
+
+    fn finish(
+        &self,
+        tool: &LoadedTool,
+        output: wit::Output,
+        call_id: String,
+    ) -> Result<ToolOutput, CallError> {
+        let name = tool.spec.name.as_str();
+        let size = output.json.as_ref().map_or(0, String::len)
+            + output.parts.iter().map(wit_part_size).sum::<usize>();
+        self.check_output_size(name, size as u64)?;
+        let result = match output.json {
+            None => None,
+            Some(text) => {
+                let value: Value = serde_json::from_str(&text).map_err(|e| {
+                    self.invalid_output(name, format!("the JSON result is not valid JSON: {e}"))
+                })?;
+                if let Some(schema) = &tool.output {
+                    let problems = schema.problems(&value);
+                    if !problems.is_empty() {
+                        return Err(self.invalid_output(
+                            name,
+                            format!(
+                                "it does not match its declared result schema: {}",
+                                problems.join("; ")
+                            ),
+                        ));
+                    }
+                }
+                Some(wrap_result(value))
+            }
+        };
+        let parts = output
+            .parts
+            .into_iter()
+            .map(|p| self.convert_part(name, p))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ToolOutput {
+            result,
+            parts,
+            call_id,
+        })
+    }
+}
+
+fn wit_part_size(part: &wit::Part) -> usize {
+    match part {
+        wit::Part::Text(text) | wit::Part::Json(text) => text.len(),
+        wit::Part::Blob(blob) => {
+            blob.mime_type.len() + blob.name.as_ref().map_or(0, String::len) + blob.data.len()
+        }
+    }
+}
+
+fn check_declarations(
+    path: &Path,
+    declarations: Vec<wit::Declaration>,
+) -> Result<Vec<LoadedTool>, LoadError> {
+    let mut seen = HashSet::new();
+    let mut tools = Vec::with_capacity(declarations.len());
+    for declaration in declarations {
+        let name = declaration.info.name;
+        let invalid = |reason: String| LoadError::InvalidTool {
+            path: path.to_owned(),
+            tool: name.clone(),
+            reason,
+        };
+        if !valid_tool_name(&name) {
+            return Err(invalid(
+                "a tool name must be 1 to 64 ASCII letters, digits, `_` or `-`".into(),
+            ));
+        }
+        if !seen.insert(name.clone()) {
+            return Err(invalid("declared twice".into()));
+        }
+        let input = Schema::input(&declaration.input_schema)
+            .map_err(|e| invalid(format!("input schema: {e}")))?;
+        let output = declaration
+            .output_schema
+            .as_deref()
+            .map(Schema::output)
+            .transpose()
+            .map_err(|e| invalid(format!("output schema: {e}")))?;
+        tools.push(LoadedTool {
+            spec: ToolSpec {
+                name: name.clone(),
+                description: declaration.info.description,
+                long_running: declaration.info.long_running,
+                streaming: declaration.streaming,
+                input_schema: input.raw().clone(),
+                output_schema: output.as_ref().map(|s| s.raw().clone()),
+            },
+            input,
+            output,
+        });
+    }
+    Ok(tools)
+}
+
+/// The output of a running tool, pulled part by part.
+pub struct ToolStream {
+    call_id: String,
+    inner: StreamInner,
+}
+
+enum StreamInner {
+    Ready(std::vec::IntoIter<Part>),
+    Guest(Box<GuestStream>),
+}
+
+struct GuestStream {
+    plugin: Plugin,
+    tool: String,
+    store: Store<PluginState>,
+    bindings: WitPlugin,
+    handle: ResourceAny,
+    emitted: u64,
+    done: bool,
+}
+
+impl std::fmt::Debug for ToolStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolStream")
+            .field("call_id", &self.call_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolStream {
+    /// The call ID this stream answers.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The next part; `None` once the stream has ended or failed.
+    ///
+    /// # Errors
+    /// The tool's failure, an exhausted budget (the deadline and fuel cover the
+    /// whole stream; the output limit covers all chunks together), or a trap.
+    pub async fn next(&mut self) -> Option<Result<Part, CallError>> {
+        match &mut self.inner {
+            StreamInner::Ready(parts) => parts.next().map(Ok),
+            StreamInner::Guest(guest) => guest.next().await,
+        }
+    }
+
+    /// Pulls the stream to its end and gathers it into one output: adjacent
+    /// text chunks are joined; when every chunk is text, the JSON result is
+    /// `{"result": "<all the text>"}`.
+    ///
+    /// # Errors
+    /// The first error the stream gives.
+    pub async fn collect(mut self) -> Result<ToolOutput, CallError> {
+        let mut parts: Vec<Part> = Vec::new();
+        while let Some(part) = self.next().await {
+            match (part?, parts.last_mut()) {
+                (Part::Text(text), Some(Part::Text(last))) => last.push_str(&text),
+                (part, _) => parts.push(part),
+            }
+        }
+        let result = match parts.as_slice() {
+            [] => Some(wrap_result(Value::String(String::new()))),
+            [Part::Text(text)] => Some(wrap_result(Value::String(text.clone()))),
+            _ => None,
+        };
+        if result.is_some() {
+            parts.clear();
+        }
+        Ok(ToolOutput {
+            result,
+            parts,
+            call_id: self.call_id,
+        })
+    }
+}
+
+impl GuestStream {
+    async fn next(&mut self) -> Option<Result<Part, CallError>> {
+        if self.done {
+            return None;
+        }
+        let result = self.pull().await;
+        if !matches!(result, Some(Ok(_))) {
+            self.done = true;
+        }
+        result
+    }
+
+    async fn pull(&mut self) -> Option<Result<Part, CallError>> {
+        let plugin = &self.plugin;
+        let tool = self.tool.as_str();
+        let next = self
+            .bindings
+            .toolhost_plugin_tools()
+            .chunks()
+            .call_next(&mut self.store, self.handle)
+            .await;
+        let chunk = match next {
+            Err(e) => return Some(Err(plugin.classify(&mut self.store, tool, e))),
+            Ok(Err(e)) => return Some(Err(plugin.tool_error(tool, e))),
+            Ok(Ok(None)) => return None,
+            Ok(Ok(Some(chunk))) => chunk,
+        };
+        self.emitted += wit_part_size(&chunk) as u64;
+        if let Err(e) = plugin.check_output_size(tool, self.emitted) {
+            return Some(Err(e));
+        }
+        Some(plugin.convert_part(tool, chunk))
+    }
+}
+
+/// Reads a component file and tells what it is: its imports and exports, and,
+/// if it is a toolhost plugin that loads, its tools.
+///
+/// # Errors
+/// A [`LoadError`] if the file cannot be read or compiled. A component of
+/// another world is not an error here: its info comes back with the load
+/// error for the tools.
+pub async fn inspect(
+    engine: &Engine,
+    path: impl AsRef<Path>,
+) -> Result<(ComponentInfo, Result<Plugin, LoadError>), LoadError> {
+    let path = path.as_ref().to_owned();
+    let bytes = tokio::fs::read(&path)
+        .await
+        .map_err(|source| LoadError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    let component = compile_off_runtime(engine, &path, bytes).await?;
+    let info = component_info(engine, &component);
+    let plugin = Plugin::from_component(engine, path, &component, &PluginOptions::default()).await;
+    Ok((info, plugin))
+}

@@ -1,0 +1,249 @@
+//! A set of loaded plugins, such as a plugins directory, and how tool names
+//! resolve across them.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::Engine;
+use crate::error::{CallError, LoadError};
+use crate::plugin::{Plugin, PluginOptions, ToolStream};
+use crate::tool::{ToolCall, ToolOutput, ToolSpec};
+
+/// The plugins loaded from a directory, and the files that failed to load.
+///
+/// Naming rule: every tool is reachable as `plugin.tool`; a bare `tool` name
+/// works while exactly one plugin offers it. When two plugins offer the same
+/// name, the bare name is ambiguous (a call to it lists the qualified names)
+/// and a warning is logged at load: nothing is silently shadowed.
+#[derive(Debug, Default)]
+pub struct PluginSet {
+    plugins: Vec<Plugin>,
+    failures: Vec<LoadError>,
+}
+
+/// A tool as a set lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct ListedTool<'a> {
+    /// The plugin that offers it.
+    pub plugin: &'a Plugin,
+    /// Its spec.
+    pub spec: &'a ToolSpec,
+    /// Whether its bare name is unique in the set (else call it as `plugin.tool`).
+    pub unique: bool,
+}
+
+impl ListedTool<'_> {
+    /// The name to call it by: the bare name when unique, else `plugin.tool`.
+    pub fn call_name(&self) -> String {
+        if self.unique {
+            self.spec.name.clone()
+        } else {
+            format!("{}.{}", self.plugin.name(), self.spec.name)
+        }
+    }
+}
+
+/// One plugin file finished loading (for progress reports).
+#[derive(Debug)]
+pub struct Loaded<'a> {
+    /// The file.
+    pub path: &'a Path,
+    /// How long it took (compiling, or reading the cache, plus reading declarations).
+    pub elapsed: Duration,
+    /// Its outcome.
+    pub result: Result<&'a Plugin, &'a LoadError>,
+}
+
+impl PluginSet {
+    /// Loads every `*.wasm` file of a directory, compiling in parallel. A file
+    /// that fails to load is recorded in [`PluginSet::failures`]; it never stops
+    /// the others.
+    ///
+    /// # Errors
+    /// Fails only if the directory itself cannot be read.
+    pub async fn load_dir(
+        engine: &Engine,
+        dir: impl AsRef<Path>,
+        options: &PluginOptions,
+    ) -> Result<Self, LoadError> {
+        Self::load_dir_with(engine, dir, options, |_| {}).await
+    }
+
+    /// As [`PluginSet::load_dir`], calling `progress` as each file finishes.
+    ///
+    /// # Errors
+    /// Fails only if the directory itself cannot be read.
+    pub async fn load_dir_with(
+        engine: &Engine,
+        dir: impl AsRef<Path>,
+        options: &PluginOptions,
+        mut progress: impl FnMut(Loaded<'_>),
+    ) -> Result<Self, LoadError> {
+        let dir = dir.as_ref();
+        let files = wasm_files(dir).map_err(|source| LoadError::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
+        let mut tasks = tokio::task::JoinSet::new();
+        for (index, path) in files.iter().enumerate() {
+            let (engine, path, options) = (engine.clone(), path.clone(), options.clone());
+            tasks.spawn(async move {
+                let start = Instant::now();
+                let result = Plugin::load(&engine, &path, &options).await;
+                (index, start.elapsed(), result)
+            });
+        }
+        let mut results: Vec<Option<Result<Plugin, LoadError>>> =
+            files.iter().map(|_| None).collect();
+        while let Some(joined) = tasks.join_next().await {
+            let Ok((index, elapsed, result)) = joined else {
+                continue;
+            };
+            progress(Loaded {
+                path: &files[index],
+                elapsed,
+                result: result.as_ref(),
+            });
+            results[index] = Some(result);
+        }
+        let mut set = Self::default();
+        for (path, result) in files.into_iter().zip(results) {
+            match result {
+                Some(Ok(plugin)) => set.plugins.push(plugin),
+                Some(Err(err)) => set.failures.push(err),
+                None => set.failures.push(LoadError::Engine {
+                    path,
+                    reason: "the loading task failed".into(),
+                }),
+            }
+        }
+        set.warn_clashes();
+        Ok(set)
+    }
+
+    /// A set of already loaded plugins.
+    pub fn from_plugins(plugins: Vec<Plugin>) -> Self {
+        let set = Self {
+            plugins,
+            failures: Vec::new(),
+        };
+        set.warn_clashes();
+        set
+    }
+
+    fn warn_clashes(&self) {
+        for failure in &self.failures {
+            tracing::warn!(error = %failure, "plugin not loaded");
+        }
+        let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
+        for plugin in &self.plugins {
+            for tool in plugin.tools() {
+                owners.entry(&tool.name).or_default().push(plugin.name());
+            }
+        }
+        for (tool, plugins) in owners {
+            if plugins.len() > 1 {
+                tracing::warn!(
+                    tool,
+                    plugins = %plugins.join(", "),
+                    "several plugins offer this tool; call it as `plugin.tool`"
+                );
+            }
+        }
+    }
+
+    /// The loaded plugins, in file-name order.
+    pub fn plugins(&self) -> &[Plugin] {
+        &self.plugins
+    }
+
+    /// The files that failed to load, with why.
+    pub fn failures(&self) -> &[LoadError] {
+        &self.failures
+    }
+
+    /// Every tool of every plugin.
+    pub fn tools(&self) -> Vec<ListedTool<'_>> {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for tool in self.plugins.iter().flat_map(Plugin::tools) {
+            *counts.entry(&tool.name).or_default() += 1;
+        }
+        self.plugins
+            .iter()
+            .flat_map(|plugin| {
+                let counts = &counts;
+                plugin.tools().map(move |spec| ListedTool {
+                    plugin,
+                    spec,
+                    unique: counts.get(spec.name.as_str()) == Some(&1),
+                })
+            })
+            .collect()
+    }
+
+    /// Finds the plugin and tool a name refers to (`tool` or `plugin.tool`).
+    ///
+    /// # Errors
+    /// [`CallError::UnknownTool`] listing the names that exist (qualified ones
+    /// where a bare name is ambiguous).
+    pub fn resolve(&self, name: &str) -> Result<(&Plugin, &ToolSpec), CallError> {
+        if let Some((plugin_name, tool_name)) = name.split_once('.')
+            && let Some(plugin) = self.plugins.iter().find(|p| p.name() == plugin_name)
+            && let Some(spec) = plugin.tool(tool_name)
+        {
+            return Ok((plugin, spec));
+        }
+        let matches: Vec<_> = self
+            .plugins
+            .iter()
+            .filter_map(|p| p.tool(name).map(|spec| (p, spec)))
+            .collect();
+        match matches.as_slice() {
+            [only] => Ok(*only),
+            _ => Err(CallError::UnknownTool {
+                tool: name.to_owned(),
+                available: self.tools().iter().map(ListedTool::call_name).collect(),
+            }),
+        }
+    }
+
+    /// Calls a tool by name (see the naming rule above).
+    ///
+    /// # Errors
+    /// As [`Plugin::invoke`].
+    pub async fn invoke(&self, call: ToolCall) -> Result<ToolOutput, CallError> {
+        let (plugin, spec) = self.resolve(&call.tool)?;
+        let call = ToolCall {
+            tool: spec.name.clone(),
+            ..call
+        };
+        plugin.invoke(call).await
+    }
+
+    /// Streams a tool by name (see the naming rule above).
+    ///
+    /// # Errors
+    /// As [`Plugin::stream`].
+    pub async fn stream(&self, call: ToolCall) -> Result<ToolStream, CallError> {
+        let (plugin, spec) = self.resolve(&call.tool)?;
+        let call = ToolCall {
+            tool: spec.name.clone(),
+            ..call
+        };
+        plugin.stream(call).await
+    }
+}
+
+/// The `*.wasm` files directly inside `dir`, sorted by name.
+fn wasm_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}

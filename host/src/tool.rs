@@ -1,0 +1,161 @@
+//! What a tool is and what crosses a call: specs, calls, outputs and parts.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// ADK's note for long-running tools, appended to the description the model sees.
+pub const LONG_RUNNING_NOTE: &str = "NOTE: This is a long-running operation. Do not call this tool again if it has already returned some intermediate or pending status.";
+
+/// A tool's info and declaration: what the model sees.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: String,
+    /// The description as the plugin declared it.
+    pub description: String,
+    /// The tool starts long work and may return a pending status.
+    pub long_running: bool,
+    /// The tool streams its result.
+    pub streaming: bool,
+    /// JSON Schema of the arguments object.
+    pub input_schema: Value,
+    /// JSON Schema of the result, if declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+impl ToolSpec {
+    /// The description the model sees: the declared one, plus ADK's note for
+    /// long-running tools.
+    pub fn model_description(&self) -> String {
+        if !self.long_running {
+            return self.description.clone();
+        }
+        if self.description.is_empty() {
+            LONG_RUNNING_NOTE.to_owned()
+        } else {
+            format!("{}\n\n{LONG_RUNNING_NOTE}", self.description)
+        }
+    }
+}
+
+/// One call of one tool.
+///
+/// # Examples
+/// ```
+/// let call = toolhost::ToolCall::new("add", serde_json::json!({"a": 1, "b": 2}))
+///     .with_call_id("call-7")
+///     .with_invocation_id("turn-3");
+/// assert_eq!(call.call_id(), "call-7");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub(crate) tool: String,
+    pub(crate) arguments: Value,
+    pub(crate) call_id: String,
+    pub(crate) invocation_id: String,
+}
+
+impl ToolCall {
+    /// A call of `tool` with these arguments, a fresh call ID and its own invocation.
+    pub fn new(tool: impl Into<String>, arguments: Value) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let call_id = format!("call-{}-{n}", std::process::id());
+        Self {
+            tool: tool.into(),
+            arguments,
+            invocation_id: call_id.clone(),
+            call_id,
+        }
+    }
+
+    /// Sets the call ID (for example the model's tool-call ID).
+    pub fn with_call_id(mut self, id: impl Into<String>) -> Self {
+        self.call_id = id.into();
+        self
+    }
+
+    /// Sets the invocation this call belongs to; calls of one invocation share scratch state.
+    pub fn with_invocation_id(mut self, id: impl Into<String>) -> Self {
+        self.invocation_id = id.into();
+        self
+    }
+
+    /// The tool's name.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The arguments.
+    pub fn arguments(&self) -> &Value {
+        &self.arguments
+    }
+
+    /// The call ID.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The invocation ID.
+    pub fn invocation_id(&self) -> &str {
+        &self.invocation_id
+    }
+}
+
+/// The broad kind of a binary part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum MediaKind {
+    /// An image.
+    Image,
+    /// Sound.
+    Audio,
+    /// Video.
+    Video,
+    /// Any other file.
+    File,
+}
+
+/// One part of a multimodal result, or one chunk of a stream.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Part {
+    /// Plain text.
+    Text(String),
+    /// A JSON value.
+    Json(Value),
+    /// Bytes with a MIME type.
+    Blob {
+        /// The broad kind.
+        kind: MediaKind,
+        /// The MIME type.
+        mime_type: String,
+        /// A suggested file name.
+        name: Option<String>,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+}
+
+/// What a call returned.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    /// The JSON result, always an object (a bare value is wrapped as `{"result": value}`).
+    pub result: Option<Value>,
+    /// Multimodal parts, in order.
+    pub parts: Vec<Part>,
+    /// The call ID this output answers.
+    pub call_id: String,
+}
+
+/// Wraps a JSON value that is not an object as `{"result": value}`.
+pub fn wrap_result(value: Value) -> Value {
+    match value {
+        Value::Object(_) => value,
+        other => serde_json::json!({ "result": other }),
+    }
+}

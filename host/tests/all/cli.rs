@@ -1,0 +1,215 @@
+//! The `toolhost` binary, run as a user would.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use toolhost_test_plugins::{ECHO, HOSTILE, OTHER_WORLD};
+
+fn plugins_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(ECHO, dir.path().join("echo.wasm")).unwrap();
+    std::fs::copy(HOSTILE, dir.path().join("hostile.wasm")).unwrap();
+    dir
+}
+
+fn toolhost(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(dir)
+        .arg("--no-cache")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout_json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn list_shows_every_tool() {
+    let dir = plugins_dir();
+    let out = toolhost(dir.path(), &["list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.starts_with("PLUGIN"), "{table}");
+    assert!(table.contains("countdown (stream)"), "{table}");
+    let out = toolhost(dir.path(), &["list", "--json"]);
+    let rows = stdout_json(&out);
+    let long_job = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tool"] == "long_job")
+        .unwrap();
+    assert_eq!(long_job["long_running"], true);
+    assert_eq!(long_job["plugin"], "echo");
+}
+
+#[test]
+fn describe_prints_the_declaration() {
+    let dir = plugins_dir();
+    let out = toolhost(dir.path(), &["describe", "order"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let declaration = stdout_json(&out);
+    assert_eq!(declaration["name"], "order");
+    assert_eq!(declaration["parameters"]["type"], "object");
+}
+
+#[test]
+fn call_prints_the_result() {
+    let dir = plugins_dir();
+    let out = toolhost(dir.path(), &["call", "add", r#"{"a": "42", "b": 1}"#]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out), serde_json::json!({"result": 43}));
+}
+
+#[test]
+fn call_reads_arguments_from_stdin() {
+    use std::io::Write;
+    let dir = plugins_dir();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["--no-cache", "call", "add", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"a": 2, "b": 2}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out), serde_json::json!({"result": 4}));
+}
+
+#[test]
+fn call_streams_chunks_as_json_lines() {
+    let dir = plugins_dir();
+    let out = toolhost(dir.path(), &["call", "countdown", r#"{"from": 2}"#]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["text"], "2\n");
+}
+
+#[test]
+fn call_writes_binary_parts_to_files() {
+    let dir = plugins_dir();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = toolhost(
+        dir.path(),
+        &[
+            "call",
+            "pixel",
+            "{}",
+            "--out-dir",
+            out_dir.path().to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout_json(&out);
+    let image = printed["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "image")
+        .unwrap();
+    let file = image["file"].as_str().unwrap();
+    assert!(file.starts_with(out_dir.path().to_str().unwrap()));
+    assert!(std::fs::read(file).unwrap().starts_with(b"\x89PNG"));
+}
+
+#[test]
+fn a_looping_tool_fails_within_its_deadline() {
+    let dir = plugins_dir();
+    let out = toolhost(
+        dir.path(),
+        &[
+            "--timeout-ms",
+            "500",
+            "--fuel",
+            "1000000000000",
+            "call",
+            "spin",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("ran out of time"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one-line error: {err}");
+}
+
+#[test]
+fn a_memory_hog_fails_with_a_memory_error() {
+    let dir = plugins_dir();
+    let out = toolhost(dir.path(), &["--memory-mib", "16", "call", "hog"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("ran out of memory"), "{err}");
+}
+
+#[test]
+fn bad_arguments_exit_non_zero_with_every_problem() {
+    let dir = plugins_dir();
+    let out = toolhost(dir.path(), &["call", "order", r#"{"quantity": 120}"#]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("/quantity: 120 is greater than the maximum of 99"),
+        "{err}"
+    );
+    assert!(err.contains("\"item\""), "{err}");
+    let out = toolhost(dir.path(), &["call", "add", "not json"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("not valid JSON"));
+    let out = toolhost(dir.path(), &["call", "no_such_tool"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("available tools"));
+}
+
+#[test]
+fn inspect_tells_what_a_file_is() {
+    let dir = plugins_dir();
+    let out = toolhost(dir.path(), &["inspect", ECHO, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info = stdout_json(&out);
+    assert_eq!(info["toolhost_version"], "0.1.0");
+    assert!(
+        info["imports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i.as_str().unwrap().starts_with("toolhost:plugin/host"))
+    );
+    assert!(info["tools"].as_array().unwrap().len() >= 5);
+    let out = toolhost(dir.path(), &["inspect", OTHER_WORLD]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not a toolhost plugin"));
+}
+
+#[test]
+fn a_missing_plugins_directory_is_explained() {
+    let out = toolhost(Path::new("/no/such/plugins"), &["list"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("does not exist"));
+}

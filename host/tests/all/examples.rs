@@ -1,0 +1,1 @@
+//! Example plugins, called through the host.

@@ -1,0 +1,182 @@
+//! Hostile guests: each misbehaves in one way, gets its own typed error, and the
+//! same plugin then still answers a normal call.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost::{CallError, Exhausted, Plugin, PluginOptions, ToolCall};
+use toolhost_test_plugins::HOSTILE;
+
+use crate::{plugin, plugin_with};
+
+async fn still_serves(plugin: &Plugin) {
+    let out = plugin
+        .invoke(ToolCall::new("ok", json!({})))
+        .await
+        .expect("a normal call after a hostile one succeeds");
+    assert_eq!(out.result, Some(json!({"ok": true})));
+}
+
+#[tokio::test]
+async fn infinite_loop_runs_out_of_fuel() {
+    let mut options = PluginOptions::default();
+    options
+        .limits_mut()
+        .fuel(20_000_000)
+        .deadline(Duration::from_secs(30));
+    let plugin = plugin_with(HOSTILE, &options).await;
+    let err = plugin
+        .invoke(ToolCall::new("spin", json!({})))
+        .await
+        .unwrap_err();
+    match err {
+        CallError::Exhausted {
+            budget: Exhausted::Fuel { limit },
+            ref tool,
+            ref plugin,
+        } => {
+            assert_eq!(limit, 20_000_000);
+            assert_eq!(tool, "spin");
+            assert_eq!(plugin, "hostile");
+        }
+        other => panic!("expected fuel exhaustion, got {other:?}"),
+    }
+    assert!(err.to_string().contains("ran out of fuel"), "{err}");
+    still_serves(&plugin).await;
+}
+
+#[tokio::test]
+async fn infinite_loop_hits_the_deadline() {
+    let mut options = PluginOptions::default();
+    options
+        .limits_mut()
+        .fuel(u64::MAX / 2)
+        .deadline(Duration::from_millis(300));
+    let plugin = plugin_with(HOSTILE, &options).await;
+    let start = Instant::now();
+    let err = plugin
+        .invoke(ToolCall::new("spin", json!({})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CallError::Exhausted {
+                budget: Exhausted::Deadline { limit },
+                ..
+            } if limit == Duration::from_millis(300)
+        ),
+        "expected a deadline error, got {err:?}"
+    );
+    // Not a timing assertion on speed: only that the deadline did stop it (a
+    // missing deadline would hang until fuel ran out, hours away).
+    assert!(start.elapsed() < Duration::from_secs(60));
+    still_serves(&plugin).await;
+}
+
+#[tokio::test]
+async fn memory_hog_hits_the_memory_limit() {
+    let mut options = PluginOptions::default();
+    options.limits_mut().memory_bytes(32 << 20);
+    let plugin = plugin_with(HOSTILE, &options).await;
+    let err = plugin
+        .invoke(ToolCall::new("hog", json!({})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CallError::Exhausted {
+                budget: Exhausted::Memory { limit },
+                ..
+            } if limit == 32 << 20
+        ),
+        "expected a memory-limit error, got {err:?}"
+    );
+    still_serves(&plugin).await;
+}
+
+#[tokio::test]
+async fn unbounded_recursion_overflows_the_stack() {
+    let plugin = plugin(HOSTILE).await;
+    let err = plugin
+        .invoke(ToolCall::new("recurse", json!({})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CallError::Exhausted {
+                budget: Exhausted::Stack { .. },
+                ..
+            }
+        ),
+        "expected a stack overflow, got {err:?}"
+    );
+    still_serves(&plugin).await;
+}
+
+#[tokio::test]
+async fn panic_is_reported_with_its_message() {
+    let plugin = plugin(HOSTILE).await;
+    let err = plugin
+        .invoke(ToolCall::new("panic", json!({})))
+        .await
+        .unwrap_err();
+    match &err {
+        CallError::Panicked { message, tool, .. } => {
+            assert!(message.contains("panicked on purpose"), "{message}");
+            assert_eq!(tool, "panic");
+        }
+        other => panic!("expected a panic, got {other:?}"),
+    }
+    still_serves(&plugin).await;
+}
+
+#[tokio::test]
+async fn huge_output_hits_the_output_limit() {
+    let mut options = PluginOptions::default();
+    options.limits_mut().output_bytes(1 << 20);
+    let plugin = plugin_with(HOSTILE, &options).await;
+    let err = plugin
+        .invoke(ToolCall::new("huge", json!({"bytes": 2 << 20})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CallError::Exhausted {
+                budget: Exhausted::Output { limit },
+                ..
+            } if limit == 1 << 20
+        ),
+        "expected an output-limit error, got {err:?}"
+    );
+    // Just under the limit is fine.
+    let out = plugin
+        .invoke(ToolCall::new("huge", json!({"bytes": 1000})))
+        .await
+        .unwrap();
+    assert_eq!(out.result.unwrap()["result"].as_str().unwrap().len(), 1000);
+    still_serves(&plugin).await;
+}
+
+#[tokio::test]
+async fn many_hostile_calls_at_once_leave_the_host_serving() {
+    let mut options = PluginOptions::default();
+    options.limits_mut().fuel(5_000_000).memory_bytes(16 << 20);
+    let plugin = plugin_with(HOSTILE, &options).await;
+    let mut tasks = Vec::new();
+    for i in 0..24 {
+        let plugin = plugin.clone();
+        let tool = ["spin", "hog", "recurse", "panic", "ok", "ok"][i % 6];
+        tasks.push(tokio::spawn(async move {
+            (tool, plugin.invoke(ToolCall::new(tool, json!({}))).await)
+        }));
+    }
+    for task in tasks {
+        let (tool, result) = task.await.unwrap();
+        assert_eq!(result.is_ok(), tool == "ok", "{tool}: {result:?}");
+    }
+    still_serves(&plugin).await;
+}

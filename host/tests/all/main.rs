@@ -1,0 +1,44 @@
+//! Host integration tests: one binary, real components built from `plugins/`
+//! and `tests/plugins/` by the `toolhost-test-plugins` build script.
+
+mod cli;
+mod examples;
+mod hostile;
+mod loading;
+mod tools;
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use toolhost::{Engine, EngineConfig, Plugin, PluginOptions};
+
+/// One engine for the whole test binary (as a real process has).
+pub(crate) fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let mut config = EngineConfig::default();
+        config.cache_dir(None);
+        Engine::new(&config).expect("the engine starts")
+    })
+}
+
+/// Loads a plugin with default options, once per path.
+pub(crate) async fn plugin(path: &'static str) -> Plugin {
+    static CACHE: OnceLock<Mutex<HashMap<&'static str, Plugin>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(plugin) = cache.lock().unwrap().get(path) {
+        return plugin.clone();
+    }
+    let plugin = Plugin::load(engine(), path, &PluginOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{path} loads: {e}"));
+    cache.lock().unwrap().insert(path, plugin.clone());
+    plugin
+}
+
+/// Loads a plugin with its own options (not cached).
+pub(crate) async fn plugin_with(path: &str, options: &PluginOptions) -> Plugin {
+    Plugin::load(engine(), path, options)
+        .await
+        .unwrap_or_else(|e| panic!("{path} loads: {e}"))
+}
