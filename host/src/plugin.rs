@@ -302,11 +302,16 @@ impl Plugin {
             .instantiate("(declarations)", "load", "load")
             .await
             .map_err(reason)?;
-        let result = bindings
-            .toolhost_plugin_tools()
-            .call_declarations(&mut store)
-            .await;
-        result.map_err(|e| reason(self.classify(&mut store, "(declarations)", e)))
+        let deadline = store.data().deadline;
+        let result = timeout(
+            deadline,
+            bindings
+                .toolhost_plugin_tools()
+                .call_declarations(&mut store),
+        )
+        .await;
+        self.settle(&mut store, "(declarations)", result)
+            .map_err(reason)
     }
 
     /// The plugin's name.
@@ -394,11 +399,15 @@ impl Plugin {
             tool: tool.spec.name.clone(),
             arguments,
         };
-        let result = bindings
-            .toolhost_plugin_tools()
-            .call_invoke(&mut store, &wit_call)
-            .await
-            .map_err(|e| self.classify(&mut store, name, e))?;
+        let deadline = store.data().deadline;
+        let result = timeout(
+            deadline,
+            bindings
+                .toolhost_plugin_tools()
+                .call_invoke(&mut store, &wit_call),
+        )
+        .await;
+        let result = self.settle(&mut store, name, result)?;
         let output = result.map_err(|e| self.tool_error(name, e))?;
         self.finish(tool, output, call.call_id)
     }
@@ -434,11 +443,15 @@ impl Plugin {
             tool: tool.spec.name.clone(),
             arguments,
         };
-        let result = bindings
-            .toolhost_plugin_tools()
-            .call_invoke_stream(&mut store, &wit_call)
-            .await
-            .map_err(|e| self.classify(&mut store, name, e))?;
+        let deadline = store.data().deadline;
+        let result = timeout(
+            deadline,
+            bindings
+                .toolhost_plugin_tools()
+                .call_invoke_stream(&mut store, &wit_call),
+        )
+        .await;
+        let result = self.settle(&mut store, name, result)?;
         let handle = result.map_err(|e| self.tool_error(name, e))?;
         Ok(ToolStream {
             call_id: call.call_id,
@@ -465,6 +478,8 @@ impl Plugin {
         let engine = &self.inner.engine;
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCES);
+        let limit = limits.get_deadline();
+        let deadline = Instant::now() + limit;
         let state = PluginState {
             plugin: self.inner.name.clone(),
             tool: tool.to_owned(),
@@ -476,6 +491,7 @@ impl Plugin {
             table,
             limiter: Limiter::new(limits),
             panic_message: None,
+            deadline,
         };
         let mut store = Store::new(engine.wasm(), state);
         store.limiter(|state| &mut state.limiter);
@@ -486,8 +502,6 @@ impl Plugin {
         store
             .set_fuel(limits.get_fuel())
             .map_err(|e| host_error(e.to_string()))?;
-        let limit = limits.get_deadline();
-        let deadline = Instant::now() + limit;
         store.set_epoch_deadline(1);
         // Yield at every tick so a runaway guest cannot starve the executor, and
         // stop it once its deadline has passed.
@@ -498,13 +512,30 @@ impl Plugin {
                 Err(Exhausted::Deadline { limit }.into())
             }
         });
-        let bindings = self
-            .inner
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| self.classify(&mut store, tool, e))?;
+        let instantiated = timeout(deadline, self.inner.pre.instantiate_async(&mut store)).await;
+        let bindings = self.settle(&mut store, tool, instantiated)?;
         Ok((store, bindings))
+    }
+
+    /// The outcome of a guest call that ran under [`timeout`]: its value, or the
+    /// typed error for a trap, an exhausted budget, or the deadline.
+    fn settle<T>(
+        &self,
+        store: &mut Store<PluginState>,
+        tool: &str,
+        result: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
+    ) -> Result<T, CallError> {
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(err)) => Err(self.classify(store, tool, err)),
+            Err(_elapsed) => Err(CallError::Exhausted {
+                plugin: self.inner.name.to_string(),
+                tool: tool.to_owned(),
+                budget: Exhausted::Deadline {
+                    limit: self.inner.limits.get_deadline(),
+                },
+            }),
+        }
     }
 
     /// Turns a wasmtime error into the typed error that says what happened.
@@ -544,7 +575,22 @@ impl Plugin {
                     limit: self.inner.engine.max_wasm_stack() as u64,
                 });
             }
+            Some(Trap::MemoryOutOfBounds) if shadow_stack_overflow(&err) => {
+                return exhausted(Exhausted::Stack {
+                    limit: self.inner.engine.max_wasm_stack() as u64,
+                });
+            }
             _ => {}
+        }
+        if err
+            .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+            .is_some()
+        {
+            return CallError::Host {
+                tool,
+                reason: "too many calls in flight (the instance pool is full); retry shortly"
+                    .into(),
+            };
         }
         if let Some(message) = store.data_mut().panic_message.take() {
             return CallError::Panicked {
@@ -670,6 +716,35 @@ impl Plugin {
             call_id,
         })
     }
+}
+
+/// Runs a guest call under the call's deadline. The epoch callback stops guest
+/// code that computes past it; this timer also stops a guest blocked in an
+/// async host call (a WASI sleep or poll), which never reaches an epoch check.
+async fn timeout<F: Future>(
+    deadline: Instant,
+    call: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), call).await
+}
+
+/// Languages that keep their stack in linear memory (Rust, C: "stack first",
+/// growing down towards address 0) overflow it by wrapping below zero, which
+/// wasmtime reports as an out-of-bounds access just under 4 GiB. That is a
+/// stack overflow, not a wild pointer.
+fn shadow_stack_overflow(err: &wasmtime::Error) -> bool {
+    const PREFIX: &str = "memory fault at wasm address 0x";
+    let text = format!("{err:#}");
+    let Some(start) = text.find(PREFIX) else {
+        return false;
+    };
+    let hex: String = text[start + PREFIX.len()..]
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect();
+    u64::from_str_radix(&hex, 16).is_ok_and(|address| {
+        (u64::from(u32::MAX) - (1 << 20)..=u64::from(u32::MAX)).contains(&address)
+    })
 }
 
 fn wit_part_size(part: &wit::Part) -> usize {
@@ -818,14 +893,17 @@ impl GuestStream {
     async fn pull(&mut self) -> Option<Result<Part, CallError>> {
         let plugin = &self.plugin;
         let tool = self.tool.as_str();
-        let next = self
-            .bindings
-            .toolhost_plugin_tools()
-            .chunks()
-            .call_next(&mut self.store, self.handle)
-            .await;
-        let chunk = match next {
-            Err(e) => return Some(Err(plugin.classify(&mut self.store, tool, e))),
+        let deadline = self.store.data().deadline;
+        let next = timeout(
+            deadline,
+            self.bindings
+                .toolhost_plugin_tools()
+                .chunks()
+                .call_next(&mut self.store, self.handle),
+        )
+        .await;
+        let chunk = match plugin.settle(&mut self.store, tool, next) {
+            Err(e) => return Some(Err(e)),
             Ok(Err(e)) => return Some(Err(plugin.tool_error(tool, e))),
             Ok(Ok(None)) => return None,
             Ok(Ok(Some(chunk))) => chunk,

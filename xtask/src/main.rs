@@ -112,15 +112,30 @@ fn demo() -> Result<()> {
     let toolhost = root().join("target/release/toolhost");
     let step = |args: &[&str]| -> Result<()> {
         eprintln!("\n$ toolhost {}", args.join(" "));
-        run(Command::new(&toolhost).arg("--plugins").arg(&dir).args(args))
+        run(Command::new(&toolhost)
+            .arg("--plugins")
+            .arg(&dir)
+            .args(args))
     };
     step(&["list"])?;
     step(&["describe", "evaluate"])?;
     step(&["call", "word_count", r#"{"text": "the quick brown fox"}"#])?;
     step(&["call", "evaluate", r#"{"expression": "2 * (3 + 4) ^ 2"}"#])?;
-    step(&["call", "convert_units", r#"{"value": "5", "from": "km", "to": "mi"}"#])?;
-    step(&["call", "hash", r#"{"algorithm": "sha256", "text": "hello"}"#])?;
-    step(&["call", "split_lines", r#"{"text": "one\ntwo\nthree", "numbered": true}"#])?;
+    step(&[
+        "call",
+        "convert_units",
+        r#"{"value": "5", "from": "km", "to": "mi"}"#,
+    ])?;
+    step(&[
+        "call",
+        "hash",
+        r#"{"algorithm": "sha256", "text": "hello"}"#,
+    ])?;
+    step(&[
+        "call",
+        "split_lines",
+        r#"{"text": "one\ntwo\nthree", "numbered": true}"#,
+    ])?;
     step(&["call", "qr_code", r#"{"text": "https://example.com"}"#])?;
     eprintln!("\n$ toolhost call evaluate '{{\"expression\": 42}}'   # a bad argument");
     let status = Command::new(&toolhost)

@@ -80,6 +80,8 @@ pub(crate) struct PluginState {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: Limiter,
     pub(crate) panic_message: Option<String>,
+    /// When the call must be over (checked by the epoch callback and by a host timer).
+    pub(crate) deadline: std::time::Instant,
 }
 
 impl WasiView for PluginState {

@@ -75,6 +75,35 @@ async fn infinite_loop_hits_the_deadline() {
 }
 
 #[tokio::test]
+async fn guests_waiting_on_the_clock_hit_the_deadline() {
+    let mut options = PluginOptions::default();
+    options
+        .limits_mut()
+        .fuel(u64::MAX / 2)
+        .deadline(Duration::from_millis(300));
+    let plugin = plugin_with(HOSTILE, &options).await;
+    // One polls the clock in a loop; the other sleeps in WASI (blocked in a host
+    // call, where no epoch check runs).
+    for tool in ["busy_wait", "sleep_forever"] {
+        let err = plugin
+            .invoke(ToolCall::new(tool, json!({})))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                CallError::Exhausted {
+                    budget: Exhausted::Deadline { .. },
+                    ..
+                }
+            ),
+            "{tool}: expected a deadline error, got {err:?}"
+        );
+    }
+    still_serves(&plugin).await;
+}
+
+#[tokio::test]
 async fn memory_hog_hits_the_memory_limit() {
     let mut options = PluginOptions::default();
     options.limits_mut().memory_bytes(32 << 20);

@@ -1,0 +1,521 @@
+//! The [`Tool`] and [`StreamingTool`] traits, and the declarations derived from them.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::{Chunks, Context, IntoOutput, ToolError};
+
+/// A tool that runs to completion: typed arguments in, a result out.
+///
+/// The arguments' JSON Schema is derived from [`Tool::Args`]; the doc comment on
+/// the `Args` type is the description unless [`Tool::DESCRIPTION`] is set.
+///
+/// ```
+/// use serde::Deserialize;
+/// use schemars::JsonSchema;
+/// use toolhost_guest::{Context, Tool, ToolError};
+///
+/// /// Adds two numbers.
+/// #[derive(Deserialize, JsonSchema)]
+/// struct AddArgs {
+///     /// The first term.
+///     a: i64,
+///     /// The second term.
+///     b: i64,
+/// }
+///
+/// struct Add;
+///
+/// impl Tool for Add {
+///     type Args = AddArgs;
+///     type Output = i64;
+///     const NAME: &'static str = "add";
+///
+///     fn call(args: AddArgs, _cx: &Context) -> Result<i64, ToolError> {
+///         args.a.checked_add(args.b).ok_or_else(|| ToolError::failed("overflow"))
+///     }
+/// }
+/// ```
+pub trait Tool {
+    /// The arguments: usually a struct deriving `Deserialize` and `JsonSchema`.
+    /// `Option<T>` and `#[serde(default)]` fields are optional; everything else is
+    /// required.
+    type Args: DeserializeOwned + JsonSchema;
+    /// The result: any `T: Serialize` (sent as JSON), or an [`Output`](crate::Output)
+    /// for multimodal parts.
+    type Output: IntoOutput;
+    /// The tool's name, unique within the plugin: ASCII letters, digits, `_` and
+    /// `-`, 1 to 64 characters.
+    const NAME: &'static str;
+    /// What the tool does, for the model. Empty means: the doc comment of `Args`.
+    const DESCRIPTION: &'static str = "";
+    /// The tool starts long work and may return a pending status; the host adds a
+    /// note for the model.
+    const LONG_RUNNING: bool = false;
+
+    /// Runs the tool.
+    ///
+    /// # Errors
+    ///
+    /// A [`ToolError`] the model can read; panics are bugs and trap the guest.
+    fn call(args: Self::Args, cx: &Context) -> Result<Self::Output, ToolError>;
+
+    /// The JSON Schema of the JSON result, if the tool declares one; the host
+    /// checks results against it.
+    fn output_schema() -> Option<Value> {
+        None
+    }
+}
+
+/// A tool that yields its result as a stream of chunks.
+///
+/// Called through `invoke`, its chunks are collected into one output.
+///
+/// ```
+/// use serde::Deserialize;
+/// use schemars::JsonSchema;
+/// use toolhost_guest::{Chunks, Context, Part, StreamingTool, ToolError, chunks};
+///
+/// /// Counts down to zero, one line per number.
+/// #[derive(Deserialize, JsonSchema)]
+/// struct CountdownArgs {
+///     /// Where to start.
+///     from: u32,
+/// }
+///
+/// struct Countdown;
+///
+/// impl StreamingTool for Countdown {
+///     type Args = CountdownArgs;
+///     const NAME: &'static str = "countdown";
+///
+///     fn stream(args: CountdownArgs, _cx: &Context) -> Result<Chunks, ToolError> {
+///         Ok(chunks((0..=args.from).rev().map(|i| Part::text(format!("{i}\n")))))
+///     }
+/// }
+/// ```
+pub trait StreamingTool {
+    /// The arguments; see [`Tool::Args`].
+    type Args: DeserializeOwned + JsonSchema;
+    /// The tool's name; see [`Tool::NAME`].
+    const NAME: &'static str;
+    /// What the tool does; empty means: the doc comment of `Args`.
+    const DESCRIPTION: &'static str = "";
+    /// See [`Tool::LONG_RUNNING`].
+    const LONG_RUNNING: bool = false;
+
+    /// Starts the stream. The returned iterator runs lazily, as the host pulls.
+    ///
+    /// # Errors
+    ///
+    /// A [`ToolError`] if the stream cannot start; an `Err` item ends the stream.
+    fn stream(args: Self::Args, cx: &Context) -> Result<Chunks, ToolError>;
+}
+
+/// How a tool is called, derived from its types: what the host receives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Declaration {
+    /// The tool's name.
+    pub name: String,
+    /// The description for the model.
+    pub description: String,
+    /// Whether the tool is long-running.
+    pub long_running: bool,
+    /// The JSON Schema (draft 2020-12) of the arguments; its root is an object.
+    pub input_schema: Value,
+    /// The JSON Schema of the JSON result, if declared.
+    pub output_schema: Option<Value>,
+    /// Whether the tool streams.
+    pub streaming: bool,
+}
+
+impl Declaration {
+    /// The declaration of a [`Tool`].
+    pub fn of_tool<T: Tool>() -> Self {
+        let (input_schema, doc) = ArgsSchema::of::<T::Args>().into_parts();
+        Self {
+            name: T::NAME.to_owned(),
+            description: pick_description(T::DESCRIPTION, doc),
+            long_running: T::LONG_RUNNING,
+            input_schema,
+            output_schema: T::output_schema(),
+            streaming: false,
+        }
+    }
+
+    /// The declaration of a [`StreamingTool`].
+    pub fn of_streaming_tool<T: StreamingTool>() -> Self {
+        let (input_schema, doc) = ArgsSchema::of::<T::Args>().into_parts();
+        Self {
+            name: T::NAME.to_owned(),
+            description: pick_description(T::DESCRIPTION, doc),
+            long_running: T::LONG_RUNNING,
+            input_schema,
+            output_schema: None,
+            streaming: true,
+        }
+    }
+}
+
+fn pick_description(explicit: &str, doc: Option<String>) -> String {
+    if explicit.is_empty() {
+        doc.unwrap_or_default()
+    } else {
+        explicit.to_owned()
+    }
+}
+
+/// The input schema of an argument type, cleaned up for a declaration.
+pub(crate) struct ArgsSchema {
+    schema: Map<String, Value>,
+    description: Option<String>,
+    /// `()` and unit structs: schemars says `"type": "null"`, the model sends `{}`.
+    unit: bool,
+}
+
+impl ArgsSchema {
+    pub(crate) fn of<A: JsonSchema>() -> Self {
+        let schema = schemars::generate::SchemaSettings::draft2020_12()
+            .into_generator()
+            .into_root_schema_for::<A>()
+            .to_value();
+        let mut schema = match schema {
+            Value::Object(map) => map,
+            // `true`/`false` schemas (e.g. `serde_json::Value`): any object.
+            _ => Map::new(),
+        };
+        schema.remove("$schema");
+        schema.remove("title");
+        let description = match schema.remove("description") {
+            Some(Value::String(text)) => Some(text),
+            _ => None,
+        };
+        let unit = schema.get("type").and_then(Value::as_str) == Some("null");
+        if unit {
+            schema.clear();
+        }
+        match schema.get("type") {
+            Some(_) if !unit => {}
+            // Unions (`oneOf` of tagged variants) and unit: arguments are always an object.
+            _ => {
+                schema.insert("type".to_owned(), "object".into());
+            }
+        }
+        if unit {
+            schema.insert("properties".to_owned(), Value::Object(Map::new()));
+        }
+        for value in schema.values_mut() {
+            fold_const_unions(value);
+        }
+        Self {
+            schema,
+            description,
+            unit,
+        }
+    }
+
+    fn into_parts(self) -> (Value, Option<String>) {
+        (Value::Object(self.schema), self.description)
+    }
+
+    pub(crate) fn is_unit(&self) -> bool {
+        self.unit
+    }
+}
+
+/// Rewrites every `oneOf` of plain `const`s as an `enum`, everywhere in a schema.
+///
+/// schemars writes an enum whose variants have doc comments as `oneOf` of
+/// `{"const": …, "description": …}`. Models handle a plain `enum` better, and a
+/// validator's message for it ("is not one of …") is one a model can act on, so
+/// the variant docs move into the description as a list instead.
+fn fold_const_unions(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.values_mut().for_each(fold_const_unions);
+            fold_const_union(map);
+        }
+        Value::Array(items) => items.iter_mut().for_each(fold_const_unions),
+        _ => {}
+    }
+}
+
+fn fold_const_union(map: &mut Map<String, Value>) {
+    let Some(Value::Array(branches)) = map.get("oneOf") else {
+        return;
+    };
+    let mut values = Vec::new();
+    let mut types = Vec::new();
+    let mut docs = Vec::new();
+    for branch in branches {
+        let Value::Object(branch) = branch else {
+            return;
+        };
+        let plain = branch
+            .keys()
+            .all(|key| matches!(key.as_str(), "const" | "enum" | "type" | "description"));
+        // Undocumented variants come grouped as one `{"enum": [...]}` branch.
+        let constants = match (branch.get("const"), branch.get("enum")) {
+            (Some(constant), None) => std::slice::from_ref(constant),
+            (None, Some(Value::Array(constants))) => constants.as_slice(),
+            _ => return,
+        };
+        if !plain {
+            return;
+        }
+        values.extend(constants.iter().cloned());
+        types.push(branch.get("type").cloned());
+        if let (Some(doc), [constant]) =
+            (branch.get("description").and_then(Value::as_str), constants)
+        {
+            let name = constant
+                .as_str()
+                .map_or_else(|| constant.to_string(), str::to_owned);
+            docs.push(format!("- `{name}`: {doc}"));
+        }
+    }
+    map.remove("oneOf");
+    map.insert("enum".to_owned(), Value::Array(values));
+    if let Some(Some(first)) = types.first()
+        && types.iter().all(|t| t.as_ref() == Some(first))
+    {
+        map.entry("type").or_insert_with(|| first.clone());
+    }
+    if !docs.is_empty() {
+        let docs = docs.join("\n");
+        let description = match map.get("description").and_then(Value::as_str) {
+            Some(text) => format!("{text}\n\n{docs}"),
+            None => docs,
+        };
+        map.insert("description".to_owned(), description.into());
+    }
+}
+
+/// Parses the JSON arguments; `()`-like argument types accept any object.
+///
+/// # Errors
+///
+/// [`ToolError::InvalidArguments`] with serde's message.
+pub(crate) fn parse_args<A: DeserializeOwned + JsonSchema>(
+    arguments: &str,
+) -> Result<A, ToolError> {
+    serde_json::from_str(arguments).or_else(|err| {
+        // Only on failure: generating the schema costs more than parsing.
+        if ArgsSchema::of::<A>().is_unit() {
+            serde_json::from_value(Value::Null).map_err(ToolError::invalid_arguments)
+        } else {
+            Err(ToolError::invalid_arguments(err))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use serde_json::{Value, json};
+
+    use super::{Declaration, parse_args};
+    use crate::{Chunks, Context, Part, StreamingTool, Tool, ToolError, chunks};
+
+    /// Places an order.
+    ///
+    /// Second paragraph.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[expect(dead_code, reason = "only the schema and parsing are tested")]
+    struct OrderArgs {
+        /// What to order.
+        item: String,
+        /// How many.
+        #[schemars(range(min = 1, max = 99))]
+        quantity: u32,
+        /// The size.
+        size: Size,
+        /// A note for the kitchen.
+        note: Option<String>,
+        /// Gift wrapping.
+        #[serde(default)]
+        wrapped: bool,
+        /// Where to deliver.
+        address: Option<Address>,
+    }
+
+    /// A size.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(rename_all = "lowercase")]
+    enum Size {
+        /// Fits a hand.
+        Small,
+        /// Fits a bag.
+        Medium,
+        Large,
+    }
+
+    /// A postal address.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[expect(dead_code, reason = "only the schema is tested")]
+    struct Address {
+        /// The street.
+        street: String,
+    }
+
+    struct Order;
+
+    impl Tool for Order {
+        type Args = OrderArgs;
+        type Output = ();
+        const NAME: &'static str = "order";
+
+        fn call(_args: OrderArgs, _cx: &Context) -> Result<(), ToolError> {
+            Ok(())
+        }
+    }
+
+    fn order_schema() -> Value {
+        Declaration::of_tool::<Order>().input_schema
+    }
+
+    #[test]
+    fn root_is_a_plain_object_schema() {
+        let schema = order_schema();
+        assert_eq!(schema["type"], "object");
+        for key in ["$schema", "title", "description"] {
+            assert!(schema.get(key).is_none(), "root `{key}` kept: {schema:#}");
+        }
+    }
+
+    #[test]
+    fn required_is_exact() {
+        let schema = order_schema();
+        let mut required: Vec<&str> = schema["required"]
+            .as_array()
+            .expect("required is a list")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        required.sort_unstable();
+        assert_eq!(required, ["item", "quantity", "size"]);
+        let properties = schema["properties"].as_object().expect("properties");
+        assert_eq!(properties.len(), 6);
+    }
+
+    #[test]
+    fn field_docs_ranges_and_enums_reach_the_schema() {
+        let schema = order_schema();
+        let quantity = &schema["properties"]["quantity"];
+        assert_eq!(quantity["description"], "How many.");
+        assert_eq!(quantity["minimum"], 1);
+        assert_eq!(quantity["maximum"], 99);
+        assert_eq!(
+            schema["properties"]["item"]["description"],
+            "What to order."
+        );
+
+        // The enum lives in `$defs` and is referenced from the property.
+        let size = &schema["properties"]["size"];
+        let size = match size.get("$ref").and_then(Value::as_str) {
+            Some(reference) => {
+                let name = reference.trim_start_matches("#/$defs/");
+                &schema["$defs"][name]
+            }
+            None => size,
+        };
+        // Documented variants: schemars writes `oneOf` of `const`s; the SDK folds it.
+        let mut values: Vec<&str> = size["enum"]
+            .as_array()
+            .expect("an enum")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        values.sort_unstable();
+        assert_eq!(values, ["large", "medium", "small"], "{schema:#}");
+        assert_eq!(size["type"], "string");
+        assert!(size.get("oneOf").is_none(), "{schema:#}");
+        assert_eq!(
+            size["description"],
+            "A size.\n\n- `small`: Fits a hand.\n- `medium`: Fits a bag."
+        );
+        assert!(schema["$defs"]["Address"].is_object(), "{schema:#}");
+    }
+
+    #[test]
+    fn description_comes_from_the_args_doc_comment() {
+        let decl = Declaration::of_tool::<Order>();
+        assert_eq!(decl.name, "order");
+        assert!(decl.description.starts_with("Places an order."), "{decl:?}");
+        assert!(decl.description.contains("Second paragraph."), "{decl:?}");
+        assert!(!decl.long_running && !decl.streaming);
+        assert_eq!(decl.output_schema, None);
+    }
+
+    struct Explicit;
+
+    impl Tool for Explicit {
+        type Args = ();
+        type Output = ();
+        const NAME: &'static str = "explicit";
+        const DESCRIPTION: &'static str = "Says what it does.";
+        const LONG_RUNNING: bool = true;
+
+        fn call((): (), _cx: &Context) -> Result<(), ToolError> {
+            Ok(())
+        }
+
+        fn output_schema() -> Option<Value> {
+            Some(json!({"type": "object"}))
+        }
+    }
+
+    /// Nothing to say.
+    #[derive(Deserialize, JsonSchema)]
+    struct UnitArgs;
+
+    struct Stream;
+
+    impl StreamingTool for Stream {
+        type Args = UnitArgs;
+        const NAME: &'static str = "stream";
+
+        fn stream(_args: UnitArgs, _cx: &Context) -> Result<Chunks, ToolError> {
+            Ok(chunks([Part::text("a")]))
+        }
+    }
+
+    #[test]
+    fn explicit_description_flags_and_output_schema() {
+        let decl = Declaration::of_tool::<Explicit>();
+        assert_eq!(decl.description, "Says what it does.");
+        assert!(decl.long_running);
+        assert_eq!(decl.output_schema, Some(json!({"type": "object"})));
+        let decl = Declaration::of_streaming_tool::<Stream>();
+        assert!(decl.streaming);
+        assert_eq!(decl.description, "Nothing to say.");
+    }
+
+    #[test]
+    fn unit_args_are_an_empty_object() {
+        let expected = json!({"type": "object", "properties": {}});
+        assert_eq!(Declaration::of_tool::<Explicit>().input_schema, expected);
+        assert_eq!(
+            Declaration::of_streaming_tool::<Stream>().input_schema,
+            expected
+        );
+        parse_args::<()>("{}").expect("() accepts {}");
+        parse_args::<UnitArgs>("{}").expect("a unit struct accepts {}");
+    }
+
+    #[test]
+    fn bad_arguments_are_invalid_arguments_with_serdes_message() {
+        let err = parse_args::<OrderArgs>(r#"{"item": "tea"}"#).expect_err("missing fields");
+        match err {
+            ToolError::InvalidArguments(message) => {
+                assert!(message.contains("missing field `quantity`"), "{message}");
+            }
+            other => panic!("not invalid-arguments: {other:?}"),
+        }
+        let args = parse_args::<OrderArgs>(r#"{"item": "tea", "quantity": 2, "size": "large"}"#)
+            .expect("valid arguments");
+        assert_eq!(args.quantity, 2);
+    }
+}

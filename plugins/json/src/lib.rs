@@ -1,0 +1,59 @@
+//! JSON tools for agents: `json_query`.
+
+use schemars::JsonSchema;
+use serde_json::Value;
+use toolhost_guest::{Context, Tool, ToolError};
+
+pub mod query;
+
+use query::{QueryArgs, QueryResult};
+
+/// The draft 2020-12 JSON Schema of a result type.
+fn schema_of<T: JsonSchema>() -> Option<Value> {
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("$schema");
+    }
+    Some(schema)
+}
+
+/// `json_query`.
+pub struct JsonQuery;
+
+impl Tool for JsonQuery {
+    type Args = QueryArgs;
+    type Output = QueryResult;
+    const NAME: &'static str = "json_query";
+
+    fn call(args: QueryArgs, _cx: &Context) -> Result<QueryResult, ToolError> {
+        query::query(args).map_err(|e| ToolError::invalid_arguments(e.0))
+    }
+
+    fn output_schema() -> Option<Value> {
+        schema_of::<QueryResult>()
+    }
+}
+
+toolhost_guest::export_tools! {
+    tools: [JsonQuery],
+}
+
+#[cfg(test)]
+mod tests {
+    use toolhost_guest::Declaration;
+
+    use super::*;
+
+    #[test]
+    fn declaration() {
+        let d = Declaration::of_tool::<JsonQuery>();
+        assert!(d.description.contains("JSON pointer"));
+        assert_eq!(
+            d.input_schema["required"],
+            serde_json::json!(["document", "path"])
+        );
+    }
+}

@@ -1,0 +1,266 @@
+//! Test plugin `echo`: a well-behaved plugin that exercises every feature of the
+//! guest SDK. The host's integration tests lean on the exact behaviour below.
+//!
+//! | tool | behaviour |
+//! | --- | --- |
+//! | `echo` | returns its arguments as an object |
+//! | `add` | returns the bare number `a + b` (the host wraps it as `{"result": n}`) |
+//! | `order` | checks ranges and enums through the schema; returns the order |
+//! | `flag` | returns `{"enabled": bool}` (coercion of `"true"`) |
+//! | `countdown` | streams `"n\n"`, …, `"0\n"` |
+//! | `pixel` | a text part and a 1×1 PNG image part |
+//! | `remember` | invocation state: stores or reads a key |
+//! | `whoami` | the call and invocation IDs |
+//! | `long_job` | long-running; returns `{"status": "pending"}` |
+//! | `fail` | always fails with "this tool always fails" |
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolhost_guest::{
+    Chunks, Context, Output, Part, StreamingTool, Tool, ToolError, chunks, export_tools,
+};
+
+/// A 1×1 red RGBA PNG, hand-encoded (IHDR, one zlib-compressed IDAT row, IEND).
+const PIXEL_PNG: [u8; 70] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0xf8, 0xcf, 0xc0, 0xf0,
+    0x1f, 0x00, 0x05, 0x00, 0x01, 0xff, 0x56, 0xc7, 0x2f, 0x0d, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// Echoes its arguments back as a JSON object.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+struct EchoArgs {
+    /// The message to echo.
+    message: String,
+    /// How often the caller wants it repeated (echoed, not applied).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 10))]
+    repeat: Option<u32>,
+    /// Optional structured data, echoed as given.
+    nested: Option<Nested>,
+}
+
+/// Structured data inside the echo arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+struct Nested {
+    /// A label.
+    label: String,
+    /// Any tags.
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+struct Echo;
+
+impl Tool for Echo {
+    type Args = EchoArgs;
+    type Output = EchoArgs;
+    const NAME: &'static str = "echo";
+
+    fn call(args: EchoArgs, _cx: &Context) -> Result<EchoArgs, ToolError> {
+        Ok(args)
+    }
+}
+
+/// Adds two integers.
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    /// The first term.
+    a: i64,
+    /// The second term.
+    b: i64,
+}
+
+struct Add;
+
+impl Tool for Add {
+    type Args = AddArgs;
+    type Output = i64;
+    const NAME: &'static str = "add";
+
+    fn call(args: AddArgs, _cx: &Context) -> Result<i64, ToolError> {
+        args.a
+            .checked_add(args.b)
+            .ok_or_else(|| ToolError::invalid_arguments("the sum overflows a 64-bit integer"))
+    }
+}
+
+/// Places an order.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+struct OrderArgs {
+    /// What to order.
+    item: String,
+    /// How many, from 1 to 99.
+    #[schemars(range(min = 1, max = 99))]
+    quantity: u32,
+    /// The size.
+    size: Size,
+}
+
+/// A size.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Size {
+    Small,
+    Medium,
+    Large,
+}
+
+struct Order;
+
+impl Tool for Order {
+    type Args = OrderArgs;
+    type Output = OrderArgs;
+    const NAME: &'static str = "order";
+
+    fn call(args: OrderArgs, _cx: &Context) -> Result<OrderArgs, ToolError> {
+        Ok(args)
+    }
+}
+
+/// Returns the flag it was given.
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct FlagArgs {
+    /// Whether the flag is set.
+    enabled: bool,
+}
+
+struct Flag;
+
+impl Tool for Flag {
+    type Args = FlagArgs;
+    type Output = FlagArgs;
+    const NAME: &'static str = "flag";
+
+    fn call(args: FlagArgs, _cx: &Context) -> Result<FlagArgs, ToolError> {
+        Ok(args)
+    }
+}
+
+/// Counts down to zero, one line per number.
+#[derive(Deserialize, JsonSchema)]
+struct CountdownArgs {
+    /// Where to start, at most 1000.
+    #[schemars(range(max = 1000))]
+    from: u32,
+}
+
+struct Countdown;
+
+impl StreamingTool for Countdown {
+    type Args = CountdownArgs;
+    const NAME: &'static str = "countdown";
+
+    fn stream(args: CountdownArgs, _cx: &Context) -> Result<Chunks, ToolError> {
+        Ok(chunks(
+            (0..=args.from).rev().map(|i| Part::text(format!("{i}\n"))),
+        ))
+    }
+}
+
+struct Pixel;
+
+impl Tool for Pixel {
+    type Args = ();
+    type Output = Output;
+    const NAME: &'static str = "pixel";
+    const DESCRIPTION: &'static str = "Returns a 1x1 red PNG image and a caption.";
+
+    fn call((): (), _cx: &Context) -> Result<Output, ToolError> {
+        Ok(Output::text("a 1x1 red pixel").with_part(Part::image("image/png", PIXEL_PNG)))
+    }
+}
+
+/// Stores a value in the invocation's scratch state, or reads it back.
+#[derive(Deserialize, JsonSchema)]
+struct RememberArgs {
+    /// The key.
+    key: String,
+    /// The value to store; omit it to read the key instead.
+    value: Option<String>,
+}
+
+struct Remember;
+
+impl Tool for Remember {
+    type Args = RememberArgs;
+    type Output = Value;
+    const NAME: &'static str = "remember";
+
+    fn call(args: RememberArgs, cx: &Context) -> Result<Value, ToolError> {
+        Ok(match args.value {
+            Some(value) => {
+                cx.state_set(&args.key, &value);
+                json!({ "stored": args.key })
+            }
+            None => json!({ "value": cx.state_get(&args.key) }),
+        })
+    }
+}
+
+/// Tells the caller the IDs of this call.
+#[derive(Deserialize, JsonSchema)]
+struct WhoamiArgs {}
+
+#[derive(Serialize)]
+struct Ids {
+    call_id: String,
+    invocation_id: String,
+}
+
+struct Whoami;
+
+impl Tool for Whoami {
+    type Args = WhoamiArgs;
+    type Output = Ids;
+    const NAME: &'static str = "whoami";
+
+    fn call(_args: WhoamiArgs, cx: &Context) -> Result<Ids, ToolError> {
+        cx.info("whoami called");
+        Ok(Ids {
+            call_id: cx.call_id().to_owned(),
+            invocation_id: cx.invocation_id().to_owned(),
+        })
+    }
+}
+
+/// Starts a long job and reports it as pending.
+#[derive(Deserialize, JsonSchema)]
+struct LongJobArgs;
+
+struct LongJob;
+
+impl Tool for LongJob {
+    type Args = LongJobArgs;
+    type Output = Value;
+    const NAME: &'static str = "long_job";
+    const LONG_RUNNING: bool = true;
+
+    fn call(_args: LongJobArgs, _cx: &Context) -> Result<Value, ToolError> {
+        Ok(json!({ "status": "pending" }))
+    }
+}
+
+/// Always fails.
+#[derive(Deserialize, JsonSchema)]
+struct FailArgs {}
+
+struct Fail;
+
+impl Tool for Fail {
+    type Args = FailArgs;
+    type Output = ();
+    const NAME: &'static str = "fail";
+
+    fn call(_args: FailArgs, _cx: &Context) -> Result<(), ToolError> {
+        Err(ToolError::failed("this tool always fails"))
+    }
+}
+
+export_tools! {
+    tools: [Echo, Add, Order, Flag, Pixel, Remember, Whoami, LongJob, Fail],
+    streams: [Countdown],
+}

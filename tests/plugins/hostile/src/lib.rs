@@ -1,0 +1,167 @@
+//! Test plugin `hostile`: every tool but `ok` misbehaves in one way, so the host
+//! can show that one bad call costs only that call.
+//!
+//! | tool | misbehaviour | the host should report |
+//! | --- | --- | --- |
+//! | `ok` | none: returns `{"ok": true}` | success |
+//! | `spin` | loops forever, burning CPU | fuel or deadline exhausted |
+//! | `busy_wait` | loops forever reading the WASI monotonic clock | fuel or deadline exhausted |
+//! | `sleep_forever` | blocks in WASI sleep, burning no fuel | deadline exhausted |
+//! | `hog` | allocates 1 MiB blocks forever and keeps them | memory limit |
+//! | `recurse` | unbounded non-tail recursion | stack overflow trap |
+//! | `panic` | panics with "the hostile plugin panicked on purpose" | trap with that message |
+//! | `huge` | returns a string of `bytes` `x` characters | output limit (for large `bytes`) |
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolhost_guest::{Context, Tool, ToolError, export_tools};
+
+/// Takes no arguments.
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+struct Behaved;
+
+impl Tool for Behaved {
+    type Args = NoArgs;
+    type Output = Value;
+    const NAME: &'static str = "ok";
+    const DESCRIPTION: &'static str = "Behaves: returns {\"ok\": true}.";
+
+    fn call(_args: NoArgs, _cx: &Context) -> Result<Value, ToolError> {
+        Ok(json!({ "ok": true }))
+    }
+}
+
+struct Spin;
+
+impl Tool for Spin {
+    type Args = NoArgs;
+    type Output = ();
+    const NAME: &'static str = "spin";
+    const DESCRIPTION: &'static str = "Loops forever.";
+
+    fn call(_args: NoArgs, _cx: &Context) -> Result<(), ToolError> {
+        let mut counter: u64 = 0;
+        loop {
+            // `black_box` keeps the optimizer from proving the loop side-effect free.
+            counter = black_box(counter.wrapping_add(1));
+        }
+    }
+}
+
+struct BusyWait;
+
+impl Tool for BusyWait {
+    type Args = NoArgs;
+    type Output = ();
+    const NAME: &'static str = "busy_wait";
+    const DESCRIPTION: &'static str = "Loops forever, reading the clock.";
+
+    fn call(_args: NoArgs, _cx: &Context) -> Result<(), ToolError> {
+        let start = Instant::now();
+        loop {
+            black_box(start.elapsed());
+        }
+    }
+}
+
+struct SleepForever;
+
+impl Tool for SleepForever {
+    type Args = NoArgs;
+    type Output = ();
+    const NAME: &'static str = "sleep_forever";
+    const DESCRIPTION: &'static str = "Sleeps forever in WASI, burning no fuel.";
+
+    fn call(_args: NoArgs, _cx: &Context) -> Result<(), ToolError> {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+struct Hog;
+
+impl Tool for Hog {
+    type Args = NoArgs;
+    type Output = ();
+    const NAME: &'static str = "hog";
+    const DESCRIPTION: &'static str = "Allocates memory until something gives.";
+
+    fn call(_args: NoArgs, _cx: &Context) -> Result<(), ToolError> {
+        const MIB: usize = 1 << 20;
+        let mut kept: Vec<Vec<u8>> = Vec::new();
+        loop {
+            // Zeroed blocks come straight from `memory.grow` (no memset), so the
+            // memory limit is hit long before the fuel runs out.
+            kept.push(black_box(vec![0_u8; MIB]));
+            black_box(&kept);
+        }
+    }
+}
+
+/// Recurses without end; every frame keeps a buffer alive across the call.
+fn descend(depth: u64) -> u64 {
+    let frame = black_box([depth; 32]);
+    // The (never true) exit keeps rustc's `unconditional_recursion` lint quiet.
+    if black_box(depth) == u64::MAX {
+        return 0;
+    }
+    descend(depth + 1).wrapping_add(frame.iter().sum::<u64>())
+}
+
+struct Recurse;
+
+impl Tool for Recurse {
+    type Args = NoArgs;
+    type Output = u64;
+    const NAME: &'static str = "recurse";
+    const DESCRIPTION: &'static str = "Recurses until the stack overflows.";
+
+    fn call(_args: NoArgs, _cx: &Context) -> Result<u64, ToolError> {
+        Ok(descend(0))
+    }
+}
+
+struct Panic;
+
+impl Tool for Panic {
+    type Args = NoArgs;
+    type Output = ();
+    const NAME: &'static str = "panic";
+    const DESCRIPTION: &'static str = "Panics.";
+
+    fn call(_args: NoArgs, _cx: &Context) -> Result<(), ToolError> {
+        panic!("the hostile plugin panicked on purpose")
+    }
+}
+
+/// Returns a string of `bytes` `x` characters.
+#[derive(Deserialize, JsonSchema)]
+struct HugeArgs {
+    /// How many bytes the result string has.
+    bytes: u64,
+}
+
+struct Huge;
+
+impl Tool for Huge {
+    type Args = HugeArgs;
+    type Output = String;
+    const NAME: &'static str = "huge";
+
+    fn call(args: HugeArgs, _cx: &Context) -> Result<String, ToolError> {
+        let bytes = usize::try_from(args.bytes)
+            .map_err(|_| ToolError::invalid_arguments("`bytes` does not fit in memory"))?;
+        Ok("x".repeat(bytes))
+    }
+}
+
+export_tools! {
+    tools: [Behaved, Spin, BusyWait, SleepForever, Hog, Recurse, Panic, Huge],
+}
