@@ -268,6 +268,18 @@ macro_rules! export_tools {
             #[cfg(target_family = "wasm")]
             $crate::bindings::__export_world!(__ToolhostPlugin with_types_in $crate::bindings);
         };
+
+        /// The declarations this plugin exports (native builds only, where the
+        /// component export is skipped: it keeps the tools reachable for tests).
+        #[cfg(not(target_family = "wasm"))]
+        #[doc(hidden)]
+        pub fn __toolhost_declarations(
+        ) -> $crate::__private::Vec<$crate::bindings::toolhost::plugin::types::Declaration> {
+            $crate::__private::declarations(&[
+                $($crate::__private::Entry::tool::<$tool>(),)*
+                $($($crate::__private::Entry::streaming::<$stream>(),)*)?
+            ])
+        }
     };
     (streams: [$($stream:ty),* $(,)?] $(,)?) => {
         $crate::export_tools! { tools: [], streams: [$($stream),*] }

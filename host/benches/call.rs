@@ -39,6 +39,8 @@ impl WasiView for State {
     }
 }
 
+impl raw::toolhost::plugin::types::Host for State {}
+
 impl raw::toolhost::plugin::host::Host for State {
     fn log(&mut self, _: raw::toolhost::plugin::host::Level, _: String) -> wasmtime::Result<()> {
         Ok(())
@@ -76,7 +78,7 @@ fn us(d: Duration) -> f64 {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> wasmtime::Result<()> {
     let iters: usize = std::env::var("BENCH_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -101,7 +103,7 @@ async fn main() -> anyhow::Result<()> {
         tool: "add".into(),
         arguments: r#"{"a":1,"b":2}"#.into(),
     };
-    let floor_once = async || -> anyhow::Result<()> {
+    let floor_once = async || -> wasmtime::Result<()> {
         let state = State {
             wasi: WasiCtxBuilder::new().build(),
             table: ResourceTable::new(),
@@ -115,14 +117,18 @@ async fn main() -> anyhow::Result<()> {
             .toolhost_plugin_tools()
             .call_invoke(&mut store, &raw_call)
             .await?;
-        anyhow::ensure!(out.is_ok(), "floor call failed");
+        if out.is_err() {
+            return Err(wasmtime::Error::msg("floor call failed"));
+        }
         Ok(())
     };
-    let host_once = async || -> anyhow::Result<()> {
+    let host_once = async || -> wasmtime::Result<()> {
         let out = plugin
             .invoke(ToolCall::new("add", json!({"a": 1, "b": 2})))
             .await?;
-        anyhow::ensure!(out.result == Some(json!({"result": 3})), "wrong result");
+        if out.result != Some(json!({"result": 3})) {
+            return Err(wasmtime::Error::msg("wrong result"));
+        }
         Ok(())
     };
 

@@ -1,5 +1,6 @@
 //! Host integration tests: one binary, real components built from `plugins/`
 //! and `tests/plugins/` by the `toolhost-test-plugins` build script.
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
 mod cli;
 mod examples;
