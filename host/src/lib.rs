@@ -40,6 +40,7 @@ mod plugin;
 mod registry;
 mod schema;
 mod tool;
+mod toolset;
 
 pub use engine::limits::Limits;
 pub use engine::{Engine, EngineConfig, EngineError, default_cache_dir};
@@ -48,3 +49,7 @@ pub use plugin::{ComponentInfo, Plugin, PluginOptions, ToolStream, inspect};
 pub use registry::{ListedTool, Loaded, PluginSet};
 pub use schema::{Schema, SchemaError};
 pub use tool::{LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, wrap_result};
+pub use toolset::{
+    BoxFuture, Context, Decision, Identity, PluginTool, SinglePlugin, StaticPlugins, Tool, Toolset,
+    ToolsetExt,
+};

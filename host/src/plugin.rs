@@ -424,13 +424,7 @@ impl Plugin {
             .ok_or_else(|| self.unknown(&call.tool))?;
         if !tool.spec.streaming {
             let output = Box::pin(self.invoke(call)).await?;
-            let call_id = output.call_id.clone();
-            let mut parts: Vec<Part> = output.result.into_iter().map(Part::Json).collect();
-            parts.extend(output.parts);
-            return Ok(ToolStream {
-                call_id,
-                inner: StreamInner::Ready(parts.into_iter()),
-            });
+            return Ok(ToolStream::from_output(output));
         }
         let arguments = self.prepare(tool, call.arguments)?;
         let name = tool.spec.name.as_str();
@@ -810,6 +804,7 @@ pub struct ToolStream {
 enum StreamInner {
     Ready(std::vec::IntoIter<Part>),
     Guest(Box<GuestStream>),
+    Channel(tokio::sync::mpsc::Receiver<Result<Part, CallError>>),
 }
 
 struct GuestStream {
@@ -831,6 +826,31 @@ impl std::fmt::Debug for ToolStream {
 }
 
 impl ToolStream {
+    /// A stream over a finished output: its JSON result first, then its parts.
+    pub fn from_output(output: ToolOutput) -> Self {
+        let call_id = output.call_id;
+        let mut parts: Vec<Part> = output.result.into_iter().map(Part::Json).collect();
+        parts.extend(output.parts);
+        Self {
+            call_id,
+            inner: StreamInner::Ready(parts.into_iter()),
+        }
+    }
+
+    /// A stream fed through a channel, for tools written natively in Rust: send
+    /// parts (or an error) on the sender; the stream ends when it is dropped.
+    pub fn channel(
+        call_id: impl Into<String>,
+        capacity: usize,
+    ) -> (tokio::sync::mpsc::Sender<Result<Part, CallError>>, Self) {
+        let (sender, receiver) = tokio::sync::mpsc::channel(capacity.max(1));
+        let stream = Self {
+            call_id: call_id.into(),
+            inner: StreamInner::Channel(receiver),
+        };
+        (sender, stream)
+    }
+
     /// The call ID this stream answers.
     pub fn call_id(&self) -> &str {
         &self.call_id
@@ -845,6 +865,7 @@ impl ToolStream {
         match &mut self.inner {
             StreamInner::Ready(parts) => parts.next().map(Ok),
             StreamInner::Guest(guest) => guest.next().await,
+            StreamInner::Channel(receiver) => receiver.recv().await,
         }
     }
 

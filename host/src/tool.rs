@@ -41,6 +41,13 @@ impl ToolSpec {
     }
 }
 
+/// A process-unique call ID, for calls whose caller gave none.
+pub(crate) fn next_call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("call-{}-{n}", std::process::id())
+}
+
 /// One call of one tool.
 ///
 /// # Examples
@@ -61,9 +68,7 @@ pub struct ToolCall {
 impl ToolCall {
     /// A call of `tool` with these arguments, a fresh call ID and its own invocation.
     pub fn new(tool: impl Into<String>, arguments: Value) -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let call_id = format!("call-{}-{n}", std::process::id());
+        let call_id = next_call_id();
         Self {
             tool: tool.into(),
             arguments,

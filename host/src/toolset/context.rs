@@ -1,0 +1,131 @@
+//! What a call carries besides its arguments: IDs, who is calling, and what a
+//! human decided about calls that needed confirmation.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::tool::next_call_id;
+
+/// Who is calling: used by filters and confirmation providers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// The user, if known.
+    pub user: Option<String>,
+    /// The user's roles (for allowlists by role).
+    pub roles: BTreeSet<String>,
+    /// The session or conversation.
+    pub session: Option<String>,
+    /// Anything else an embedder wants to filter on.
+    pub attributes: BTreeMap<String, String>,
+}
+
+/// A human's answer to a confirmation request (ADK's `ToolConfirmation`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Decision {
+    /// Run the call, exactly with these arguments (those of the request).
+    Approve {
+        /// The arguments the human saw and approved.
+        arguments: Value,
+        /// Anything the UI sends back to the tool (ADK's `payload`).
+        payload: Option<Value>,
+    },
+    /// Do not run the call.
+    Reject {
+        /// Why, if the human said.
+        reason: Option<String>,
+    },
+}
+
+/// The context of one tool call.
+///
+/// # Examples
+/// ```
+/// use toolhost::{Context, Identity};
+/// let mut who = Identity::default();
+/// who.user = Some("ana".into());
+/// who.roles.insert("admin".into());
+/// let cx = Context::new().with_call_id("call-1").with_invocation_id("turn-1").with_identity(who);
+/// assert_eq!(cx.call_id(), "call-1");
+/// assert!(cx.identity().roles.contains("admin"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Context {
+    call_id: String,
+    invocation_id: String,
+    identity: Arc<Identity>,
+    decisions: Arc<HashMap<String, Decision>>,
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Context {
+    /// A context with a fresh call ID, its own invocation and no identity.
+    pub fn new() -> Self {
+        let call_id = next_call_id();
+        Self {
+            invocation_id: call_id.clone(),
+            call_id,
+            identity: Arc::default(),
+            decisions: Arc::default(),
+        }
+    }
+
+    /// Sets the call ID (the model's tool-call ID).
+    pub fn with_call_id(mut self, id: impl Into<String>) -> Self {
+        self.call_id = id.into();
+        self
+    }
+
+    /// Sets the invocation ID; calls of one invocation share scratch state.
+    pub fn with_invocation_id(mut self, id: impl Into<String>) -> Self {
+        self.invocation_id = id.into();
+        self
+    }
+
+    /// Sets who is calling.
+    pub fn with_identity(mut self, identity: Identity) -> Self {
+        self.identity = Arc::new(identity);
+        self
+    }
+
+    /// Adds a human's decision about the call with that ID.
+    pub fn with_decision(mut self, call_id: impl Into<String>, decision: Decision) -> Self {
+        Arc::make_mut(&mut self.decisions).insert(call_id.into(), decision);
+        self
+    }
+
+    /// The same invocation, identity and decisions, for another call.
+    pub fn for_call(&self, call_id: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            ..self.clone()
+        }
+    }
+
+    /// The call ID.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The invocation ID.
+    pub fn invocation_id(&self) -> &str {
+        &self.invocation_id
+    }
+
+    /// Who is calling.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// The decision about the call with that ID, if a human made one.
+    pub fn decision(&self, call_id: &str) -> Option<&Decision> {
+        self.decisions.get(call_id)
+    }
+}

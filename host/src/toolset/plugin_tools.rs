@@ -1,0 +1,152 @@
+//! Plugin tools as [`Tool`]s, and loaded plugins as [`Toolset`]s.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{BoxFuture, Context, Tool, Toolset};
+use crate::error::CallError;
+use crate::plugin::{Plugin, ToolStream};
+use crate::registry::PluginSet;
+use crate::tool::{ToolCall, ToolOutput, ToolSpec};
+
+/// One tool of a loaded plugin. Holds its plugin version: a call that started
+/// keeps running on it even if the plugin is replaced meanwhile.
+#[derive(Debug, Clone)]
+pub struct PluginTool {
+    plugin: Plugin,
+    /// The spec as listed (its name may be qualified as `plugin.tool`).
+    spec: ToolSpec,
+    /// The name the plugin declared.
+    declared: String,
+}
+
+impl PluginTool {
+    /// The tool `name` of `plugin`, listed under its declared name.
+    pub fn new(plugin: &Plugin, name: &str) -> Option<Self> {
+        let spec = plugin.tool(name)?.clone();
+        Some(Self {
+            plugin: plugin.clone(),
+            declared: spec.name.clone(),
+            spec,
+        })
+    }
+
+    /// Lists the tool under another name (used for `plugin.tool` qualification).
+    pub fn renamed(mut self, name: impl Into<String>) -> Self {
+        self.spec.name = name.into();
+        self
+    }
+
+    /// The plugin it belongs to.
+    pub fn plugin(&self) -> &Plugin {
+        &self.plugin
+    }
+
+    /// The name the plugin declared.
+    pub fn declared_name(&self) -> &str {
+        &self.declared
+    }
+
+    fn call(&self, cx: &Context, arguments: Value) -> ToolCall {
+        ToolCall::new(self.declared.clone(), arguments)
+            .with_call_id(cx.call_id())
+            .with_invocation_id(cx.invocation_id())
+    }
+}
+
+impl Tool for PluginTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        Box::pin(self.plugin.invoke(self.call(cx, arguments)))
+    }
+
+    fn stream<'a>(
+        &'a self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
+        Box::pin(self.plugin.stream(self.call(cx, arguments)))
+    }
+}
+
+/// One plugin as a toolset: its tools under their declared names.
+#[derive(Debug, Clone)]
+pub struct SinglePlugin {
+    plugin: Plugin,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl SinglePlugin {
+    /// The toolset of one loaded plugin.
+    pub fn new(plugin: Plugin) -> Self {
+        let tools = plugin
+            .tools()
+            .filter_map(|spec| PluginTool::new(&plugin, &spec.name))
+            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+            .collect();
+        Self { plugin, tools }
+    }
+}
+
+impl Toolset for SinglePlugin {
+    fn name(&self) -> &str {
+        self.plugin.name()
+    }
+
+    fn tools(&self, _cx: &Context) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
+    }
+}
+
+/// A fixed [`PluginSet`] as a toolset. Tools are listed under their bare name
+/// while it is unique in the set, else as `plugin.tool`.
+#[derive(Debug, Clone)]
+pub struct StaticPlugins {
+    name: String,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl StaticPlugins {
+    /// The toolset of these loaded plugins.
+    pub fn new(name: impl Into<String>, set: &PluginSet) -> Self {
+        let tools = set
+            .tools()
+            .into_iter()
+            .filter_map(|listed| {
+                PluginTool::new(listed.plugin, &listed.spec.name)
+                    .map(|tool| tool.renamed(listed.call_name()))
+            })
+            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+            .collect();
+        Self {
+            name: name.into(),
+            tools,
+        }
+    }
+}
+
+impl Toolset for StaticPlugins {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn tools(&self, _cx: &Context) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
+    }
+}
+
+impl std::fmt::Debug for dyn Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.spec().name)
+            .finish_non_exhaustive()
+    }
+}
