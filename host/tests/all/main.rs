@@ -7,6 +7,7 @@ mod examples;
 mod hostile;
 mod loading;
 mod tools;
+mod toolsets;
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
