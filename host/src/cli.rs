@@ -9,21 +9,22 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use toolhost::{
-    Engine, EngineConfig, Limits, MediaKind, Part, PluginOptions, PluginSet, ToolCall, ToolSpec,
+    Aliases, CallError, Config, Confirm, ConfirmationHint, Context as Cx, Decision, Engine,
+    EngineConfig, Filter, MediaKind, Part, PluginOptions, PluginSet, Predicate, StaticPlugins,
+    ToolAliases, ToolSpec, Toolset, ToolsetExt,
 };
 
 /// Run LLM-agent tools as sandboxed WebAssembly components.
 #[derive(Parser, Debug)]
 #[command(name = "toolhost", version, about)]
 struct Cli {
-    /// Directory of plugin `.wasm` files.
-    #[arg(
-        long,
-        global = true,
-        env = "TOOLHOST_PLUGINS",
-        default_value = "target/plugins"
-    )]
-    plugins: PathBuf,
+    /// Directory of plugin `.wasm` files [default: the config's `plugins`, else target/plugins].
+    #[arg(long, global = true, env = "TOOLHOST_PLUGINS")]
+    plugins: Option<PathBuf>,
+
+    /// Configuration file [default: ./toolhost.toml if it exists].
+    #[arg(long, global = true, env = "TOOLHOST_CONFIG")]
+    config: Option<PathBuf>,
 
     /// Where compiled code is cached [default: the OS cache dir, or $TOOLHOST_CACHE_DIR].
     #[arg(long, global = true)]
@@ -79,6 +80,9 @@ enum Command {
         /// The call ID the tool sees.
         #[arg(long)]
         call_id: Option<String>,
+        /// Approve a call that needs confirmation without asking.
+        #[arg(long)]
+        yes: bool,
     },
     /// Show what a component file is: world, version, tools, imported interfaces.
     Inspect {
@@ -123,18 +127,35 @@ fn one_line(err: &anyhow::Error) -> String {
     format!("{err:#}").replace('\n', " ")
 }
 
-fn engine(cli: &Cli) -> Result<Engine> {
-    let mut config = EngineConfig::default();
-    if cli.no_cache {
-        config.cache_dir(None);
-    } else if let Some(dir) = &cli.cache_dir {
-        config.cache_dir(Some(dir.clone()));
+/// The configuration file: `--config`, else `./toolhost.toml` when present.
+fn config(cli: &Cli) -> Result<Config> {
+    match &cli.config {
+        Some(path) => Ok(Config::load(path)?),
+        None if Path::new("toolhost.toml").is_file() => Ok(Config::load("toolhost.toml")?),
+        None => Ok(Config::default()),
     }
-    Ok(Engine::new(&config)?)
 }
 
-fn options(cli: &Cli) -> PluginOptions {
-    let mut limits = Limits::default();
+fn plugins_dir(cli: &Cli, config: &Config) -> PathBuf {
+    cli.plugins
+        .clone()
+        .or_else(|| config.plugins.clone())
+        .unwrap_or_else(|| PathBuf::from("target/plugins"))
+}
+
+fn engine(cli: &Cli, config: &Config) -> Result<Engine> {
+    let mut engine_config = EngineConfig::default();
+    if cli.no_cache {
+        engine_config.cache_dir(None);
+    } else if let Some(dir) = cli.cache_dir.as_ref().or(config.cache_dir.as_ref()) {
+        engine_config.cache_dir(Some(dir.clone()));
+    }
+    Ok(Engine::new(&engine_config)?)
+}
+
+/// A plugin's options: the config's limits for it, then the command-line flags.
+fn options(cli: &Cli, config: &Config, plugin: &str) -> PluginOptions {
+    let mut limits = config.limits_for(plugin);
     if let Some(fuel) = cli.fuel {
         limits.fuel(fuel);
     }
@@ -152,11 +173,12 @@ fn options(cli: &Cli) -> PluginOptions {
     options
 }
 
-async fn load(cli: &Cli, engine: &Engine) -> Result<PluginSet> {
-    if !cli.plugins.is_dir() {
+async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<PluginSet> {
+    let dir = plugins_dir(cli, config);
+    if !dir.is_dir() {
         bail!(
             "plugins directory {} does not exist (build the examples with `cargo xtask plugins`, or pass --plugins DIR)",
-            cli.plugins.display()
+            dir.display()
         );
     }
     let start = Instant::now();
@@ -166,7 +188,8 @@ async fn load(cli: &Cli, engine: &Engine) -> Result<PluginSet> {
         tokio::time::sleep(Duration::from_secs(1)).await;
         eprintln!("toolhost: compiling plugins (cached for later runs)…");
     });
-    let set = PluginSet::load_dir_with(engine, &cli.plugins, &options(cli), |loaded| {
+    let options = |name: &str| options(cli, config, name);
+    let set = PluginSet::load_dir_configured(engine, &dir, &options, |loaded| {
         if start.elapsed() > Duration::from_secs(1) {
             let outcome = if loaded.result.is_ok() {
                 "loaded"
@@ -188,31 +211,82 @@ async fn load(cli: &Cli, engine: &Engine) -> Result<PluginSet> {
     Ok(set)
 }
 
+/// The plugins as the model sees them, in the documented order (inner to
+/// outer): plugins → filter → confirmation → aliases.
+fn layered(set: &PluginSet, config: &Config) -> Result<Box<dyn Toolset>> {
+    let plugins = StaticPlugins::new("plugins", set);
+    let filter = &config.filter;
+    let mut visible = Predicate::new(|_, _| true);
+    if !filter.allow.is_empty() {
+        visible = visible.and(Predicate::glob(filter.allow.clone()));
+    }
+    if !filter.deny.is_empty() {
+        visible = visible.and(!Predicate::glob(filter.deny.clone()));
+    }
+    let filtered = Filter::new(plugins, visible);
+    let hint = config
+        .confirm
+        .hint
+        .clone()
+        .unwrap_or_else(|| "This tool needs a human's approval for each call.".to_owned());
+    let mut confirmed = Confirm::new(filtered);
+    if config.confirm.all {
+        confirmed = confirmed.require_all_with(ConfirmationHint::new(hint.clone()));
+    }
+    if !config.confirm.tools.is_empty() {
+        let needs = Predicate::glob(config.confirm.tools.clone());
+        confirmed = confirmed.provider(move |cx, spec, _| {
+            needs
+                .test(cx, spec)
+                .then(|| ConfirmationHint::new(hint.clone()))
+        });
+    }
+    let mut aliases: std::collections::BTreeMap<String, ToolAliases> = Default::default();
+    for (alias, tool) in &config.aliases.tools {
+        let entry = aliases.entry(tool.clone()).or_default();
+        *entry = std::mem::take(entry).name(alias.clone());
+    }
+    for (tool, keys) in &config.aliases.arguments {
+        let entry = aliases.entry(tool.clone()).or_default();
+        for (alias, canonical) in keys {
+            *entry = std::mem::take(entry).argument(canonical.clone(), [alias.clone()]);
+        }
+    }
+    let aliased =
+        Aliases::new(confirmed, aliases).context("invalid [aliases] in the configuration")?;
+    Ok(Box::new(aliased))
+}
+
 async fn run(cli: Cli) -> Result<()> {
-    let engine = engine(&cli)?;
+    let config = config(&cli)?;
+    let engine = engine(&cli, &config)?;
     match &cli.command {
-        Command::List { json } => list(&load(&cli, &engine).await?, *json),
+        Command::List { json } => {
+            let set = load(&cli, &config, &engine).await?;
+            list(&set, &*layered(&set, &config)?, *json)
+        }
         Command::Describe { tool } => {
-            let set = load(&cli, &engine).await?;
-            let (plugin, spec) = set.resolve(tool)?;
-            let mut declaration = declaration(spec);
-            declaration["plugin"] = json!(plugin.name());
-            print_json(&declaration)
+            let set = load(&cli, &config, &engine).await?;
+            let tools = layered(&set, &config)?;
+            let found = tools.find(&Cx::new(), tool)?;
+            print_json(&declaration(found.spec()))
         }
         Command::Call {
             tool,
             args,
             out_dir,
             call_id,
+            yes,
         } => {
-            let set = load(&cli, &engine).await?;
+            let set = load(&cli, &config, &engine).await?;
+            let tools = layered(&set, &config)?;
             let arguments = read_arguments(args)?;
-            let mut call = ToolCall::new(tool.clone(), arguments);
+            let mut cx = Cx::new();
             if let Some(id) = call_id {
-                call = call.with_call_id(id.clone());
+                cx = cx.with_call_id(id.clone());
             }
-            let invocation = call.invocation_id().to_owned();
-            let result = call_tool(&set, call, out_dir.as_deref()).await;
+            let invocation = cx.invocation_id().to_owned();
+            let result = call_tool(&*tools, cx, tool, arguments, *yes, out_dir.as_deref()).await;
             engine.end_invocation(&invocation);
             result
         }
@@ -241,8 +315,14 @@ fn print_json(value: &Value) -> Result<()> {
     Ok(())
 }
 
-fn list(set: &PluginSet, as_json: bool) -> Result<()> {
-    let tools = set.tools();
+fn list(set: &PluginSet, layered: &dyn Toolset, as_json: bool) -> Result<()> {
+    let visible: std::collections::HashSet<String> = layered
+        .tools(&Cx::new())
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    let mut tools = set.tools();
+    tools.retain(|t| visible.contains(&t.call_name()));
     if as_json {
         let rows: Vec<Value> = tools
             .iter()
@@ -391,26 +471,79 @@ fn extension(mime: &str) -> &str {
     }
 }
 
-async fn call_tool(set: &PluginSet, call: ToolCall, out_dir: Option<&Path>) -> Result<()> {
-    let (_, spec) = set.resolve(call.tool())?;
+/// Asks the human on the terminal whether to run a call that needs confirmation.
+fn ask(request: &toolhost::ConfirmationRequest) -> Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    eprint!(
+        "toolhost: `{}` needs confirmation: {}\n  arguments: {}\nRun it? [y/N] ",
+        request.tool, request.hint, request.arguments
+    );
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+async fn call_tool(
+    tools: &dyn Toolset,
+    cx: Cx,
+    name: &str,
+    arguments: Value,
+    yes: bool,
+    out_dir: Option<&Path>,
+) -> Result<()> {
+    let tool = tools.find(&cx, name)?;
+    let streaming = tool.spec().streaming;
+    let start = |cx: Cx, arguments: Value| {
+        let tool = tool.clone();
+        async move {
+            if streaming {
+                tool.stream(&cx, arguments).await.map(Ok)
+            } else {
+                tool.invoke(&cx, arguments).await.map(Err)
+            }
+        }
+    };
+    let started = match start(cx.clone(), arguments).await {
+        Err(CallError::ConfirmationRequired(request)) => {
+            if !(yes || ask(&request)?) {
+                bail!(
+                    "`{}` needs confirmation ({}); run again with --yes to approve it",
+                    request.tool,
+                    request.hint
+                );
+            }
+            let approved = cx.with_decision(
+                request.call_id.clone(),
+                Decision::Approve {
+                    arguments: request.arguments.clone(),
+                    payload: request.payload.clone(),
+                },
+            );
+            start(approved, request.arguments.clone()).await?
+        }
+        other => other?,
+    };
     let mut writer = PartWriter {
         dir: None,
         requested: out_dir.map(Path::to_owned),
         count: 0,
     };
-    if spec.streaming {
-        // Print each chunk as a JSON line the moment it arrives.
-        let mut stream = set.stream(call).await?;
-        while let Some(part) = stream.next().await {
-            let line = writer.describe(part?)?;
-            let mut out = std::io::stdout().lock();
-            serde_json::to_writer(&mut out, &line)?;
-            writeln!(out)?;
-            out.flush()?;
+    let output = match started {
+        Err(output) => output,
+        Ok(mut stream) => {
+            // Print each chunk as a JSON line the moment it arrives.
+            while let Some(part) = stream.next().await {
+                let line = writer.describe(part?)?;
+                let mut out = std::io::stdout().lock();
+                serde_json::to_writer(&mut out, &line)?;
+                writeln!(out)?;
+                out.flush()?;
+            }
+            return Ok(());
         }
-        return Ok(());
-    }
-    let output = set.invoke(call).await?;
+    };
     if output.parts.is_empty() {
         return print_json(&output.result.unwrap_or(Value::Null));
     }

@@ -235,6 +235,24 @@ pub enum CallError {
         /// What failed.
         reason: String,
     },
+    /// The call needs a human's approval before it runs (ADK's
+    /// `ErrConfirmationRequired`): not a failure but a pause. Resume by calling
+    /// again with the same call ID and a [`Decision`](crate::Decision) for it.
+    /// Boxed to keep `Result<_, CallError>` small.
+    #[error("tool `{}` needs confirmation for call `{}`: {}", .0.tool, .0.call_id, .0.hint)]
+    ConfirmationRequired(Box<crate::toolset::ConfirmationRequest>),
+    /// The call was not run: a human rejected it, or the confirmation layer
+    /// refused the decision (already used, or the arguments changed since
+    /// approval); `reason` says which (ADK's `ErrConfirmationRejected`).
+    #[error("call `{call_id}` of tool `{tool}` was rejected{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    ConfirmationRejected {
+        /// The tool.
+        tool: String,
+        /// The call.
+        call_id: String,
+        /// Why, if known.
+        reason: Option<String>,
+    },
 }
 
 impl CallError {

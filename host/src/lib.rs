@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 mod bindings;
+mod config;
 mod engine;
 mod error;
 mod plugin;
@@ -42,14 +43,25 @@ mod schema;
 mod tool;
 mod toolset;
 
+pub use config::{
+    AliasConfig, Config, ConfigError, ConfirmConfig, FilterConfig, LimitsConfig, PluginConfig,
+};
 pub use engine::limits::Limits;
 pub use engine::{Engine, EngineConfig, EngineError, default_cache_dir};
 pub use error::{CallError, Exhausted, LoadError};
 pub use plugin::{ComponentInfo, Plugin, PluginOptions, ToolStream, inspect};
 pub use registry::{ListedTool, Loaded, PluginSet};
 pub use schema::{Schema, SchemaError};
-pub use tool::{LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, wrap_result};
-pub use toolset::{
-    BoxFuture, Context, Decision, Identity, PluginTool, SinglePlugin, StaticPlugins, Tool, Toolset,
-    ToolsetExt,
+pub use tool::{
+    LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage, wrap_result,
 };
+pub use toolset::{
+    AliasError, Aliases, Confirm, ConfirmationHint, ConfirmationRequest, Filter, OnUnknown,
+    Predicate, ToolAliases, UnknownFuture,
+};
+pub use toolset::{
+    ArgumentsHook, BatchCall, BatchOutcome, BoxFuture, Context, Decision, Executor, Identity,
+    Logging, Metrics, Middleware, Next, PluginTool, SinglePlugin, StaticPlugins, Tool, ToolMetrics,
+    Toolset, ToolsetExt, WithMiddleware,
+};
+pub use toolset::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};

@@ -21,7 +21,7 @@ use crate::bindings::{TOOLS_INTERFACE, TOOLS_INTERFACE_PREFIX};
 use crate::engine::limits::{Limiter, Limits};
 use crate::error::{CallError, Exhausted, LoadError};
 use crate::schema::Schema;
-use crate::tool::{MediaKind, Part, ToolCall, ToolOutput, ToolSpec, wrap_result};
+use crate::tool::{MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage, wrap_result};
 use state::PluginState;
 
 /// The most resources (streams, WASI handles) one call may hold at once.
@@ -409,7 +409,9 @@ impl Plugin {
         .await;
         let result = self.settle(&mut store, name, result)?;
         let output = result.map_err(|e| self.tool_error(name, e))?;
-        self.finish(tool, output, call.call_id)
+        let mut output = self.finish(tool, output, call.call_id)?;
+        output.usage = self.usage(&store);
+        Ok(output)
     }
 
     /// Starts a tool and returns its output as a stream of parts. A tool that
@@ -509,6 +511,15 @@ impl Plugin {
         let instantiated = timeout(deadline, self.inner.pre.instantiate_async(&mut store)).await;
         let bindings = self.settle(&mut store, tool, instantiated)?;
         Ok((store, bindings))
+    }
+
+    /// What a store's call has cost so far.
+    fn usage(&self, store: &Store<PluginState>) -> Usage {
+        let left = store.get_fuel().unwrap_or(0);
+        Usage {
+            fuel: self.inner.limits.get_fuel().saturating_sub(left),
+            peak_memory_bytes: store.data().limiter.peak_memory,
+        }
     }
 
     /// The outcome of a guest call that ran under [`timeout`]: its value, or the
@@ -708,6 +719,7 @@ impl Plugin {
             result,
             parts,
             call_id,
+            usage: Usage::default(),
         })
     }
 }
@@ -891,10 +903,15 @@ impl ToolStream {
         if result.is_some() {
             parts.clear();
         }
+        let usage = match &self.inner {
+            StreamInner::Guest(guest) => guest.plugin.usage(&guest.store),
+            _ => Usage::default(),
+        };
         Ok(ToolOutput {
             result,
             parts,
             call_id: self.call_id,
+            usage,
         })
     }
 }

@@ -78,6 +78,20 @@ impl PluginSet {
         engine: &Engine,
         dir: impl AsRef<Path>,
         options: &PluginOptions,
+        progress: impl FnMut(Loaded<'_>),
+    ) -> Result<Self, LoadError> {
+        Self::load_dir_configured(engine, dir, &|_| options.clone(), progress).await
+    }
+
+    /// As [`PluginSet::load_dir_with`], with options per plugin: `options` gets
+    /// each plugin's name (its file name without `.wasm`), so limits can differ.
+    ///
+    /// # Errors
+    /// Fails only if the directory itself cannot be read.
+    pub async fn load_dir_configured(
+        engine: &Engine,
+        dir: impl AsRef<Path>,
+        options: &(dyn Fn(&str) -> PluginOptions + Sync),
         mut progress: impl FnMut(Loaded<'_>),
     ) -> Result<Self, LoadError> {
         let dir = dir.as_ref();
@@ -87,7 +101,11 @@ impl PluginSet {
         })?;
         let mut tasks = tokio::task::JoinSet::new();
         for (index, path) in files.iter().enumerate() {
-            let (engine, path, options) = (engine.clone(), path.clone(), options.clone());
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let (engine, path, options) = (engine.clone(), path.clone(), options(&name));
             tasks.spawn(async move {
                 let start = Instant::now();
                 let result = Plugin::load(&engine, &path, &options).await;

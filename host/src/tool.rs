@@ -155,6 +155,17 @@ pub struct ToolOutput {
     pub parts: Vec<Part>,
     /// The call ID this output answers.
     pub call_id: String,
+    /// What the call cost (zero for tools that are not plugins).
+    pub usage: Usage,
+}
+
+/// What one call cost in the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// Fuel consumed (≈ wasm instructions), including instantiation.
+    pub fuel: u64,
+    /// The largest size any linear memory of the call reached, in bytes.
+    pub peak_memory_bytes: u64,
 }
 
 /// Wraps a JSON value that is not an object as `{"result": value}`.

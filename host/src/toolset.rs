@@ -6,7 +6,12 @@
 //! returns the tools a given [`Context`] may see: a plugin, a plugins directory,
 //! or a layer (filter, confirmation, aliases) wrapped around another set.
 
+mod alias;
+mod confirm;
 pub(crate) mod context;
+mod dir;
+mod executor;
+mod filter;
 mod plugin_tools;
 
 use std::future::Future;
@@ -15,7 +20,15 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use alias::{AliasError, Aliases, OnUnknown, ToolAliases, UnknownFuture};
+pub use confirm::{Confirm, ConfirmationHint, ConfirmationRequest};
 pub use context::{Context, Decision, Identity};
+pub use dir::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};
+pub use executor::{
+    ArgumentsHook, BatchCall, BatchOutcome, Executor, Logging, Metrics, Middleware, Next,
+    ToolMetrics, WithMiddleware,
+};
+pub use filter::{Filter, Predicate};
 pub use plugin_tools::{PluginTool, SinglePlugin, StaticPlugins};
 
 use crate::error::CallError;
@@ -62,6 +75,14 @@ pub trait Toolset: Send + Sync {
 
     /// The tools this context may see and call, in a stable order. Names are unique.
     fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>>;
+
+    /// The tool a call of `name` reaches in this context. The default looks
+    /// `name` up in [`Toolset::tools`]. Layers that resolve extra names
+    /// ([`Aliases`], [`OnUnknown`]) override it; layers that wrap tools should
+    /// forward it to their inner set so those names survive.
+    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools(cx).into_iter().find(|t| t.spec().name == name)
+    }
 }
 
 impl<T: Toolset + ?Sized> Toolset for Arc<T> {
@@ -71,6 +92,10 @@ impl<T: Toolset + ?Sized> Toolset for Arc<T> {
 
     fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
         (**self).tools(cx)
+    }
+
+    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        (**self).lookup(cx, name)
     }
 }
 
@@ -82,23 +107,27 @@ impl<T: Toolset + ?Sized> Toolset for Box<T> {
     fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
         (**self).tools(cx)
     }
+
+    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        (**self).lookup(cx, name)
+    }
 }
 
 /// Convenience methods on every toolset.
 pub trait ToolsetExt: Toolset {
-    /// The tool of that name this context may see.
+    /// The tool a call of `name` reaches in this context ([`Toolset::lookup`]).
     ///
     /// # Errors
     /// [`CallError::UnknownTool`] listing the tools this context can see.
     fn find(&self, cx: &Context, name: &str) -> Result<Arc<dyn Tool>, CallError> {
-        let tools = self.tools(cx);
-        match tools.iter().find(|t| t.spec().name == name) {
-            Some(tool) => Ok(Arc::clone(tool)),
-            None => Err(CallError::UnknownTool {
-                tool: name.to_owned(),
-                available: tools.iter().map(|t| t.spec().name.clone()).collect(),
-            }),
-        }
+        self.lookup(cx, name).ok_or_else(|| CallError::UnknownTool {
+            tool: name.to_owned(),
+            available: self
+                .tools(cx)
+                .iter()
+                .map(|t| t.spec().name.clone())
+                .collect(),
+        })
     }
 
     /// Finds a tool by name and invokes it.

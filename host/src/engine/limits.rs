@@ -111,6 +111,8 @@ impl Limits {
 /// [`Exhausted`] error (rather than a failed `memory.grow` the guest might
 /// misreport), so the host can name the limit that was hit.
 pub(crate) struct Limiter {
+    /// The largest size a memory was allowed to grow to.
+    pub(crate) peak_memory: u64,
     memory_bytes: u64,
     table_elements: u64,
     instances: usize,
@@ -119,6 +121,7 @@ pub(crate) struct Limiter {
 impl Limiter {
     pub(crate) fn new(limits: &Limits) -> Self {
         Self {
+            peak_memory: 0,
             memory_bytes: limits.memory_bytes,
             table_elements: limits.table_elements,
             instances: usize::try_from(limits.instances).unwrap_or(usize::MAX),
@@ -139,6 +142,7 @@ impl wasmtime::ResourceLimiter for Limiter {
             }
             .into());
         }
+        self.peak_memory = self.peak_memory.max(desired as u64);
         Ok(true)
     }
 

@@ -5,7 +5,9 @@
 mod cli;
 mod examples;
 mod hostile;
+mod layers;
 mod loading;
+mod reload;
 mod tools;
 mod toolsets;
 

@@ -50,6 +50,7 @@ impl Tool for Upper {
                 result: Some(json!({"text": text})),
                 parts: Vec::new(),
                 call_id: cx.call_id().to_owned(),
+                usage: Default::default(),
             })
         })
     }
@@ -137,4 +138,102 @@ async fn a_plugin_set_lists_clashing_tools_qualified() {
         .await
         .unwrap();
     assert_eq!(out.result, Some(json!({"result": 4})));
+}
+
+fn batch(calls: &[(&str, &str, Value)]) -> Vec<toolhost::BatchCall> {
+    calls
+        .iter()
+        .map(|(id, tool, args)| toolhost::BatchCall {
+            call_id: (*id).to_owned(),
+            tool: (*tool).to_owned(),
+            arguments: args.clone(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_batch_runs_in_parallel_and_answers_in_call_order() {
+    let executor = toolhost::Executor::new(SinglePlugin::new(plugin(ECHO).await));
+    let calls = batch(&[
+        ("c1", "add", json!({"a": 1, "b": 1})),
+        ("c2", "whoami", json!({})),
+        ("c3", "nope", json!({})),
+        ("c4", "add", json!({"a": 2, "b": 2})),
+    ]);
+    let cx = Context::new().with_invocation_id("turn-9");
+    let outcomes = executor.run(&cx, calls).await;
+    let ids: Vec<&str> = outcomes.iter().map(|o| o.call_id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2", "c3", "c4"]);
+    assert_eq!(
+        outcomes[0].result.as_ref().unwrap().result,
+        Some(json!({"result": 2}))
+    );
+    let who = outcomes[1].result.as_ref().unwrap().result.clone().unwrap();
+    assert_eq!(who, json!({"call_id": "c2", "invocation_id": "turn-9"}));
+    assert!(matches!(
+        outcomes[2].result,
+        Err(CallError::UnknownTool { .. })
+    ));
+    assert_eq!(outcomes[3].result.as_ref().unwrap().call_id, "c4");
+}
+
+#[tokio::test]
+async fn a_sequential_batch_runs_in_order() {
+    let mut executor = toolhost::Executor::new(SinglePlugin::new(plugin(ECHO).await));
+    executor.sequential(true);
+    // The second call reads what the first stored: only true if they run in order.
+    let calls = batch(&[
+        ("s1", "remember", json!({"key": "k", "value": "v1"})),
+        ("s2", "remember", json!({"key": "k"})),
+    ]);
+    let cx = Context::new().with_invocation_id("seq-inv");
+    let outcomes = executor.run(&cx, calls).await;
+    assert_eq!(
+        outcomes[1].result.as_ref().unwrap().result,
+        Some(json!({"value": "v1"}))
+    );
+    engine().end_invocation("seq-inv");
+}
+
+#[tokio::test]
+async fn middleware_rewrites_arguments_and_measures_calls() {
+    let metrics = toolhost::Metrics::new();
+    let hook = toolhost::ArgumentsHook::new(|_cx, spec, mut args| {
+        if spec.name == "add" {
+            args["b"] = json!(100);
+        }
+        if args.get("forbidden").is_some() {
+            return Err(CallError::InvalidArguments {
+                tool: spec.name.clone(),
+                problems: vec!["`forbidden` is not allowed".into()],
+            });
+        }
+        Ok(args)
+    });
+    let set = toolhost::WithMiddleware::new(
+        SinglePlugin::new(plugin(ECHO).await),
+        vec![
+            Arc::new(toolhost::Logging),
+            Arc::new(metrics.clone()),
+            Arc::new(hook),
+        ],
+    );
+    let cx = Context::new();
+    let out = set
+        .invoke(&cx, "add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    assert_eq!(out.result, Some(json!({"result": 101})));
+    assert!(out.usage.fuel > 0);
+    assert!(out.usage.peak_memory_bytes > 0);
+    let err = set
+        .invoke(&cx, "echo", json!({"message": "x", "forbidden": true}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("forbidden"), "{err}");
+    let figures = metrics.snapshot();
+    assert_eq!(figures["add"].calls, 1);
+    assert_eq!(figures["add"].errors, 0);
+    assert_eq!(figures["add"].total_fuel, out.usage.fuel);
+    assert_eq!(figures["echo"].errors, 1);
 }

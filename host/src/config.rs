@@ -1,0 +1,342 @@
+//! `toolhost.toml`: the operator's configuration file.
+//!
+//! Every setting can also be built in code; the file is a convenience for the
+//! CLI and servers. Unknown keys are errors (a typo never silently does nothing).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::engine::limits::Limits;
+
+/// A configuration file could not be used. Names the file, the key and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {reason}", path.display(), key.as_ref().map(|k| format!(": `{k}`")).unwrap_or_default())]
+#[non_exhaustive]
+pub struct ConfigError {
+    /// The file.
+    pub path: PathBuf,
+    /// The key at fault, when one is.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// The parsed `toolhost.toml`.
+///
+/// ```toml
+/// plugins = "target/plugins"        # relative to this file
+///
+/// [limits]                          # defaults for every plugin
+/// fuel = 2_000_000_000
+/// memory_mib = 256
+/// timeout_ms = 10_000
+/// max_output_bytes = 4_194_304
+///
+/// [plugin.codec.limits]             # per plugin (by name), over the defaults
+/// timeout_ms = 30_000
+///
+/// [filter]                          # which tools are visible (glob patterns)
+/// allow = ["*"]
+/// deny = ["fail"]
+///
+/// [confirm]                         # which tools need a human's yes for each call
+/// tools = ["batch_digest"]
+/// hint = "This tool may take long. Run it?"
+///
+/// [aliases.tools]                   # extra names: alias = "tool"
+/// wc = "word_count"
+///
+/// [aliases.arguments.word_count]    # argument key aliases: alias = "canonical key"
+/// content = "text"
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Config {
+    /// The plugins directory (relative paths are relative to the file).
+    #[serde(default)]
+    pub plugins: Option<PathBuf>,
+    /// Where compiled code is cached.
+    #[serde(default)]
+    pub cache_dir: Option<PathBuf>,
+    /// Limits for every plugin.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    /// Per-plugin settings, by plugin name.
+    #[serde(default)]
+    pub plugin: BTreeMap<String, PluginConfig>,
+    /// Which tools are visible.
+    #[serde(default)]
+    pub filter: FilterConfig,
+    /// Which tools need confirmation.
+    #[serde(default)]
+    pub confirm: ConfirmConfig,
+    /// Extra names for tools and argument keys.
+    #[serde(default)]
+    pub aliases: AliasConfig,
+}
+
+/// Limits as written in the file; unset ones keep their default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LimitsConfig {
+    /// Fuel per call.
+    pub fuel: Option<u64>,
+    /// Linear memory per call, in MiB.
+    pub memory_mib: Option<u64>,
+    /// Deadline per call, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Output per call, in bytes.
+    pub max_output_bytes: Option<u64>,
+    /// Table elements per table.
+    pub table_elements: Option<u64>,
+    /// Core instances, memories and tables per call.
+    pub instances: Option<u32>,
+}
+
+/// Settings of one plugin.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PluginConfig {
+    /// Limits over the defaults.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+}
+
+/// Visibility rules: a tool is visible if it matches `allow` (when given) and not `deny`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct FilterConfig {
+    /// Glob patterns (`*`, `?`) of visible tools; empty means all.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Glob patterns of hidden tools; wins over `allow`.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// Confirmation rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ConfirmConfig {
+    /// Tools (names or glob patterns) whose every call needs a human's yes.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Every tool needs confirmation.
+    #[serde(default)]
+    pub all: bool,
+    /// The hint shown to the human.
+    #[serde(default)]
+    pub hint: Option<String>,
+}
+
+/// Aliases.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AliasConfig {
+    /// `alias = "tool"`.
+    #[serde(default)]
+    pub tools: BTreeMap<String, String>,
+    /// Per tool: `alias = "canonical argument key"`.
+    #[serde(default)]
+    pub arguments: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Config {
+    /// Reads and checks a configuration file.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the file, the key and the reason: unreadable,
+    /// not TOML, an unknown key, a value of the wrong type or out of range.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: path.to_owned(),
+            key: None,
+            reason: format!("cannot read: {e}"),
+        })?;
+        let mut config = Self::parse(&text, path)?;
+        if let Some(plugins) = &config.plugins
+            && plugins.is_relative()
+            && let Some(dir) = path.parent()
+        {
+            config.plugins = Some(dir.join(plugins));
+        }
+        Ok(config)
+    }
+
+    /// Parses configuration text; `path` names it in errors.
+    ///
+    /// # Errors
+    /// As [`Config::load`].
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let config: Self = toml::from_str(text).map_err(|e| {
+            let at = e
+                .span()
+                .map(|span| {
+                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                    format!("line {line}: ")
+                })
+                .unwrap_or_default();
+            ConfigError {
+                path: path.to_owned(),
+                key: None,
+                reason: format!("{at}{}", e.message()),
+            }
+        })?;
+        config.check(path)?;
+        Ok(config)
+    }
+
+    fn check(&self, path: &Path) -> Result<(), ConfigError> {
+        let error = |key: String, reason: &str| ConfigError {
+            path: path.to_owned(),
+            key: Some(key),
+            reason: reason.to_owned(),
+        };
+        let sections = std::iter::once(("limits".to_owned(), &self.limits)).chain(
+            self.plugin
+                .iter()
+                .map(|(name, p)| (format!("plugin.{name}.limits"), &p.limits)),
+        );
+        for (section, limits) in sections {
+            let zero = [
+                ("fuel", limits.fuel),
+                ("memory_mib", limits.memory_mib),
+                ("timeout_ms", limits.timeout_ms),
+                ("max_output_bytes", limits.max_output_bytes),
+                ("table_elements", limits.table_elements),
+                ("instances", limits.instances.map(u64::from)),
+            ];
+            for (key, value) in zero {
+                if value == Some(0) {
+                    return Err(error(format!("{section}.{key}"), "must be greater than 0"));
+                }
+            }
+            if limits.memory_mib.is_some_and(|m| m > 4096) {
+                return Err(error(
+                    format!("{section}.memory_mib"),
+                    "at most 4096 (a 32-bit linear memory)",
+                ));
+            }
+        }
+        for (alias, tool) in &self.aliases.tools {
+            if alias.trim().is_empty() || tool.trim().is_empty() {
+                return Err(error(
+                    format!("aliases.tools.{alias}"),
+                    "an alias and its tool must not be empty",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The limits for a plugin: defaults, then `[limits]`, then `[plugin.NAME.limits]`.
+    pub fn limits_for(&self, plugin: &str) -> Limits {
+        let mut limits = Limits::default();
+        apply(&mut limits, &self.limits);
+        if let Some(config) = self.plugin.get(plugin) {
+            apply(&mut limits, &config.limits);
+        }
+        limits
+    }
+}
+
+fn apply(limits: &mut Limits, config: &LimitsConfig) {
+    if let Some(fuel) = config.fuel {
+        limits.fuel(fuel);
+    }
+    if let Some(mib) = config.memory_mib {
+        limits.memory_bytes(mib.saturating_mul(1 << 20));
+    }
+    if let Some(ms) = config.timeout_ms {
+        limits.deadline(Duration::from_millis(ms));
+    }
+    if let Some(bytes) = config.max_output_bytes {
+        limits.output_bytes(bytes);
+    }
+    if let Some(elements) = config.table_elements {
+        limits.table_elements(elements);
+    }
+    if let Some(instances) = config.instances {
+        limits.instances(instances);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("toolhost.toml"))
+    }
+
+    #[test]
+    fn limits_layer_defaults_global_and_per_plugin() {
+        let config = parse(
+            "[limits]\nfuel = 1000\ntimeout_ms = 500\n[plugin.codec.limits]\ntimeout_ms = 30000\n",
+        )
+        .unwrap();
+        let codec = config.limits_for("codec");
+        assert_eq!(codec.get_fuel(), 1000);
+        assert_eq!(codec.get_deadline(), Duration::from_secs(30));
+        let text = config.limits_for("text");
+        assert_eq!(text.get_deadline(), Duration::from_millis(500));
+        assert_eq!(
+            text.get_memory_bytes(),
+            Limits::default().get_memory_bytes()
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_the_key_and_the_reason() {
+        let err = parse("[limits]\nfule = 3\n").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("toolhost.toml"), "{text}");
+        assert!(text.contains("fule") && text.contains("line 2"), "{text}");
+        let err = parse("[plugin.codec.limits]\nmemory_mib = 0\n").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("plugin.codec.limits.memory_mib"));
+        assert!(err.to_string().contains("greater than 0"), "{err}");
+        let err = parse("[limits]\ntimeout_ms = \"soon\"\n").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        let err = parse("[aliases.tools]\n\"\" = \"word_count\"\n").unwrap_err();
+        assert!(err.to_string().contains("must not be empty"), "{err}");
+    }
+
+    #[test]
+    fn the_documented_example_parses() {
+        let config = parse(
+            r#"
+plugins = "target/plugins"
+[limits]
+fuel = 2_000_000_000
+memory_mib = 256
+[plugin.codec.limits]
+timeout_ms = 30_000
+[filter]
+allow = ["*"]
+deny = ["fail"]
+[confirm]
+tools = ["batch_digest"]
+hint = "Run it?"
+[aliases.tools]
+wc = "word_count"
+[aliases.arguments.word_count]
+content = "text"
+"#,
+        )
+        .unwrap();
+        assert_eq!(config.filter.deny, ["fail"]);
+        assert_eq!(config.aliases.tools["wc"], "word_count");
+        assert_eq!(config.aliases.arguments["word_count"]["content"], "text");
+        assert_eq!(config.confirm.tools, ["batch_digest"]);
+    }
+}

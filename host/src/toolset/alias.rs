@@ -1,0 +1,888 @@
+//! Name resolution layers: extra names for tools and their argument keys
+//! (Eino's `ToolAliases`), and a fallback for names no tool has (Eino's
+//! `UnknownToolsHandler`).
+//!
+//! Both resolve names through [`Toolset::lookup`], so a name alias is callable
+//! (and found by [`ToolsetExt::find`](super::ToolsetExt::find)) but **not
+//! listed**: the model sees each tool once, under its canonical name, and the
+//! aliases only catch the names models tend to produce instead.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{BoxFuture, Context, Tool, Toolset};
+use crate::error::CallError;
+use crate::plugin::ToolStream;
+use crate::tool::{ToolOutput, ToolSpec};
+
+/// The aliases of one tool (Eino's `ToolAliasConfig`).
+///
+/// # Examples
+/// ```
+/// use toolhost::ToolAliases;
+/// let search = ToolAliases::new()
+///     .name("web_search")
+///     .name("lookup")
+///     .argument("query", ["q", "keyword"]);
+/// assert_eq!(search.names, ["web_search", "lookup"]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolAliases {
+    /// Other names the tool answers to.
+    pub names: Vec<String>,
+    /// For a top-level argument key (the canonical key), the other keys that
+    /// mean it, in order of preference.
+    pub arguments: BTreeMap<String, Vec<String>>,
+}
+
+impl ToolAliases {
+    /// No aliases.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds another name for the tool.
+    pub fn name(mut self, alias: impl Into<String>) -> Self {
+        self.names.push(alias.into());
+        self
+    }
+
+    /// Adds other keys meaning the top-level argument `canonical`.
+    pub fn argument<I, S>(mut self, canonical: impl Into<String>, aliases: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.arguments
+            .entry(canonical.into())
+            .or_default()
+            .extend(aliases.into_iter().map(Into::into));
+        self
+    }
+}
+
+/// A bad alias configuration, found when the [`Aliases`] layer is built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AliasError {
+    /// An alias (of the tool or of an argument key) is the empty string.
+    #[error("aliases of `{tool}`: an alias is empty")]
+    EmptyAlias {
+        /// The tool.
+        tool: String,
+    },
+    /// A canonical argument key is the empty string.
+    #[error("aliases of `{tool}`: an argument key is empty")]
+    EmptyKey {
+        /// The tool.
+        tool: String,
+    },
+    /// A canonical argument key contains `.`: only top-level keys have aliases.
+    #[error(
+        "aliases of `{tool}`: argument key `{key}` contains `.`; only top-level keys can have aliases"
+    )]
+    NestedKey {
+        /// The tool.
+        tool: String,
+        /// The key.
+        key: String,
+    },
+    /// Aliases were configured for a tool the set does not have.
+    #[error("aliases of `{tool}`: no such tool; available tools: {}", available.join(", "))]
+    UnknownTool {
+        /// The configured tool name.
+        tool: String,
+        /// The tools that do exist (for an empty context).
+        available: Vec<String>,
+    },
+    /// A name alias is already the name of a tool.
+    #[error("alias `{alias}` of `{tool}` is already the name of a tool")]
+    AliasIsToolName {
+        /// The alias.
+        alias: String,
+        /// The tool it was configured for.
+        tool: String,
+    },
+    /// One name alias for two tools.
+    #[error("alias `{alias}` is configured for two tools: `{first}` and `{second}`")]
+    AmbiguousAlias {
+        /// The alias.
+        alias: String,
+        /// One tool.
+        first: String,
+        /// The other tool.
+        second: String,
+    },
+    /// An argument alias is a property of the tool's input schema, or another
+    /// configured canonical key.
+    #[error(
+        "aliases of `{tool}`: argument alias `{alias}` is already an argument of the tool (a schema property or a configured key)"
+    )]
+    ArgumentClash {
+        /// The tool.
+        tool: String,
+        /// The alias.
+        alias: String,
+    },
+    /// One argument alias for two canonical keys.
+    #[error(
+        "aliases of `{tool}`: argument alias `{alias}` is configured for two keys: `{first}` and `{second}`"
+    )]
+    AmbiguousArgument {
+        /// The tool.
+        tool: String,
+        /// The alias.
+        alias: String,
+        /// One key.
+        first: String,
+        /// The other key.
+        second: String,
+    },
+}
+
+/// A tool's argument aliases: for each canonical key, its aliases in order.
+#[derive(Debug)]
+struct KeyAliases {
+    keys: Vec<(String, Vec<String>)>,
+}
+
+impl KeyAliases {
+    /// Eino's rule: top-level keys only; a canonical key already present wins
+    /// and its aliases are dropped; otherwise the first alias present (in
+    /// configured order) supplies it. Non-objects pass unchanged. An alias that
+    /// the tool's current schema declares as a property (it can change on
+    /// reload) is a real key and left alone.
+    fn remap(&self, spec: &ToolSpec, arguments: Value) -> Value {
+        let Value::Object(mut map) = arguments else {
+            return arguments;
+        };
+        let properties = spec
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        let declared = |key: &str| properties.is_some_and(|p| p.contains_key(key));
+        for (canonical, aliases) in &self.keys {
+            for alias in aliases {
+                if declared(alias) {
+                    continue;
+                }
+                if let Some(value) = map.remove(alias.as_str())
+                    && !map.contains_key(canonical.as_str())
+                {
+                    map.insert(canonical.clone(), value);
+                }
+            }
+        }
+        Value::Object(map)
+    }
+}
+
+/// A toolset whose tools also answer to other names, and take other keys for
+/// their top-level arguments (Eino's `ToolAliases`).
+///
+/// - A name alias resolves on call ([`Toolset::lookup`]) and is not listed. A
+///   real tool name always wins over an alias (should a plugin gain a tool of
+///   that name after a reload); an alias of a tool this context cannot see
+///   does not resolve.
+/// - Argument aliases are remapped before the call; a canonical key already
+///   present wins and the alias key is dropped.
+/// - The configuration is checked against the tools an empty context sees
+///   when the layer is built ([`AliasError`]).
+///
+/// Put it outermost (outside [`Filter`](super::Filter) and
+/// [`Confirm`](super::Confirm)): then filters and confirmation rules see
+/// canonical names, and a confirmation request shows canonical arguments.
+///
+/// # Examples
+/// ```
+/// use toolhost::{Aliases, SinglePlugin, ToolAliases};
+/// # fn build(plugin: toolhost::Plugin) -> Result<(), toolhost::AliasError> {
+/// let set = Aliases::new(
+///     SinglePlugin::new(plugin),
+///     [("add", ToolAliases::new().name("sum").argument("a", ["x"]).argument("b", ["y"]))],
+/// )?;
+/// # let _ = set; Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Aliases<T> {
+    inner: T,
+    /// Name alias → canonical name.
+    names: HashMap<String, String>,
+    /// Canonical name → its argument aliases (only tools that have some).
+    arguments: HashMap<String, Arc<KeyAliases>>,
+}
+
+impl<T: Toolset> Aliases<T> {
+    /// Wraps `inner` with aliases per canonical tool name. Entries for the same
+    /// tool are merged.
+    ///
+    /// # Errors
+    /// [`AliasError`] for the first problem found, checked in tool-name order:
+    /// an empty alias or key, a nested key, a tool an empty context cannot see,
+    /// a name alias that is a tool's name or configured for two tools, an
+    /// argument alias that is a schema property or configured for two keys.
+    pub fn new<I, K>(inner: T, config: I) -> Result<Self, AliasError>
+    where
+        I: IntoIterator<Item = (K, ToolAliases)>,
+        K: Into<String>,
+    {
+        let mut merged: BTreeMap<String, ToolAliases> = BTreeMap::new();
+        for (tool, aliases) in config {
+            let entry = merged.entry(tool.into()).or_default();
+            entry.names.extend(aliases.names);
+            for (key, keys) in aliases.arguments {
+                entry.arguments.entry(key).or_default().extend(keys);
+            }
+        }
+        let tools = inner.tools(&Context::new());
+        let specs: BTreeMap<&str, &ToolSpec> = tools
+            .iter()
+            .map(|t| (t.spec().name.as_str(), t.spec()))
+            .collect();
+        let mut names: HashMap<String, String> = HashMap::new();
+        let mut arguments = HashMap::new();
+        for (tool, config) in merged {
+            let Some(spec) = specs.get(tool.as_str()) else {
+                return Err(AliasError::UnknownTool {
+                    tool,
+                    available: specs.keys().map(|s| (*s).to_owned()).collect(),
+                });
+            };
+            for alias in config.names {
+                if alias.is_empty() {
+                    return Err(AliasError::EmptyAlias { tool });
+                }
+                if specs.contains_key(alias.as_str()) {
+                    return Err(AliasError::AliasIsToolName { alias, tool });
+                }
+                match names.get(&alias) {
+                    Some(first) if *first != tool => {
+                        return Err(AliasError::AmbiguousAlias {
+                            first: first.clone(),
+                            alias,
+                            second: tool,
+                        });
+                    }
+                    _ => {
+                        names.insert(alias, tool.clone());
+                    }
+                }
+            }
+            if let Some(keys) = check_arguments(&tool, spec, config.arguments)? {
+                arguments.insert(tool, Arc::new(keys));
+            }
+        }
+        Ok(Self {
+            inner,
+            names,
+            arguments,
+        })
+    }
+
+    /// The canonical name `name` stands for, if it is an alias.
+    pub fn canonical(&self, name: &str) -> Option<&str> {
+        self.names.get(name).map(String::as_str)
+    }
+
+    /// The wrapped set.
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+
+    fn wrap(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
+        match self.arguments.get(&tool.spec().name) {
+            Some(keys) => Arc::new(Aliased {
+                tool,
+                keys: Arc::clone(keys),
+            }),
+            None => tool,
+        }
+    }
+}
+
+/// Checks one tool's argument aliases; `None` when it has none.
+fn check_arguments(
+    tool: &str,
+    spec: &ToolSpec,
+    arguments: BTreeMap<String, Vec<String>>,
+) -> Result<Option<KeyAliases>, AliasError> {
+    let properties = spec
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object);
+    let mut seen: HashMap<&str, &str> = HashMap::new();
+    for (key, aliases) in &arguments {
+        if key.is_empty() {
+            return Err(AliasError::EmptyKey { tool: tool.into() });
+        }
+        if key.contains('.') {
+            return Err(AliasError::NestedKey {
+                tool: tool.into(),
+                key: key.clone(),
+            });
+        }
+        for alias in aliases {
+            if alias.is_empty() {
+                return Err(AliasError::EmptyAlias { tool: tool.into() });
+            }
+            let property = properties.is_some_and(|p| p.contains_key(alias));
+            if property || arguments.contains_key(alias) {
+                return Err(AliasError::ArgumentClash {
+                    tool: tool.into(),
+                    alias: alias.clone(),
+                });
+            }
+            match seen.get(alias.as_str()) {
+                Some(first) if first != key => {
+                    return Err(AliasError::AmbiguousArgument {
+                        tool: tool.into(),
+                        alias: alias.clone(),
+                        first: (*first).to_owned(),
+                        second: key.clone(),
+                    });
+                }
+                _ => {
+                    seen.insert(alias, key);
+                }
+            }
+        }
+    }
+    let keys: Vec<(String, Vec<String>)> = arguments
+        .into_iter()
+        .filter(|(_, aliases)| !aliases.is_empty())
+        .map(|(key, mut aliases)| {
+            // Duplicates are harmless; keep the first occurrence's order.
+            let mut once = HashSet::new();
+            aliases.retain(|a| once.insert(a.clone()));
+            (key, aliases)
+        })
+        .collect();
+    Ok((!keys.is_empty()).then_some(KeyAliases { keys }))
+}
+
+impl<T: Toolset> Toolset for Aliases<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
+        self.inner
+            .tools(cx)
+            .into_iter()
+            .map(|tool| self.wrap(tool))
+            .collect()
+    }
+
+    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        let tool = self.inner.lookup(cx, name).or_else(|| {
+            let canonical = self.names.get(name)?;
+            self.inner.lookup(cx, canonical)
+        })?;
+        Some(self.wrap(tool))
+    }
+}
+
+/// A tool whose argument aliases are remapped before it runs.
+struct Aliased {
+    tool: Arc<dyn Tool>,
+    keys: Arc<KeyAliases>,
+}
+
+impl Tool for Aliased {
+    fn spec(&self) -> &ToolSpec {
+        self.tool.spec()
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        let arguments = self.keys.remap(self.tool.spec(), arguments);
+        self.tool.invoke(cx, arguments)
+    }
+
+    fn stream<'a>(
+        &'a self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
+        let arguments = self.keys.remap(self.tool.spec(), arguments);
+        self.tool.stream(cx, arguments)
+    }
+}
+
+/// What an unknown-tool handler returns: a call it answers, owning what it needs.
+pub type UnknownFuture = BoxFuture<'static, Result<ToolOutput, CallError>>;
+
+type UnknownFn = dyn Fn(&Context, &str, Value) -> Option<UnknownFuture> + Send + Sync;
+
+/// A toolset that sends calls of names no tool has to a handler (Eino's
+/// `UnknownToolsHandler`), for the names models hallucinate.
+///
+/// The handler gets the context, the called name and the arguments; it answers
+/// with `Some(future)`, or `None` to decline, and then the call fails with
+/// [`CallError::UnknownTool`] listing the tools that exist. Without this layer,
+/// that error is what an unknown name gets.
+///
+/// Any name resolves ([`Toolset::lookup`] returns a fallback tool named as
+/// called, with an open schema), but nothing extra is listed. Names hidden by
+/// an inner [`Filter`](super::Filter) count as unknown here, so the handler
+/// cannot reach a hidden tool. Put it outermost, outside [`Aliases`] so aliases
+/// resolve first.
+///
+/// # Examples
+/// ```
+/// use serde_json::json;
+/// use toolhost::{OnUnknown, SinglePlugin, ToolOutput};
+/// # fn build(plugin: toolhost::Plugin) {
+/// let set = OnUnknown::new(SinglePlugin::new(plugin), |cx, name, _args| {
+///     let call_id = cx.call_id().to_owned();
+///     let note = format!("There is no tool `{name}`; check the tool list.");
+///     Some(Box::pin(async move {
+///         Ok(ToolOutput { result: Some(json!({"error": note})), call_id, ..Default::default() })
+///     }))
+/// });
+/// # let _ = set;
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct OnUnknown<T> {
+    inner: T,
+    handler: Arc<UnknownFn>,
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for OnUnknown<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnUnknown")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Toolset> OnUnknown<T> {
+    /// Wraps `inner` with a handler for unknown names.
+    pub fn new(
+        inner: T,
+        handler: impl Fn(&Context, &str, Value) -> Option<UnknownFuture> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            inner,
+            handler: Arc::new(handler),
+        }
+    }
+
+    /// The wrapped set.
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T: Toolset> Toolset for OnUnknown<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
+        self.inner.tools(cx)
+    }
+
+    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        if let Some(tool) = self.inner.lookup(cx, name) {
+            return Some(tool);
+        }
+        let available = self
+            .inner
+            .tools(cx)
+            .iter()
+            .map(|t| t.spec().name.clone())
+            .collect();
+        Some(Arc::new(Fallback {
+            spec: ToolSpec {
+                name: name.to_owned(),
+                description: "No tool has this name; calls go to the unknown-tool handler."
+                    .to_owned(),
+                long_running: false,
+                streaming: false,
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+            },
+            available,
+            handler: Arc::clone(&self.handler),
+        }))
+    }
+}
+
+/// The tool an unknown name resolves to.
+struct Fallback {
+    spec: ToolSpec,
+    available: Vec<String>,
+    handler: Arc<UnknownFn>,
+}
+
+impl Tool for Fallback {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        match (self.handler)(cx, &self.spec.name, arguments) {
+            Some(answer) => answer,
+            None => Box::pin(std::future::ready(Err(CallError::UnknownTool {
+                tool: self.spec.name.clone(),
+                available: self.available.clone(),
+            }))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::toolset::filter::tests::{Native, Probe, native};
+    use crate::toolset::{Confirm, Decision, Filter, Predicate, ToolsetExt};
+
+    fn math() -> Native {
+        Native(vec![
+            Probe::new("add", &["a", "b"]) as Arc<dyn Tool>,
+            Probe::new("search", &["query", "limit"]) as Arc<dyn Tool>,
+            Probe::new("delete", &["id"]) as Arc<dyn Tool>,
+        ])
+    }
+
+    fn search_aliases() -> ToolAliases {
+        ToolAliases::new()
+            .name("web_search")
+            .name("lookup")
+            .argument("query", ["q", "keyword"])
+            .argument("limit", ["count"])
+    }
+
+    async fn arguments(set: &impl Toolset, name: &str, args: Value) -> Value {
+        let out = set.invoke(&Context::new(), name, args).await.unwrap();
+        out.result.unwrap()["arguments"].clone()
+    }
+
+    #[tokio::test]
+    async fn name_aliases_resolve_but_are_not_listed() {
+        let set = Aliases::new(math(), [("search", search_aliases())]).unwrap();
+        let cx = Context::new();
+        let listed: Vec<String> = set
+            .tools(&cx)
+            .iter()
+            .map(|t| t.spec().name.clone())
+            .collect();
+        assert_eq!(listed, ["add", "search", "delete"]);
+        for name in ["search", "web_search", "lookup"] {
+            let tool = set.find(&cx, name).unwrap();
+            assert_eq!(
+                tool.spec().name,
+                "search",
+                "{name} resolves to the canonical tool"
+            );
+        }
+        assert_eq!(set.canonical("lookup"), Some("search"));
+        assert_eq!(set.canonical("search"), None);
+        match set.find(&cx, "find") {
+            Err(CallError::UnknownTool { available, .. }) => {
+                assert_eq!(available, ["add", "search", "delete"]);
+            }
+            other => panic!("expected unknown tool, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn argument_aliases_follow_eino_rules() {
+        let set = Aliases::new(math(), [("search", search_aliases())]).unwrap();
+        // Remapped.
+        assert_eq!(
+            arguments(&set, "lookup", json!({"q": "rust", "count": 3})).await,
+            json!({"query": "rust", "limit": 3})
+        );
+        // The canonical key wins; the alias is dropped.
+        assert_eq!(
+            arguments(&set, "search", json!({"query": "a", "q": "b"})).await,
+            json!({"query": "a"})
+        );
+        // Two aliases of one key: the first configured wins, both go.
+        assert_eq!(
+            arguments(&set, "search", json!({"keyword": "k", "q": "q"})).await,
+            json!({"query": "q"})
+        );
+        // Unknown keys and nested keys are left alone.
+        assert_eq!(
+            arguments(&set, "search", json!({"query": "a", "x": {"q": 1}})).await,
+            json!({"query": "a", "x": {"q": 1}})
+        );
+        // Non-objects pass unchanged (validation reports them).
+        assert_eq!(arguments(&set, "search", json!("q")).await, json!("q"));
+        // Tools without argument aliases are untouched.
+        assert_eq!(
+            arguments(&set, "add", json!({"q": 1})).await,
+            json!({"q": 1})
+        );
+    }
+
+    #[tokio::test]
+    async fn argument_aliases_apply_to_streams() {
+        let set = Aliases::new(math(), [("search", search_aliases())]).unwrap();
+        let mut stream = set
+            .stream(&Context::new(), "web_search", json!({"keyword": "k"}))
+            .await
+            .unwrap();
+        match stream.next().await {
+            Some(Ok(crate::Part::Json(v))) => assert_eq!(v["arguments"], json!({"query": "k"})),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn configuration_is_validated() {
+        let check = |tool: &str, aliases: ToolAliases| Aliases::new(math(), [(tool, aliases)]);
+        let err = |tool: &str, aliases: ToolAliases| check(tool, aliases).unwrap_err();
+        assert_eq!(
+            err("search", ToolAliases::new().name("")),
+            AliasError::EmptyAlias {
+                tool: "search".into()
+            }
+        );
+        assert_eq!(
+            err("search", ToolAliases::new().argument("query", [""])),
+            AliasError::EmptyAlias {
+                tool: "search".into()
+            }
+        );
+        assert_eq!(
+            err("search", ToolAliases::new().argument("", ["q"])),
+            AliasError::EmptyKey {
+                tool: "search".into()
+            }
+        );
+        assert!(matches!(
+            err("search", ToolAliases::new().argument("a.b", ["q"])),
+            AliasError::NestedKey { .. }
+        ));
+        assert_eq!(
+            err("nope", ToolAliases::new().name("x")),
+            AliasError::UnknownTool {
+                tool: "nope".into(),
+                available: vec!["add".into(), "delete".into(), "search".into()],
+            }
+        );
+        assert_eq!(
+            err("search", ToolAliases::new().name("add")),
+            AliasError::AliasIsToolName {
+                alias: "add".into(),
+                tool: "search".into()
+            }
+        );
+        assert_eq!(
+            err("search", ToolAliases::new().name("search")),
+            AliasError::AliasIsToolName {
+                alias: "search".into(),
+                tool: "search".into()
+            }
+        );
+        assert_eq!(
+            err("search", ToolAliases::new().argument("query", ["limit"])),
+            AliasError::ArgumentClash {
+                tool: "search".into(),
+                alias: "limit".into()
+            }
+        );
+        assert!(matches!(
+            err(
+                "search",
+                ToolAliases::new()
+                    .argument("query", ["q"])
+                    .argument("extra", ["query2"])
+                    .argument("other", ["extra"])
+            ),
+            AliasError::ArgumentClash { alias, .. } if alias == "extra"
+        ));
+        assert_eq!(
+            err(
+                "search",
+                ToolAliases::new()
+                    .argument("query", ["q"])
+                    .argument("limit", ["q"])
+            ),
+            AliasError::AmbiguousArgument {
+                tool: "search".into(),
+                alias: "q".into(),
+                first: "limit".into(),
+                second: "query".into(),
+            }
+        );
+        let two = Aliases::new(
+            math(),
+            [
+                ("add", ToolAliases::new().name("do")),
+                ("delete", ToolAliases::new().name("do")),
+            ],
+        );
+        assert_eq!(
+            two.unwrap_err(),
+            AliasError::AmbiguousAlias {
+                alias: "do".into(),
+                first: "add".into(),
+                second: "delete".into(),
+            }
+        );
+        // Repeating the same mapping, or splitting one tool's entry, is fine.
+        let ok = Aliases::new(
+            math(),
+            [
+                ("add", ToolAliases::new().name("plus").name("plus")),
+                ("add", ToolAliases::new().argument("a", ["x", "x"])),
+            ],
+        );
+        assert!(ok.is_ok());
+        assert!(
+            err("search", ToolAliases::new().name(""))
+                .to_string()
+                .contains("`search`")
+        );
+    }
+
+    #[test]
+    fn aliases_follow_what_each_context_sees() {
+        // Outside a filter, an alias of a hidden tool does not resolve.
+        let filtered = Filter::new(math(), Predicate::deny(["delete"]));
+        // Validation uses an empty context, which cannot see `delete`.
+        assert!(matches!(
+            Aliases::new(filtered, [("delete", ToolAliases::new().name("rm"))]),
+            Err(AliasError::UnknownTool { .. })
+        ));
+        let admin_only = Filter::new(
+            math(),
+            Predicate::deny(["delete"]).or(Predicate::role("admin")),
+        );
+        let set = Aliases::new(admin_only, [("add", ToolAliases::new().name("plus"))]).unwrap();
+        assert!(set.find(&Context::new(), "plus").is_ok());
+        // Inside a filter, a hidden canonical name hides its aliases.
+        let inner = Aliases::new(math(), [("delete", ToolAliases::new().name("rm"))]).unwrap();
+        let set = Filter::new(inner, Predicate::deny(["delete"]));
+        assert!(set.find(&Context::new(), "rm").is_err());
+        assert!(set.find(&Context::new(), "delete").is_err());
+    }
+
+    #[tokio::test]
+    async fn confirmation_under_aliases_sees_canonical_names_and_arguments() {
+        let delete = Probe::new("delete", &["id"]);
+        let inner = Confirm::new(Native(vec![delete.clone() as Arc<dyn Tool>])).require("delete");
+        let set = Aliases::new(
+            inner,
+            [(
+                "delete",
+                ToolAliases::new().name("rm").argument("id", ["order_id"]),
+            )],
+        )
+        .unwrap();
+        let cx = Context::new().with_call_id("c1");
+        let req = match set.invoke(&cx, "rm", json!({"order_id": 3})).await {
+            Err(CallError::ConfirmationRequired(req)) => req,
+            other => panic!("expected a request, got {other:?}"),
+        };
+        assert_eq!(req.tool, "delete");
+        assert_eq!(req.arguments, json!({"id": 3}));
+        // The model may resume with the alias spelling; it remaps to what was approved.
+        let cx = cx.with_decision(
+            "c1",
+            Decision::Approve {
+                arguments: req.arguments.clone(),
+                payload: None,
+            },
+        );
+        set.invoke(&cx, "rm", json!({"order_id": 3})).await.unwrap();
+        assert_eq!(delete.runs(), 1);
+    }
+
+    #[tokio::test]
+    async fn unknown_names_go_to_the_handler() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&asked);
+        let set = OnUnknown::new(native(&["a", "b"]), move |cx, name, args| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            if name == "decline" {
+                return None;
+            }
+            let call_id = cx.call_id().to_owned();
+            let answer = json!({"unknown": name, "arguments": args});
+            Some(Box::pin(async move {
+                Ok(ToolOutput {
+                    result: Some(answer),
+                    call_id,
+                    ..ToolOutput::default()
+                })
+            }))
+        });
+        let cx = Context::new().with_call_id("u1");
+        // Known names never reach the handler; nothing extra is listed.
+        set.invoke(&cx, "a", json!({})).await.unwrap();
+        assert_eq!(set.tools(&cx).len(), 2);
+        assert_eq!(asked.load(Ordering::SeqCst), 0);
+        let out = set.invoke(&cx, "serch", json!({"q": 1})).await.unwrap();
+        assert_eq!(
+            out.result,
+            Some(json!({"unknown": "serch", "arguments": {"q": 1}}))
+        );
+        assert_eq!(out.call_id, "u1");
+        // Streams too (the handler's output as one JSON part).
+        let mut stream = set.stream(&cx, "other", json!({})).await.unwrap();
+        match stream.next().await {
+            Some(Ok(crate::Part::Json(v))) => assert_eq!(v["unknown"], "other"),
+            other => panic!("unexpected {other:?}"),
+        }
+        // Declined: the usual error, listing what exists.
+        match set.invoke(&cx, "decline", json!({})).await {
+            Err(CallError::UnknownTool { tool, available }) => {
+                assert_eq!(tool, "decline");
+                assert_eq!(available, ["a", "b"]);
+            }
+            other => panic!("expected unknown tool, got {other:?}"),
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn hidden_tools_are_unknown_to_the_handler_too() {
+        let hidden = Probe::new("secret", &[]);
+        let inner = Filter::new(
+            Native(vec![hidden.clone() as Arc<dyn Tool>]),
+            Predicate::deny(["secret"]),
+        );
+        let set = OnUnknown::new(inner, |_, _, _| None);
+        assert!(matches!(
+            set.invoke(&Context::new(), "secret", json!({})).await,
+            Err(CallError::UnknownTool { .. })
+        ));
+        assert_eq!(hidden.runs(), 0);
+    }
+
+    #[test]
+    fn aliases_deserialize_from_configuration() {
+        let parsed: ToolAliases = serde_json::from_value(json!({
+            "names": ["web_search"],
+            "arguments": {"query": ["q"]}
+        }))
+        .unwrap();
+        assert_eq!(
+            parsed,
+            ToolAliases::new()
+                .name("web_search")
+                .argument("query", ["q"])
+        );
+        assert!(serde_json::from_value::<ToolAliases>(json!({"nmes": []})).is_err());
+    }
+}

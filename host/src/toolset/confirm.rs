@@ -1,0 +1,607 @@
+//! The confirmation layer (ADK's `WithConfirmation`): a human approves each
+//! call of chosen tools before it runs, and the host enforces it.
+//!
+//! See [`Confirm`] for the flow.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{BoxFuture, Context, Decision, Tool, Toolset};
+use crate::error::CallError;
+use crate::plugin::ToolStream;
+use crate::tool::{ToolOutput, ToolSpec};
+
+/// What a UI shows when asking for approval: a hint, and anything else it needs.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ConfirmationHint {
+    /// The question for the human. Empty means "Approve this call of `tool`?".
+    pub hint: String,
+    /// Anything else for the UI (ADK's `payload`).
+    pub payload: Option<Value>,
+}
+
+impl ConfirmationHint {
+    /// A hint without payload.
+    pub fn new(hint: impl Into<String>) -> Self {
+        Self {
+            hint: hint.into(),
+            payload: None,
+        }
+    }
+
+    /// Adds a payload for the UI.
+    pub fn with_payload(mut self, payload: Value) -> Self {
+        self.payload = Some(payload);
+        self
+    }
+}
+
+/// A call waiting for a human's decision (carried by
+/// [`CallError::ConfirmationRequired`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ConfirmationRequest {
+    /// The call to resume: decide with [`Context::with_decision`] under this ID.
+    pub call_id: String,
+    /// The tool, by its canonical name.
+    pub tool: String,
+    /// The exact arguments the tool would get; approve these.
+    pub arguments: Value,
+    /// The question for the human.
+    pub hint: String,
+    /// Anything else for the UI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}
+
+type ProviderFn = dyn Fn(&Context, &ToolSpec, &Value) -> Option<ConfirmationHint> + Send + Sync;
+
+/// When a call needs approval. Rules add up: a call needs approval if any rule
+/// says so. (ADK lets a provider override the static flag; here a provider can
+/// only add requirements, so it cannot weaken a static rule by mistake.)
+#[derive(Clone, Default)]
+struct Rules {
+    every: Option<ConfirmationHint>,
+    tools: HashMap<String, ConfirmationHint>,
+    provider: Option<Arc<ProviderFn>>,
+}
+
+impl Rules {
+    /// Whether calls of this tool may need approval at all.
+    fn may_require(&self, spec: &ToolSpec) -> bool {
+        self.every.is_some() || self.provider.is_some() || self.tools.contains_key(&spec.name)
+    }
+
+    /// The hint if this call needs approval. A provider's hint wins over a
+    /// static one, since it saw the arguments.
+    fn required(
+        &self,
+        cx: &Context,
+        spec: &ToolSpec,
+        arguments: &Value,
+    ) -> Option<ConfirmationHint> {
+        let dynamic = self.provider.as_ref().and_then(|p| p(cx, spec, arguments));
+        let fixed = || self.tools.get(&spec.name).or(self.every.as_ref()).cloned();
+        let mut hint = dynamic.or_else(fixed)?;
+        if hint.hint.is_empty() {
+            hint.hint = format!("Approve this call of `{}`?", spec.name);
+        }
+        Some(hint)
+    }
+}
+
+/// Call IDs whose decision was acted on; shared by the layer and its tools.
+type Decided = Arc<Mutex<HashSet<String>>>;
+
+/// A toolset whose chosen tools run only after a human approves the exact call.
+///
+/// Static ([`Confirm::require`]), set-wide ([`Confirm::require_all`]) or
+/// dynamic ([`Confirm::provider`]). Rules match the tool's listed (canonical)
+/// name. Clones share what was decided, so a replay through a clone is refused
+/// too.
+///
+/// A call that needs approval and carries no decision ends with
+/// [`CallError::ConfirmationRequired`] holding a [`ConfirmationRequest`]: the
+/// call ID, the tool, the exact arguments, a hint and a payload for the UI. The
+/// caller resumes by calling again with the **same call ID** and
+/// [`Context::with_decision`]:
+///
+/// - [`Decision::Approve`] runs the call once, and only if the approved
+///   arguments equal the call's arguments exactly;
+/// - [`Decision::Reject`] ends it with [`CallError::ConfirmationRejected`].
+///
+/// Refusals by the layer are also [`CallError::ConfirmationRejected`], with a
+/// `reason` that says why: the arguments changed since approval (the approval
+/// stays unused, so a resume with the approved arguments still runs), or the
+/// call ID was already decided (approvals are single-use: the layer remembers
+/// every call ID it ran or rejected, one short string each, for its lifetime).
+///
+/// The wrapped tool, and so the guest, is never entered before approval. The
+/// wrapper is the only path to the inner tool in the layered set, and decisions
+/// come from the embedder's [`Context`], never from the model.
+///
+/// Layer order, inner to outer: plugins → [`Filter`](super::Filter) →
+/// `Confirm` → [`Aliases`](super::Aliases) → [`OnUnknown`](super::OnUnknown).
+/// Keep every layer that rewrites arguments (aliases, argument hooks) outside
+/// `Confirm`, so the human approves exactly what the tool receives.
+///
+/// # Examples
+/// ```
+/// use serde_json::json;
+/// use toolhost::{CallError, Confirm, Context, Decision, SinglePlugin, ToolsetExt};
+/// # async fn run(plugin: toolhost::Plugin) -> Result<(), CallError> {
+/// let set = Confirm::new(SinglePlugin::new(plugin)).require("delete_order");
+/// let args = json!({"id": 7});
+/// let cx = Context::new().with_call_id("call-1");
+/// let request = match set.invoke(&cx, "delete_order", args.clone()).await {
+///     Err(CallError::ConfirmationRequired(request)) => request,
+///     other => { other?; return Ok(()) }
+/// };
+/// // … show request.hint and request.arguments to a human, who approves …
+/// let cx = cx.with_decision(
+///     request.call_id.clone(),
+///     Decision::Approve { arguments: request.arguments.clone(), payload: None },
+/// );
+/// let output = set.invoke(&cx, "delete_order", args).await?;
+/// # let _ = output; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Confirm<T> {
+    inner: T,
+    rules: Arc<Rules>,
+    decided: Decided,
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Confirm<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Confirm")
+            .field("inner", &self.inner)
+            .field("every", &self.rules.every.is_some())
+            .field("tools", &self.rules.tools.keys().collect::<Vec<_>>())
+            .field("provider", &self.rules.provider.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Toolset> Confirm<T> {
+    /// Wraps `inner`; no call needs approval until a rule is added.
+    pub fn new(inner: T) -> Self {
+        Self {
+            inner,
+            rules: Arc::default(),
+            decided: Arc::default(),
+        }
+    }
+
+    /// Every call of the tool `name` needs approval, with the default hint.
+    ///
+    /// Logs a warning if an empty context sees no such tool (a typo here
+    /// would leave a dangerous tool unguarded).
+    pub fn require(self, name: impl Into<String>) -> Self {
+        self.require_with(name, ConfirmationHint::default())
+    }
+
+    /// Every call of the tool `name` needs approval, asked with this hint.
+    pub fn require_with(mut self, name: impl Into<String>, hint: ConfirmationHint) -> Self {
+        let name = name.into();
+        if self.inner.lookup(&Context::new(), &name).is_none() {
+            tracing::warn!(
+                toolset = self.inner.name(),
+                tool = %name,
+                "confirmation required for a tool an empty context cannot see"
+            );
+        }
+        Arc::make_mut(&mut self.rules).tools.insert(name, hint);
+        self
+    }
+
+    /// Every call of every tool in the set needs approval, with the default hint.
+    pub fn require_all(self) -> Self {
+        self.require_all_with(ConfirmationHint::default())
+    }
+
+    /// Every call of every tool in the set needs approval, asked with this hint.
+    pub fn require_all_with(mut self, hint: ConfirmationHint) -> Self {
+        Arc::make_mut(&mut self.rules).every = Some(hint);
+        self
+    }
+
+    /// Decides per call from context, tool and arguments: `Some(hint)` means
+    /// the call needs approval. Adds to the static rules; it cannot waive them.
+    pub fn provider(
+        mut self,
+        provider: impl Fn(&Context, &ToolSpec, &Value) -> Option<ConfirmationHint>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        Arc::make_mut(&mut self.rules).provider = Some(Arc::new(provider));
+        self
+    }
+
+    /// The wrapped set.
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+
+    fn wrap(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
+        if !self.rules.may_require(tool.spec()) {
+            return tool;
+        }
+        Arc::new(Confirmed {
+            tool,
+            rules: Arc::clone(&self.rules),
+            decided: Arc::clone(&self.decided),
+        })
+    }
+}
+
+impl<T: Toolset> Toolset for Confirm<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
+        self.inner
+            .tools(cx)
+            .into_iter()
+            .map(|tool| self.wrap(tool))
+            .collect()
+    }
+
+    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        self.inner.lookup(cx, name).map(|tool| self.wrap(tool))
+    }
+}
+
+/// One tool behind the confirmation gate.
+struct Confirmed {
+    tool: Arc<dyn Tool>,
+    rules: Arc<Rules>,
+    decided: Decided,
+}
+
+impl Confirmed {
+    /// Ok when the call may run now; the error otherwise. Runs before the
+    /// inner tool is touched, and marks an approval used before it runs.
+    fn gate(&self, cx: &Context, arguments: &Value) -> Result<(), CallError> {
+        let spec = self.tool.spec();
+        let Some(hint) = self.rules.required(cx, spec, arguments) else {
+            return Ok(());
+        };
+        let call_id = cx.call_id();
+        let refuse = |reason: String| CallError::ConfirmationRejected {
+            tool: spec.name.clone(),
+            call_id: call_id.to_owned(),
+            reason: Some(reason),
+        };
+        let already = || {
+            refuse(format!(
+                "call `{call_id}` was already decided and approvals are single-use; \
+                 make a new call (with a new call ID)"
+            ))
+        };
+        match cx.decision(call_id) {
+            None if self.is_decided(call_id) => Err(already()),
+            None => Err(CallError::ConfirmationRequired(Box::new(
+                ConfirmationRequest {
+                    call_id: call_id.to_owned(),
+                    tool: spec.name.clone(),
+                    arguments: arguments.clone(),
+                    hint: hint.hint,
+                    payload: hint.payload,
+                },
+            ))),
+            Some(Decision::Reject { reason }) => {
+                self.mark_decided(call_id);
+                Err(CallError::ConfirmationRejected {
+                    tool: spec.name.clone(),
+                    call_id: call_id.to_owned(),
+                    reason: reason.clone(),
+                })
+            }
+            Some(Decision::Approve {
+                arguments: approved,
+                ..
+            }) => {
+                if approved != arguments {
+                    return Err(refuse(format!(
+                        "the arguments changed since approval (approved {approved}, called with \
+                         {arguments}); call again with the approved arguments or ask again"
+                    )));
+                }
+                // Check and mark in one step, so two racing replays cannot both run.
+                if self.mark_decided(call_id) {
+                    Ok(())
+                } else {
+                    Err(already())
+                }
+            }
+        }
+    }
+
+    fn is_decided(&self, call_id: &str) -> bool {
+        self.decided
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(call_id)
+    }
+
+    /// Marks the call ID decided; false if it already was.
+    fn mark_decided(&self, call_id: &str) -> bool {
+        self.decided
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(call_id.to_owned())
+    }
+}
+
+impl Tool for Confirmed {
+    fn spec(&self) -> &ToolSpec {
+        self.tool.spec()
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        Box::pin(async move {
+            self.gate(cx, &arguments)?;
+            self.tool.invoke(cx, arguments).await
+        })
+    }
+
+    fn stream<'a>(
+        &'a self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
+        Box::pin(async move {
+            self.gate(cx, &arguments)?;
+            self.tool.stream(cx, arguments).await
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tool::Part;
+    use crate::toolset::ToolsetExt;
+    use crate::toolset::filter::tests::{Native, Probe};
+
+    fn approve(arguments: Value) -> Decision {
+        Decision::Approve {
+            arguments,
+            payload: None,
+        }
+    }
+
+    fn request(result: Result<ToolOutput, CallError>) -> ConfirmationRequest {
+        match result {
+            Err(CallError::ConfirmationRequired(request)) => *request,
+            other => panic!("expected a confirmation request, got {other:?}"),
+        }
+    }
+
+    fn rejection(result: Result<ToolOutput, CallError>) -> Option<String> {
+        match result {
+            Err(CallError::ConfirmationRejected { reason, .. }) => reason,
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+    }
+
+    fn setup() -> (Arc<Probe>, Arc<Probe>, Native) {
+        let delete = Probe::new("delete", &[]);
+        let read = Probe::new("read", &[]);
+        let set = Native(vec![
+            delete.clone() as Arc<dyn Tool>,
+            read.clone() as Arc<dyn Tool>,
+        ]);
+        (delete, read, set)
+    }
+
+    #[tokio::test]
+    async fn static_rule_asks_then_runs_once_approved() {
+        let (delete, read, inner) = setup();
+        let set = Confirm::new(inner).require("delete");
+        let args = json!({"id": 7});
+        let cx = Context::new().with_call_id("c1");
+        let req = request(set.invoke(&cx, "delete", args.clone()).await);
+        assert_eq!(req.call_id, "c1");
+        assert_eq!(req.tool, "delete");
+        assert_eq!(req.arguments, args);
+        assert_eq!(req.hint, "Approve this call of `delete`?");
+        assert_eq!(req.payload, None);
+        assert_eq!(delete.runs(), 0, "the tool is not entered before approval");
+        // Other tools run freely.
+        set.invoke(&cx, "read", json!({})).await.unwrap();
+        assert_eq!(read.runs(), 1);
+
+        let cx = cx.with_decision("c1", approve(req.arguments));
+        let out = set.invoke(&cx, "delete", args.clone()).await.unwrap();
+        assert_eq!(out.result.unwrap()["arguments"], args);
+        assert_eq!(delete.runs(), 1);
+    }
+
+    #[tokio::test]
+    async fn approvals_are_single_use() {
+        let (delete, _, inner) = setup();
+        let set = Confirm::new(inner).require("delete");
+        let args = json!({"id": 7});
+        let cx = Context::new()
+            .with_call_id("c1")
+            .with_decision("c1", approve(args.clone()));
+        set.invoke(&cx, "delete", args.clone()).await.unwrap();
+        let reason = rejection(set.invoke(&cx, "delete", args.clone()).await).unwrap();
+        assert!(reason.contains("already decided"), "{reason}");
+        // Without the decision, the spent call ID is refused too.
+        let bare = Context::new().with_call_id("c1");
+        rejection(set.invoke(&bare, "delete", args.clone()).await);
+        // A clone of the layer shares what was decided.
+        let clone = set.clone();
+        rejection(clone.invoke(&cx, "delete", args).await);
+        assert_eq!(delete.runs(), 1);
+    }
+
+    #[tokio::test]
+    async fn changed_arguments_are_refused_and_the_approval_kept() {
+        let (delete, _, inner) = setup();
+        let set = Confirm::new(inner).require("delete");
+        let cx = Context::new()
+            .with_call_id("c1")
+            .with_decision("c1", approve(json!({"id": 7})));
+        let reason = rejection(set.invoke(&cx, "delete", json!({"id": 8})).await).unwrap();
+        assert!(
+            reason.contains("arguments changed since approval"),
+            "{reason}"
+        );
+        // A subtly different value (number type) is also a change.
+        rejection(set.invoke(&cx, "delete", json!({"id": 7.0})).await);
+        assert_eq!(delete.runs(), 0);
+        // The approval was not used up by the refusals.
+        set.invoke(&cx, "delete", json!({"id": 7})).await.unwrap();
+        assert_eq!(delete.runs(), 1);
+    }
+
+    #[tokio::test]
+    async fn rejection_is_its_own_outcome_and_final() {
+        let (delete, _, inner) = setup();
+        let set = Confirm::new(inner).require("delete");
+        let cx = Context::new().with_call_id("c1").with_decision(
+            "c1",
+            Decision::Reject {
+                reason: Some("not today".into()),
+            },
+        );
+        let err = set.invoke(&cx, "delete", json!({})).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "call `c1` of tool `delete` was rejected: not today"
+        );
+        // A later approval for the same call ID does not revive it.
+        let cx = Context::new()
+            .with_call_id("c1")
+            .with_decision("c1", approve(json!({})));
+        rejection(set.invoke(&cx, "delete", json!({})).await);
+        assert_eq!(delete.runs(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_decision_for_another_call_does_not_count() {
+        let (delete, _, inner) = setup();
+        let set = Confirm::new(inner).require("delete");
+        let cx = Context::new()
+            .with_call_id("c2")
+            .with_decision("c1", approve(json!({})));
+        request(set.invoke(&cx, "delete", json!({})).await);
+        assert_eq!(delete.runs(), 0);
+    }
+
+    #[tokio::test]
+    async fn dynamic_provider_sees_the_arguments() {
+        let (delete, _, inner) = setup();
+        let set = Confirm::new(inner).provider(|cx, spec, args| {
+            let big = args["amount"].as_i64().unwrap_or(0) > 100;
+            let trusted = cx.identity().roles.contains("trusted");
+            (spec.name == "delete" && big && !trusted).then(|| {
+                ConfirmationHint::new(format!("Delete {}?", args["amount"]))
+                    .with_payload(json!({"severity": "high"}))
+            })
+        });
+        let cx = Context::new();
+        set.invoke(&cx, "delete", json!({"amount": 5}))
+            .await
+            .unwrap();
+        let req = request(set.invoke(&cx, "delete", json!({"amount": 500})).await);
+        assert_eq!(req.hint, "Delete 500?");
+        assert_eq!(req.payload, Some(json!({"severity": "high"})));
+        let mut who = crate::Identity::default();
+        who.roles.insert("trusted".into());
+        let trusted = Context::new().with_identity(who);
+        set.invoke(&trusted, "delete", json!({"amount": 500}))
+            .await
+            .unwrap();
+        assert_eq!(delete.runs(), 2);
+    }
+
+    #[tokio::test]
+    async fn set_wide_rule_guards_every_tool_and_rules_add_up() {
+        let (delete, read, inner) = setup();
+        let set = Confirm::new(inner)
+            .require_all_with(ConfirmationHint::new("Everything needs a yes"))
+            .provider(|_, _, _| None);
+        let cx = Context::new();
+        let req = request(set.invoke(&cx, "read", json!({})).await);
+        assert_eq!(req.hint, "Everything needs a yes");
+        request(set.invoke(&cx, "delete", json!({})).await);
+        assert_eq!(delete.runs() + read.runs(), 0);
+        // Listing is unchanged: confirmation hides nothing.
+        assert_eq!(set.tools(&cx).len(), 2);
+    }
+
+    #[tokio::test]
+    async fn streams_are_gated_too() {
+        let (delete, _, inner) = setup();
+        let set = Confirm::new(inner).require("delete");
+        let cx = Context::new().with_call_id("s1");
+        match set.stream(&cx, "delete", json!({"id": 1})).await {
+            Err(CallError::ConfirmationRequired(req)) => assert_eq!(req.call_id, "s1"),
+            other => panic!("expected a confirmation request, got {other:?}"),
+        }
+        assert_eq!(delete.runs(), 0);
+        let cx = cx.with_decision("s1", approve(json!({"id": 1})));
+        let mut stream = set.stream(&cx, "delete", json!({"id": 1})).await.unwrap();
+        match stream.next().await {
+            Some(Ok(Part::Json(value))) => assert_eq!(value["tool"], "delete"),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(delete.runs(), 1);
+        assert!(set.stream(&cx, "delete", json!({"id": 1})).await.is_err());
+        assert_eq!(delete.runs(), 1);
+    }
+
+    #[tokio::test]
+    async fn concurrent_replays_run_once() {
+        let (delete, _, inner) = setup();
+        let set = Arc::new(Confirm::new(inner).require("delete"));
+        let cx = Context::new()
+            .with_call_id("c1")
+            .with_decision("c1", approve(json!({})));
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let set = Arc::clone(&set);
+                let cx = cx.clone();
+                tokio::spawn(async move { set.invoke(&cx, "delete", json!({})).await.is_ok() })
+            })
+            .collect();
+        let mut ran = 0;
+        for task in tasks {
+            ran += usize::from(task.await.unwrap());
+        }
+        assert_eq!(ran, 1);
+        assert_eq!(delete.runs(), 1);
+    }
+
+    #[test]
+    fn the_request_serializes_for_a_ui() {
+        let req = ConfirmationRequest {
+            call_id: "c1".into(),
+            tool: "delete".into(),
+            arguments: json!({"id": 1}),
+            hint: "ok?".into(),
+            payload: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&req).unwrap(),
+            json!({"call_id": "c1", "tool": "delete", "arguments": {"id": 1}, "hint": "ok?"})
+        );
+    }
+}

@@ -1,0 +1,854 @@
+//! A plugins directory as a live toolset: hot reload.
+//!
+//! [`PluginDir`] serves an immutable snapshot (`Arc<Snapshot>`) of the plugins
+//! of a directory. A rescan ([`PluginDir::reload_now`], or the watcher started
+//! by [`PluginDir::watch`]) finds the files whose metadata changed, waits for
+//! each to settle, loads the new version completely off to the side (compile,
+//! pre-instantiate, read and compile its declarations) and only then swaps a new
+//! snapshot in. Tools hold their own [`Plugin`] clone, so calls in flight finish
+//! on the version they started with.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::broadcast;
+
+use super::{Context, PluginTool, Tool, Toolset};
+use crate::Engine;
+use crate::error::LoadError;
+use crate::plugin::{Plugin, PluginOptions};
+use crate::registry::PluginSet;
+
+/// How long a file's size and times must stay unchanged before it is loaded.
+const SETTLE_INTERVAL: Duration = Duration::from_millis(100);
+/// After this many settle checks (about 10 s) a file that keeps changing is
+/// loaded anyway; if that fails, the next change retries it.
+const MAX_SETTLE_CHECKS: u32 = 100;
+/// How often a load that failed while the file was still changing is retried.
+const LOAD_ATTEMPTS: u32 = 5;
+/// Capacity of the change-event channel; a slower subscriber sees `Lagged`.
+const EVENT_CAPACITY: usize = 64;
+
+/// A plugins directory as a live [`Toolset`]: every `*.wasm` file in it is a
+/// plugin, and adding, replacing or removing a file changes the set.
+///
+/// Naming follows [`PluginSet`]: a tool is listed under its bare name while no
+/// other plugin of the directory offers that name, else as `plugin.tool` (and a
+/// warning is logged).
+///
+/// A new version of a file is loaded completely before it replaces the old one;
+/// if it fails to load, the old version keeps serving and the failure shows in
+/// [`PluginDir::status`], in a [`ToolsetChange`] and in the log. A file still
+/// being written is waited for (its size and times must stay unchanged for a
+/// moment) and retried, so a half-copied file never becomes a broken tool.
+///
+/// # Examples
+/// ```no_run
+/// use toolhost::{Context, Engine, EngineConfig, PluginDir, PluginOptions, Toolset};
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let engine = Engine::new(&EngineConfig::default())?;
+/// let plugins = PluginDir::open(&engine, "plugins", PluginOptions::default()).await?;
+/// plugins.watch()?; // follow the directory from now on
+/// let mut changes = plugins.subscribe();
+/// for tool in plugins.tools(&Context::new()) {
+///     println!("{}", tool.spec().name);
+/// }
+/// while let Ok(change) = changes.recv().await {
+///     println!("added {:?}, removed {:?}", change.added, change.removed);
+/// }
+/// # Ok(()) }
+/// ```
+pub struct PluginDir {
+    shared: Arc<Shared>,
+    #[cfg(feature = "hot-reload")]
+    watching: std::sync::Mutex<Option<watching::Watch>>,
+}
+
+/// The state of one plugin file, as [`PluginDir::status`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PluginStatus {
+    /// The file.
+    pub path: PathBuf,
+    /// The plugin's name (the serving version's, else the file name without `.wasm`).
+    pub plugin: String,
+    /// Loaded, or why its latest version failed.
+    pub state: LoadState,
+    /// When the file was last loaded or last failed to load.
+    pub changed_at: SystemTime,
+}
+
+/// Whether a plugin file's latest version is the one serving.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadState {
+    /// The latest version is loaded and serving.
+    Loaded {
+        /// Its tools, under the names they are listed as.
+        tools: Vec<String>,
+    },
+    /// The latest version failed to load.
+    Failed {
+        /// Why.
+        error: String,
+        /// An earlier version of the file is still serving its tools.
+        serving_previous: bool,
+    },
+}
+
+/// What one rescan changed, as sent to subscribers ([`PluginDir::subscribe`]). Tool names
+/// are those the set lists (bare, or `plugin.tool` where names clash).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolsetChange {
+    /// Tools that were not listed before.
+    pub added: Vec<String>,
+    /// Tools that are no longer listed.
+    pub removed: Vec<String>,
+    /// Tools still listed whose declaration (description, schemas, flags) changed.
+    pub changed: Vec<String>,
+    /// Files whose new version failed to load, with why.
+    pub failed: Vec<(PathBuf, String)>,
+}
+
+impl ToolsetChange {
+    /// True if nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.changed.is_empty()
+            && self.failed.is_empty()
+    }
+}
+
+/// Why [`PluginDir::watch`] could not start watching.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WatchError {
+    /// Watching needs a tokio runtime to run its task on.
+    #[error("watching a plugins directory needs a tokio runtime")]
+    NoRuntime,
+    /// The operating system refused to watch the directory.
+    #[error("{dir}: cannot watch: {source}")]
+    Watch {
+        /// The plugins directory.
+        dir: PathBuf,
+        /// The watcher's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+struct Shared {
+    engine: Engine,
+    dir: PathBuf,
+    name: String,
+    options: PluginOptions,
+    current: RwLock<Arc<Snapshot>>,
+    /// Serializes rescans: each one starts from the snapshot the last one left.
+    rescan: tokio::sync::Mutex<()>,
+    events: broadcast::Sender<ToolsetChange>,
+}
+
+/// One immutable state of the directory.
+struct Snapshot {
+    files: BTreeMap<PathBuf, FileEntry>,
+    tools: Vec<Arc<dyn Tool>>,
+    status: Vec<PluginStatus>,
+}
+
+#[derive(Clone)]
+struct FileEntry {
+    /// The metadata of the version last examined; a rescan skips the file while it matches.
+    seen: Option<Fingerprint>,
+    /// The content hash of the version last examined (unknown for the initial load).
+    hash: Option<u64>,
+    /// The version serving, if any.
+    plugin: Option<Plugin>,
+    /// Why the version last examined failed to load, if it did.
+    failure: Option<String>,
+    changed_at: SystemTime,
+}
+
+/// What tells one version of a file from another without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fingerprint {
+    len: u64,
+    modified: Option<SystemTime>,
+    #[cfg(unix)]
+    inode: (u64, u64),
+    #[cfg(unix)]
+    ctime: (i64, i64),
+}
+
+impl Fingerprint {
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        use std::os::unix::fs::MetadataExt;
+        Self {
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+            #[cfg(unix)]
+            inode: (metadata.dev(), metadata.ino()),
+            #[cfg(unix)]
+            ctime: (metadata.ctime(), metadata.ctime_nsec()),
+        }
+    }
+}
+
+/// What loading one changed file came to.
+enum Outcome {
+    /// The file is gone.
+    Gone,
+    /// Its content is the version already examined.
+    Unchanged { seen: Fingerprint },
+    /// A new version loaded.
+    Loaded {
+        seen: Fingerprint,
+        hash: u64,
+        plugin: Plugin,
+    },
+    /// The new version failed to load.
+    Failed {
+        seen: Option<Fingerprint>,
+        hash: Option<u64>,
+        error: String,
+    },
+}
+
+impl PluginDir {
+    /// Loads every `*.wasm` file of `dir` (compiling in parallel) and serves
+    /// their tools. A file that fails to load is reported in
+    /// [`PluginDir::status`]; it never stops the others. `options` apply to
+    /// every plugin (leave its name unset: each plugin is named after its file).
+    ///
+    /// The set does not follow the directory until [`PluginDir::watch`] is
+    /// called; [`PluginDir::reload_now`] rescans it on demand.
+    ///
+    /// # Errors
+    /// Fails only if the directory itself cannot be read.
+    pub async fn open(
+        engine: &Engine,
+        dir: impl AsRef<Path>,
+        options: PluginOptions,
+    ) -> Result<Self, LoadError> {
+        let dir = dir.as_ref().to_owned();
+        // Taken before loading: a file that changes while it loads is seen as
+        // changed by the next rescan.
+        let before: HashMap<PathBuf, Option<Fingerprint>> =
+            list_dir(&dir).await?.into_iter().collect();
+        let set = PluginSet::load_dir(engine, &dir, &options).await?;
+        let now = SystemTime::now();
+        let seen = |path: &Path| before.get(path).copied().flatten();
+        let mut files = BTreeMap::new();
+        for plugin in set.plugins() {
+            let path = plugin.path().to_owned();
+            let entry = FileEntry {
+                seen: seen(&path),
+                hash: None,
+                plugin: Some(plugin.clone()),
+                failure: None,
+                changed_at: now,
+            };
+            files.insert(path, entry);
+        }
+        for failure in set.failures() {
+            let path = failure.path().to_owned();
+            let entry = FileEntry {
+                seen: seen(&path),
+                hash: None,
+                plugin: None,
+                failure: Some(failure.to_string()),
+                changed_at: now,
+            };
+            files.insert(path, entry);
+        }
+        let (events, _) = broadcast::channel(EVENT_CAPACITY);
+        Ok(Self {
+            shared: Arc::new(Shared {
+                engine: engine.clone(),
+                name: dir.display().to_string(),
+                dir,
+                options,
+                current: RwLock::new(Arc::new(Snapshot::new(files))),
+                rescan: tokio::sync::Mutex::new(()),
+                events,
+            }),
+            #[cfg(feature = "hot-reload")]
+            watching: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The plugins serving now, in file-name order.
+    pub fn plugins(&self) -> Vec<Plugin> {
+        let snapshot = self.shared.snapshot();
+        snapshot
+            .files
+            .values()
+            .filter_map(|entry| entry.plugin.clone())
+            .collect()
+    }
+
+    /// The state of every `*.wasm` file of the directory, in file-name order.
+    pub fn status(&self) -> Vec<PluginStatus> {
+        self.shared.snapshot().status.clone()
+    }
+
+    /// Change events: one per rescan that changed the listed tools or saw a
+    /// new version fail to load. A subscriber that falls more than 64 events
+    /// behind gets [`broadcast::error::RecvError::Lagged`] and can call
+    /// [`Toolset::tools`] to catch up.
+    pub fn subscribe(&self) -> broadcast::Receiver<ToolsetChange> {
+        self.shared.events.subscribe()
+    }
+
+    /// Rescans the directory now and returns what changed (also sent to
+    /// subscribers when not empty). Files whose size or times changed are
+    /// waited for until they settle (at least 100 ms), loaded completely, and
+    /// swapped in together. The watcher runs this same rescan.
+    ///
+    /// # Errors
+    /// Fails only if the directory itself cannot be read; the set is then unchanged.
+    pub async fn reload_now(&self) -> Result<ToolsetChange, LoadError> {
+        self.shared.rescan(&HashSet::new()).await
+    }
+
+    /// Starts following the directory: changes are debounced (200 ms of
+    /// quiet) and then rescanned as by [`PluginDir::reload_now`]. The watcher
+    /// first rescans once, to catch up with changes made since
+    /// [`PluginDir::open`]. It stops when the `PluginDir` is dropped. Calling
+    /// it again while watching does nothing.
+    ///
+    /// # Errors
+    /// [`WatchError::NoRuntime`] outside a tokio runtime; [`WatchError::Watch`]
+    /// if the operating system refuses to watch the directory.
+    #[cfg(feature = "hot-reload")]
+    pub fn watch(&self) -> Result<(), WatchError> {
+        let mut slot = self.watching.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(watching::Watch::start(&self.shared)?);
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for PluginDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginDir")
+            .field("dir", &self.shared.dir)
+            .field("status", &self.shared.snapshot().status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Toolset for PluginDir {
+    fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    fn tools(&self, _cx: &Context) -> Vec<Arc<dyn Tool>> {
+        self.shared.snapshot().tools.clone()
+    }
+}
+
+impl Shared {
+    fn snapshot(&self) -> Arc<Snapshot> {
+        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(&current)
+    }
+
+    /// Rescans the directory. `force` names files to re-read even if their
+    /// metadata looks unchanged (the watcher saw them written).
+    async fn rescan(&self, force: &HashSet<PathBuf>) -> Result<ToolsetChange, LoadError> {
+        let _serial = self.rescan.lock().await;
+        let old = self.snapshot();
+        let listing = list_dir(&self.dir).await?;
+        let mut files = old.files.clone();
+        // `touched`: some entry changed; `structural`: the plugins or failures did.
+        let (mut touched, mut structural) = (false, false);
+        let listed: HashSet<&Path> = listing.iter().map(|(path, _)| path.as_path()).collect();
+        files.retain(|path, _| {
+            let keep = listed.contains(path.as_path());
+            structural |= !keep;
+            keep
+        });
+        touched |= structural;
+
+        let mut loads = tokio::task::JoinSet::new();
+        let mut paths = HashMap::new();
+        for (path, fingerprint) in listing {
+            let entry = files.get(&path);
+            let unchanged = fingerprint.is_some() && entry.and_then(|e| e.seen) == fingerprint;
+            if unchanged && !force.contains(&path) {
+                continue;
+            }
+            let previous = entry.and_then(|e| e.hash);
+            let (engine, options, owned) =
+                (self.engine.clone(), self.options.clone(), path.clone());
+            let task =
+                loads.spawn(async move { load_settled(&engine, &owned, &options, previous).await });
+            paths.insert(task.id(), path);
+        }
+
+        let mut change = ToolsetChange::default();
+        while let Some(joined) = loads.join_next_with_id().await {
+            let (path, outcome) = match joined {
+                Ok((id, outcome)) => (paths.remove(&id), outcome),
+                Err(err) => (
+                    paths.remove(&err.id()),
+                    Outcome::Failed {
+                        seen: None,
+                        hash: None,
+                        error: format!("the loading task failed: {err}"),
+                    },
+                ),
+            };
+            let Some(path) = path else { continue };
+            touched = true;
+            structural |= !matches!(outcome, Outcome::Unchanged { .. });
+            let now = SystemTime::now();
+            match outcome {
+                Outcome::Gone => {
+                    files.remove(&path);
+                }
+                Outcome::Unchanged { seen } => {
+                    if let Some(entry) = files.get_mut(&path) {
+                        entry.seen = Some(seen);
+                    }
+                }
+                Outcome::Loaded { seen, hash, plugin } => {
+                    tracing::info!(path = %path.display(), plugin = plugin.name(), "plugin loaded");
+                    files.insert(
+                        path,
+                        FileEntry {
+                            seen: Some(seen),
+                            hash: Some(hash),
+                            plugin: Some(plugin),
+                            failure: None,
+                            changed_at: now,
+                        },
+                    );
+                }
+                Outcome::Failed { seen, hash, error } => {
+                    let entry = files.entry(path.clone()).or_insert_with(|| FileEntry {
+                        seen: None,
+                        hash: None,
+                        plugin: None,
+                        failure: None,
+                        changed_at: now,
+                    });
+                    tracing::warn!(
+                        path = %path.display(),
+                        serving_previous = entry.plugin.is_some(),
+                        %error,
+                        "new plugin version not loaded",
+                    );
+                    entry.seen = seen;
+                    entry.hash = hash;
+                    entry.failure = Some(error.clone());
+                    entry.changed_at = now;
+                    change.failed.push((path, error));
+                }
+            }
+        }
+        if !touched {
+            return Ok(change);
+        }
+
+        let new = Arc::new(if structural {
+            Snapshot::new(files)
+        } else {
+            // Only fingerprints changed: keep the tools (and skip the clash warnings).
+            Snapshot {
+                files,
+                tools: old.tools.clone(),
+                status: old.status.clone(),
+            }
+        });
+        diff(&old.tools, &new.tools, &mut change);
+        change.failed.sort();
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
+        if !change.is_empty() {
+            // No subscriber is not an error.
+            let _ = self.events.send(change.clone());
+        }
+        Ok(change)
+    }
+}
+
+impl Snapshot {
+    fn new(files: BTreeMap<PathBuf, FileEntry>) -> Self {
+        let set = PluginSet::from_plugins(
+            files
+                .values()
+                .filter_map(|entry| entry.plugin.clone())
+                .collect(),
+        );
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut names: HashMap<&Path, Vec<String>> = HashMap::new();
+        for listed in set.tools() {
+            let name = listed.call_name();
+            if let Some(tool) = PluginTool::new(listed.plugin, &listed.spec.name) {
+                names
+                    .entry(listed.plugin.path())
+                    .or_default()
+                    .push(name.clone());
+                tools.push(Arc::new(tool.renamed(name)));
+            }
+        }
+        let status = files
+            .iter()
+            .map(|(path, entry)| PluginStatus {
+                path: path.clone(),
+                plugin: match &entry.plugin {
+                    Some(plugin) => plugin.name().to_owned(),
+                    None => path
+                        .file_stem()
+                        .map(|stem| stem.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                },
+                state: match &entry.failure {
+                    Some(error) => LoadState::Failed {
+                        error: error.clone(),
+                        serving_previous: entry.plugin.is_some(),
+                    },
+                    None => LoadState::Loaded {
+                        tools: names.get(path.as_path()).cloned().unwrap_or_default(),
+                    },
+                },
+                changed_at: entry.changed_at,
+            })
+            .collect();
+        Self {
+            files,
+            tools,
+            status,
+        }
+    }
+}
+
+/// Fills in the tools added, removed and changed between two listings.
+fn diff(old: &[Arc<dyn Tool>], new: &[Arc<dyn Tool>], change: &mut ToolsetChange) {
+    let old: BTreeMap<&str, _> = old
+        .iter()
+        .map(|t| (t.spec().name.as_str(), t.spec()))
+        .collect();
+    let new: BTreeMap<&str, _> = new
+        .iter()
+        .map(|t| (t.spec().name.as_str(), t.spec()))
+        .collect();
+    for (name, spec) in &new {
+        match old.get(name) {
+            None => change.added.push((*name).to_owned()),
+            Some(before) if before != spec => change.changed.push((*name).to_owned()),
+            Some(_) => {}
+        }
+    }
+    change.removed = old
+        .keys()
+        .filter(|name| !new.contains_key(*name))
+        .map(|name| (*name).to_owned())
+        .collect();
+}
+
+/// Waits for a changed file to settle, then loads it; retries while a failure
+/// may be due to the file still being written.
+async fn load_settled(
+    engine: &Engine,
+    path: &Path,
+    options: &PluginOptions,
+    previous: Option<u64>,
+) -> Outcome {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let (seen, bytes) = match settle(path).await {
+            Ok(Some(settled)) => settled,
+            Ok(None) => return Outcome::Gone,
+            Err(source) => {
+                let error = LoadError::Io {
+                    path: path.to_owned(),
+                    source,
+                };
+                return Outcome::Failed {
+                    seen: None,
+                    hash: None,
+                    error: error.to_string(),
+                };
+            }
+        };
+        let hash = content_hash(&bytes);
+        if previous == Some(hash) {
+            return Outcome::Unchanged { seen };
+        }
+        match Plugin::from_bytes(engine, path.to_owned(), bytes, options).await {
+            Ok(plugin) => return Outcome::Loaded { seen, hash, plugin },
+            Err(error) => {
+                let still_changing =
+                    !matches!(fingerprint(path).await, Ok(Some(now)) if now == seen);
+                if still_changing && attempt < LOAD_ATTEMPTS {
+                    tracing::debug!(path = %path.display(), %error, "plugin file still changing; retrying");
+                    continue;
+                }
+                return Outcome::Failed {
+                    seen: Some(seen),
+                    hash: Some(hash),
+                    error: error.to_string(),
+                };
+            }
+        }
+    }
+}
+
+/// Waits until a file's size and times are unchanged across two checks
+/// [`SETTLE_INTERVAL`] apart, and reads it; `None` if it is gone.
+async fn settle(path: &Path) -> std::io::Result<Option<(Fingerprint, Vec<u8>)>> {
+    let Some(mut last) = fingerprint(path).await? else {
+        return Ok(None);
+    };
+    let mut checks = 0;
+    loop {
+        tokio::time::sleep(SETTLE_INTERVAL).await;
+        checks += 1;
+        let Some(now) = fingerprint(path).await? else {
+            return Ok(None);
+        };
+        let patience_left = checks < MAX_SETTLE_CHECKS;
+        if now != last && patience_left {
+            last = now;
+            continue;
+        }
+        let bytes = match tokio::fs::read(path).await {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        // The bytes must be those of the version that settled.
+        let Some(after) = fingerprint(path).await? else {
+            return Ok(None);
+        };
+        if after == now || !patience_left {
+            return Ok(Some((after, bytes)));
+        }
+        last = after;
+    }
+}
+
+/// A file's fingerprint; `None` if it does not exist.
+async fn fingerprint(path: &Path) -> std::io::Result<Option<Fingerprint>> {
+    match tokio::fs::metadata(path).await {
+        Ok(metadata) => Ok(Some(Fingerprint::of(&metadata))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn content_hash(bytes: &[u8]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The `*.wasm` files directly inside `dir` (following symlinks), sorted, with
+/// their fingerprints (`None` if the metadata could not be read).
+async fn list_dir(dir: &Path) -> Result<Vec<(PathBuf, Option<Fingerprint>)>, LoadError> {
+    let owned = dir.to_owned();
+    let listed = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&owned)? {
+            let path = entry?.path();
+            if !is_wasm(&path) {
+                continue;
+            }
+            match std::fs::metadata(&path) {
+                Ok(metadata) if metadata.is_file() => {
+                    files.push((path, Some(Fingerprint::of(&metadata))));
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(_) => files.push((path, None)),
+            }
+        }
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(files)
+    })
+    .await;
+    match listed {
+        Ok(Ok(files)) => Ok(files),
+        Ok(Err(source)) => Err(LoadError::Io {
+            path: dir.to_owned(),
+            source,
+        }),
+        Err(e) => Err(LoadError::Engine {
+            path: dir.to_owned(),
+            reason: format!("listing the directory failed: {e}"),
+        }),
+    }
+}
+
+fn is_wasm(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "wasm")
+}
+
+#[cfg(feature = "hot-reload")]
+mod watching {
+    //! The watcher: `notify` events, debounced, trigger rescans.
+
+    use std::collections::HashSet;
+    use std::path::{Path, PathBuf};
+    use std::sync::{Arc, Weak};
+    use std::time::Duration;
+
+    use notify::event::{AccessKind, AccessMode, EventKind};
+    use notify::{RecursiveMode, Watcher};
+    use tokio::sync::{mpsc, oneshot};
+    use tokio::time::Instant;
+
+    use super::{Shared, WatchError, is_wasm};
+
+    /// Quiet time after the last event before a rescan starts.
+    const DEBOUNCE: Duration = Duration::from_millis(200);
+    /// A rescan starts at the latest this long after the first event, even if
+    /// events keep coming (a file being written for a long time is then
+    /// waited for by the settle check instead).
+    const MAX_DEBOUNCE: Duration = Duration::from_secs(2);
+
+    /// A running watcher. Dropping it stops the OS watch and ends the task.
+    pub(super) struct Watch {
+        _watcher: notify::RecommendedWatcher,
+        _stop: oneshot::Sender<()>,
+    }
+
+    impl Watch {
+        pub(super) fn start(shared: &Arc<Shared>) -> Result<Self, WatchError> {
+            let runtime =
+                tokio::runtime::Handle::try_current().map_err(|_| WatchError::NoRuntime)?;
+            let (events, receiver) = mpsc::unbounded_channel();
+            let mut watcher = notify::recommended_watcher(move |event| {
+                // The task is gone once the PluginDir is dropped: nothing to tell.
+                let _ = events.send(event);
+            })
+            .map_err(|e| watch_error(shared, e))?;
+            watcher
+                .watch(&shared.dir, RecursiveMode::NonRecursive)
+                .map_err(|e| watch_error(shared, e))?;
+            let (stop, stopped) = oneshot::channel();
+            runtime.spawn(run(
+                Arc::downgrade(shared),
+                shared.dir.clone(),
+                receiver,
+                stopped,
+            ));
+            Ok(Self {
+                _watcher: watcher,
+                _stop: stop,
+            })
+        }
+    }
+
+    fn watch_error(shared: &Shared, error: notify::Error) -> WatchError {
+        WatchError::Watch {
+            dir: shared.dir.clone(),
+            source: Box::new(error),
+        }
+    }
+
+    /// What a batch of events asks for.
+    #[derive(Default)]
+    struct Pending {
+        rescan: bool,
+        /// Files seen written: re-read even if their metadata looks unchanged.
+        force: HashSet<PathBuf>,
+    }
+
+    impl Pending {
+        fn add(&mut self, dir: &Path, event: notify::Result<notify::Event>) {
+            let event = match event {
+                Ok(event) => event,
+                Err(error) => {
+                    tracing::warn!(%error, "watching the plugins directory");
+                    self.rescan = true;
+                    return;
+                }
+            };
+            if event.need_rescan() {
+                self.rescan = true;
+            }
+            let written = match event.kind {
+                // Our own reads open and close files: those must not trigger rescans.
+                EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+                EventKind::Access(_) => return,
+                EventKind::Create(_) | EventKind::Remove(_) => true,
+                EventKind::Modify(notify::event::ModifyKind::Metadata(_)) => false,
+                EventKind::Modify(_) | EventKind::Any | EventKind::Other => true,
+            };
+            if event.paths.is_empty() {
+                self.rescan = true;
+            }
+            for path in event.paths {
+                if is_wasm(&path) {
+                    self.rescan = true;
+                    if written {
+                        self.force.insert(path);
+                    }
+                } else if path == dir {
+                    // The directory itself moved or went away: the rescan reports it.
+                    self.rescan = true;
+                }
+            }
+        }
+    }
+
+    async fn run(
+        shared: Weak<Shared>,
+        dir: PathBuf,
+        mut events: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
+        mut stop: oneshot::Receiver<()>,
+    ) {
+        // Catch up with whatever changed between `open` and `watch`.
+        let mut pending = Pending {
+            rescan: true,
+            force: HashSet::new(),
+        };
+        loop {
+            while !pending.rescan {
+                tokio::select! {
+                    _ = &mut stop => return,
+                    event = events.recv() => match event {
+                        Some(event) => pending.add(&dir, event),
+                        None => return,
+                    },
+                }
+            }
+            let deadline = Instant::now() + MAX_DEBOUNCE;
+            loop {
+                let quiet = tokio::time::sleep_until((Instant::now() + DEBOUNCE).min(deadline));
+                tokio::select! {
+                    _ = &mut stop => return,
+                    () = quiet => break,
+                    event = events.recv() => match event {
+                        Some(event) => pending.add(&dir, event),
+                        None => return,
+                    },
+                }
+            }
+            // Held only while rescanning: the task must not keep the set alive.
+            let Some(strong) = shared.upgrade() else {
+                return;
+            };
+            let batch = std::mem::take(&mut pending);
+            if let Err(error) = strong.rescan(&batch.force).await {
+                tracing::warn!(%error, "rescanning the plugins directory");
+            }
+        }
+    }
+}

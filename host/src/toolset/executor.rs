@@ -1,0 +1,428 @@
+//! Running the tool calls of one model turn (Eino's `ToolsNode`), and hooks
+//! around every call (Eino's `ToolArgumentsHandler` and tool-call middlewares).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{BoxFuture, Context, Tool, Toolset, ToolsetExt};
+use crate::error::CallError;
+use crate::plugin::ToolStream;
+use crate::tool::{ToolOutput, ToolSpec};
+
+/// One tool call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchCall {
+    /// The model's tool-call ID.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments.
+    pub arguments: Value,
+}
+
+/// The outcome of one call of a batch.
+#[derive(Debug)]
+pub struct BatchOutcome {
+    /// The call ID it answers.
+    pub call_id: String,
+    /// The tool that was called.
+    pub tool: String,
+    /// What the call returned.
+    pub result: Result<ToolOutput, CallError>,
+}
+
+/// Runs a batch of calls from one model turn: in parallel by default, in order
+/// when asked; results always come back in call order, each with its call ID.
+///
+/// # Examples
+/// ```no_run
+/// # async fn run(set: toolhost::SinglePlugin) {
+/// use toolhost::{BatchCall, Context, Executor};
+/// let executor = Executor::new(set);
+/// let calls = vec![BatchCall { call_id: "c1".into(), tool: "add".into(), arguments: serde_json::json!({"a": 1, "b": 2}) }];
+/// for outcome in executor.run(&Context::new(), calls).await {
+///     println!("{}: {:?}", outcome.call_id, outcome.result.map(|o| o.result));
+/// }
+/// # }
+/// ```
+pub struct Executor<T> {
+    set: Arc<T>,
+    sequential: bool,
+}
+
+impl<T: Toolset + 'static> Executor<T> {
+    /// An executor over a toolset; parallel by default.
+    pub fn new(set: T) -> Self {
+        Self {
+            set: Arc::new(set),
+            sequential: false,
+        }
+    }
+
+    /// Run the calls one after another, in order (Eino's `ExecuteSequentially`).
+    pub fn sequential(&mut self, sequential: bool) -> &mut Self {
+        self.sequential = sequential;
+        self
+    }
+
+    /// The toolset it runs calls on.
+    pub fn toolset(&self) -> &T {
+        &self.set
+    }
+
+    /// Runs the calls; each gets `cx` with its own call ID (same invocation,
+    /// identity and decisions).
+    pub async fn run(&self, cx: &Context, calls: Vec<BatchCall>) -> Vec<BatchOutcome> {
+        if self.sequential {
+            let mut outcomes = Vec::with_capacity(calls.len());
+            for call in calls {
+                let cx = cx.for_call(call.call_id.clone());
+                let result = self.set.invoke(&cx, &call.tool, call.arguments).await;
+                outcomes.push(BatchOutcome {
+                    call_id: call.call_id,
+                    tool: call.tool,
+                    result,
+                });
+            }
+            return outcomes;
+        }
+        let tasks: Vec<_> = calls
+            .into_iter()
+            .map(|call| {
+                let set = Arc::clone(&self.set);
+                let cx = cx.for_call(call.call_id.clone());
+                let handle = {
+                    let (tool, arguments) = (call.tool.clone(), call.arguments);
+                    tokio::spawn(async move { set.invoke(&cx, &tool, arguments).await })
+                };
+                (call.call_id, call.tool, handle)
+            })
+            .collect();
+        let mut outcomes = Vec::with_capacity(tasks.len());
+        for (call_id, tool, handle) in tasks {
+            let result = handle.await.unwrap_or_else(|e| {
+                Err(CallError::Host {
+                    tool: tool.clone(),
+                    reason: format!("the call's task failed: {e}"),
+                })
+            });
+            outcomes.push(BatchOutcome {
+                call_id,
+                tool,
+                result,
+            });
+        }
+        outcomes
+    }
+}
+
+/// The rest of the chain: the next middleware, or the tool itself.
+pub struct Next<'a> {
+    tool: &'a dyn Tool,
+    rest: &'a [Arc<dyn Middleware>],
+}
+
+impl<'a> Next<'a> {
+    /// Runs the rest of the chain with these arguments.
+    pub fn invoke(
+        self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        match self.rest.split_first() {
+            Some((first, rest)) => first.invoke(
+                cx,
+                self.tool.spec(),
+                arguments,
+                Next {
+                    tool: self.tool,
+                    rest,
+                },
+            ),
+            None => self.tool.invoke(cx, arguments),
+        }
+    }
+
+    /// Starts the rest of the chain as a stream.
+    pub fn stream(
+        self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
+        match self.rest.split_first() {
+            Some((first, rest)) => first.stream(
+                cx,
+                self.tool.spec(),
+                arguments,
+                Next {
+                    tool: self.tool,
+                    rest,
+                },
+            ),
+            None => self.tool.stream(cx, arguments),
+        }
+    }
+}
+
+/// A hook around every call of a toolset: rewrite arguments, log, time, retry, audit.
+pub trait Middleware: Send + Sync {
+    /// Around `invoke`: call `next.invoke(cx, arguments)` to go on (or don't).
+    fn invoke<'a>(
+        &'a self,
+        cx: &'a Context,
+        spec: &'a ToolSpec,
+        arguments: Value,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>>;
+
+    /// Around the start of a stream; by default it just goes on.
+    fn stream<'a>(
+        &'a self,
+        cx: &'a Context,
+        spec: &'a ToolSpec,
+        arguments: Value,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
+        let _ = spec;
+        next.stream(cx, arguments)
+    }
+}
+
+/// A toolset whose every call runs through a middleware chain (first added = outermost).
+pub struct WithMiddleware<T> {
+    inner: T,
+    chain: Arc<[Arc<dyn Middleware>]>,
+}
+
+impl<T: Toolset> WithMiddleware<T> {
+    /// Wraps `inner` with the middlewares, outermost first.
+    pub fn new(inner: T, chain: Vec<Arc<dyn Middleware>>) -> Self {
+        Self {
+            inner,
+            chain: chain.into(),
+        }
+    }
+}
+
+struct Chained {
+    tool: Arc<dyn Tool>,
+    chain: Arc<[Arc<dyn Middleware>]>,
+}
+
+impl Tool for Chained {
+    fn spec(&self) -> &ToolSpec {
+        self.tool.spec()
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        Next {
+            tool: &*self.tool,
+            rest: &self.chain,
+        }
+        .invoke(cx, arguments)
+    }
+
+    fn stream<'a>(
+        &'a self,
+        cx: &'a Context,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
+        Next {
+            tool: &*self.tool,
+            rest: &self.chain,
+        }
+        .stream(cx, arguments)
+    }
+}
+
+impl<T: Toolset> Toolset for WithMiddleware<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
+        self.inner
+            .tools(cx)
+            .into_iter()
+            .map(|tool| self.wrap(tool))
+            .collect()
+    }
+
+    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        self.inner.lookup(cx, name).map(|tool| self.wrap(tool))
+    }
+}
+
+impl<T> WithMiddleware<T> {
+    fn wrap(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
+        Arc::new(Chained {
+            tool,
+            chain: Arc::clone(&self.chain),
+        })
+    }
+}
+
+type ArgumentsFn = dyn Fn(&Context, &ToolSpec, Value) -> Result<Value, CallError> + Send + Sync;
+
+/// Rewrites (or refuses) the arguments of every call before the tool sees them
+/// (Eino's `ToolArgumentsHandler`). Put it inside the alias layer (it sees
+/// canonical keys) and outside the confirmation layer (the human approves the
+/// arguments the tool will get); the tool's schema validation runs after it.
+pub struct ArgumentsHook {
+    hook: Box<ArgumentsFn>,
+}
+
+impl ArgumentsHook {
+    /// A hook from a closure.
+    pub fn new(
+        hook: impl Fn(&Context, &ToolSpec, Value) -> Result<Value, CallError> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            hook: Box::new(hook),
+        }
+    }
+}
+
+impl Middleware for ArgumentsHook {
+    fn invoke<'a>(
+        &'a self,
+        cx: &'a Context,
+        spec: &'a ToolSpec,
+        arguments: Value,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        match (self.hook)(cx, spec, arguments) {
+            Ok(arguments) => next.invoke(cx, arguments),
+            Err(err) => Box::pin(async move { Err(err) }),
+        }
+    }
+
+    fn stream<'a>(
+        &'a self,
+        cx: &'a Context,
+        spec: &'a ToolSpec,
+        arguments: Value,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
+        match (self.hook)(cx, spec, arguments) {
+            Ok(arguments) => next.stream(cx, arguments),
+            Err(err) => Box::pin(async move { Err(err) }),
+        }
+    }
+}
+
+/// Logs every call with `tracing`: tool, call ID, duration, and outcome.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Logging;
+
+impl Middleware for Logging {
+    fn invoke<'a>(
+        &'a self,
+        cx: &'a Context,
+        spec: &'a ToolSpec,
+        arguments: Value,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        Box::pin(async move {
+            let start = Instant::now();
+            let result = next.invoke(cx, arguments).await;
+            let elapsed = start.elapsed();
+            match &result {
+                Ok(output) => tracing::info!(
+                    tool = %spec.name,
+                    call = cx.call_id(),
+                    ?elapsed,
+                    fuel = output.usage.fuel,
+                    peak_memory = output.usage.peak_memory_bytes,
+                    "tool call succeeded"
+                ),
+                Err(err) => tracing::warn!(
+                    tool = %spec.name,
+                    call = cx.call_id(),
+                    ?elapsed,
+                    error = %err,
+                    "tool call failed"
+                ),
+            }
+            result
+        })
+    }
+}
+
+/// What the calls of one tool cost so far.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ToolMetrics {
+    /// Calls made.
+    pub calls: u64,
+    /// Calls that failed.
+    pub errors: u64,
+    /// Wall-clock time of all calls.
+    pub total_time: Duration,
+    /// The slowest call.
+    pub max_time: Duration,
+    /// Fuel used by the successful calls.
+    pub total_fuel: u64,
+    /// The largest linear memory any call reached, in bytes.
+    pub max_memory_bytes: u64,
+}
+
+/// Per-tool call metrics: count, errors, duration, fuel used, peak memory.
+/// Cheap to clone; clones share the figures.
+#[derive(Debug, Default, Clone)]
+pub struct Metrics {
+    tools: Arc<Mutex<BTreeMap<String, ToolMetrics>>>,
+}
+
+impl Metrics {
+    /// A fresh collector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The figures so far, by tool name.
+    pub fn snapshot(&self) -> BTreeMap<String, ToolMetrics> {
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn record(&self, tool: &str, elapsed: Duration, result: &Result<ToolOutput, CallError>) {
+        let mut tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = tools.entry(tool.to_owned()).or_default();
+        entry.calls += 1;
+        entry.total_time += elapsed;
+        entry.max_time = entry.max_time.max(elapsed);
+        match result {
+            Ok(output) => {
+                entry.total_fuel += output.usage.fuel;
+                entry.max_memory_bytes = entry.max_memory_bytes.max(output.usage.peak_memory_bytes);
+            }
+            Err(_) => entry.errors += 1,
+        }
+    }
+}
+
+impl Middleware for Metrics {
+    fn invoke<'a>(
+        &'a self,
+        cx: &'a Context,
+        spec: &'a ToolSpec,
+        arguments: Value,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        Box::pin(async move {
+            let start = Instant::now();
+            let result = next.invoke(cx, arguments).await;
+            self.record(&spec.name, start.elapsed(), &result);
+            result
+        })
+    }
+}
