@@ -214,3 +214,106 @@ fn a_missing_plugins_directory_is_explained() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("does not exist"));
 }
+
+fn toolhost_config(config: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--config")
+        .arg(config)
+        .arg("--no-cache")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_config_file_filters_aliases_confirms_and_limits() {
+    let dir = plugins_dir();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        r#"
+plugins = "."
+
+[plugin.hostile.limits]
+memory_mib = 16
+
+[filter]
+deny = ["fail", "busy_*"]
+
+[confirm]
+tools = ["long_job"]
+hint = "Start the long job?"
+
+[aliases.tools]
+plus = "add"
+
+[aliases.arguments.add]
+x = "a"
+"#,
+    )
+    .unwrap();
+    let out = toolhost_config(&config, &["list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let names: Vec<String> = stdout_json(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["tool"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(names.contains(&"add".to_owned()), "{names:?}");
+    assert!(!names.contains(&"fail".to_owned()), "{names:?}");
+    assert!(!names.contains(&"busy_wait".to_owned()), "{names:?}");
+
+    let out = toolhost_config(&config, &["call", "plus", r#"{"x": 2, "b": 3}"#]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out), serde_json::json!({"result": 5}));
+
+    let out = toolhost_config(&config, &["call", "fail"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no tool named `fail`"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = toolhost_config(&config, &["call", "long_job"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("needs confirmation") && err.contains("Start the long job?"),
+        "{err}"
+    );
+    let out = toolhost_config(&config, &["call", "long_job", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out)["status"], "pending");
+
+    let out = toolhost_config(&config, &["call", "hog"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("ran out of memory (limit 16777216 bytes)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bad_config_file_names_the_file_and_the_key() {
+    let dir = plugins_dir();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "[limits]\nfule = 3\n").unwrap();
+    let out = toolhost_config(&config, &["list"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("toolhost.toml") && err.contains("fule") && err.contains("line 2"),
+        "{err}"
+    );
+    std::fs::write(&config, "[aliases.tools]\nadd = \"echo\"\n").unwrap();
+    let out = toolhost_config(
+        &config,
+        &["--plugins", dir.path().to_str().unwrap(), "list"],
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("aliases"), "{}", stderr(&out));
+}
