@@ -129,7 +129,7 @@ fn demo() -> Result<()> {
     step(&[
         "call",
         "hash",
-        r#"{"algorithm": "sha256", "text": "hello"}"#,
+        r#"{"algorithm": "sha256", "input": "hello"}"#,
     ])?;
     step(&[
         "call",
