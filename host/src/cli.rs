@@ -10,8 +10,8 @@ use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use toolhost::{
     Aliases, CallError, Config, Confirm, ConfirmationHint, Context as Cx, Decision, Engine,
-    EngineConfig, Filter, MediaKind, Part, PluginOptions, PluginSet, Predicate, StaticPlugins,
-    ToolAliases, ToolSpec, Toolset, ToolsetExt,
+    EngineConfig, Filter, LoadState, MediaKind, Part, PluginDir, PluginOptions, PluginSet,
+    Predicate, StaticPlugins, ToolAliases, ToolSpec, Toolset, ToolsetExt,
 };
 
 /// Run LLM-agent tools as sandboxed WebAssembly components.
@@ -58,6 +58,13 @@ struct Cli {
 enum Command {
     /// List the tools of every plugin: plugin, tool, description, long-running.
     List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show each plugin file: loaded (with its tools) or why it failed. Exits
+    /// non-zero when any failed.
+    Status {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -265,6 +272,7 @@ async fn run(cli: Cli) -> Result<()> {
             let set = load(&cli, &config, &engine).await?;
             list(&set, &*layered(&set, &config)?, *json)
         }
+        Command::Status { json } => status(&cli, &config, &engine, *json).await,
         Command::Describe { tool } => {
             let set = load(&cli, &config, &engine).await?;
             let tools = layered(&set, &config)?;
@@ -292,6 +300,60 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Inspect { file, json } => inspect(&engine, file, *json).await,
     }
+}
+
+async fn status(cli: &Cli, config: &Config, engine: &Engine, as_json: bool) -> Result<()> {
+    let dir = plugins_dir(cli, config);
+    if !dir.is_dir() {
+        bail!("plugins directory {} does not exist", dir.display());
+    }
+    let plugins = PluginDir::open(engine, &dir, options(cli, config, "")).await?;
+    let rows: Vec<Value> = plugins
+        .status()
+        .into_iter()
+        .map(|status| {
+            let file = status
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match status.state {
+                LoadState::Loaded { tools } => {
+                    json!({"file": file, "plugin": status.plugin, "state": "loaded", "tools": tools})
+                }
+                LoadState::Failed { error, .. } => {
+                    json!({"file": file, "plugin": status.plugin, "state": "failed", "error": error})
+                }
+                _ => json!({"file": file, "plugin": status.plugin, "state": "unknown"}),
+            }
+        })
+        .collect();
+    let failed = rows.iter().filter(|r| r["state"] != "loaded").count();
+    if as_json {
+        print_json(&Value::Array(rows))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        for row in &rows {
+            let detail = match row["tools"].as_array() {
+                Some(tools) => tools
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                None => row["error"].as_str().unwrap_or("").to_owned(),
+            };
+            writeln!(
+                out,
+                "{:24}  {:7}  {detail}",
+                row["file"].as_str().unwrap_or(""),
+                row["state"].as_str().unwrap_or("")
+            )?;
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} plugin file(s) failed to load");
+    }
+    Ok(())
 }
 
 fn declaration(spec: &ToolSpec) -> Value {

@@ -317,3 +317,31 @@ fn a_bad_config_file_names_the_file_and_the_key() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("aliases"), "{}", stderr(&out));
 }
+
+#[test]
+fn status_shows_loaded_and_failed_plugins() {
+    let dir = plugins_dir();
+    let out = toolhost(dir.path(), &["status"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("echo.wasm"));
+    std::fs::write(dir.path().join("broken.wasm"), b"\0asm\x0d\0\x01\0\x01").unwrap();
+    let out = toolhost(dir.path(), &["status", "--json"]);
+    assert!(!out.status.success());
+    let rows = stdout_json(&out);
+    let broken = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["file"] == "broken.wasm")
+        .unwrap();
+    assert_eq!(broken["state"], "failed");
+    assert!(broken["error"].as_str().unwrap().contains("broken.wasm"));
+    let echo = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["file"] == "echo.wasm")
+        .unwrap();
+    assert_eq!(echo["state"], "loaded");
+    assert!(stderr(&out).contains("1 plugin file(s) failed"));
+}
