@@ -145,7 +145,7 @@ mod tool;
 pub use context::{Context, Level};
 pub use error::ToolError;
 pub use output::{Blob, Chunks, IntoChunk, IntoOutput, MediaKind, Output, Part, chunks};
-pub use tool::{Declaration, StreamingTool, Tool};
+pub use tool::{Declaration, StreamingTool, Tool, schema_for};
 
 pub use schemars;
 pub use serde;

@@ -167,6 +167,19 @@ fn pick_description(explicit: &str, doc: Option<String>) -> String {
 }
 
 /// The input schema of an argument type, cleaned up for a declaration.
+/// The draft 2020-12 JSON Schema of a type, for [`Tool::output_schema`]:
+/// `fn output_schema() -> Option<Value> { Some(toolhost_guest::schema_for::<Counts>()) }`.
+pub fn schema_for<T: JsonSchema>() -> Value {
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("$schema");
+    }
+    schema
+}
+
 pub(crate) struct ArgsSchema {
     schema: Map<String, Value>,
     description: Option<String>,

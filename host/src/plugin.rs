@@ -388,17 +388,8 @@ impl Plugin {
         if tool.spec.streaming {
             return self.stream(call).await?.collect().await;
         }
-        let arguments = self.prepare(tool, call.arguments)?;
         let name = tool.spec.name.as_str();
-        let (mut store, bindings) = self
-            .instantiate(name, &call.call_id, &call.invocation_id)
-            .await?;
-        let wit_call = wit::Call {
-            call_id: call.call_id.clone(),
-            invocation_id: call.invocation_id,
-            tool: tool.spec.name.clone(),
-            arguments,
-        };
+        let (mut store, bindings, wit_call) = self.begin(tool, call).await?;
         let deadline = store.data().deadline;
         let result = timeout(
             deadline,
@@ -407,11 +398,31 @@ impl Plugin {
                 .call_invoke(&mut store, &wit_call),
         )
         .await;
-        let result = self.settle(&mut store, name, result)?;
-        let output = result.map_err(|e| self.tool_error(name, e))?;
-        let mut output = self.finish(tool, output, call.call_id)?;
+        let output = self
+            .settle(&mut store, name, result)?
+            .map_err(|e| self.tool_error(name, e))?;
+        let mut output = self.finish(tool, output, wit_call.call_id)?;
         output.usage = self.usage(&store);
         Ok(output)
+    }
+
+    /// Checks a call's arguments, then gives it a fresh instance.
+    async fn begin(
+        &self,
+        tool: &LoadedTool,
+        call: ToolCall,
+    ) -> Result<(Store<PluginState>, WitPlugin, wit::Call), CallError> {
+        let arguments = self.prepare(tool, call.arguments)?;
+        let (store, bindings) = self
+            .instantiate(&tool.spec.name, &call.call_id, &call.invocation_id)
+            .await?;
+        let wit_call = wit::Call {
+            call_id: call.call_id,
+            invocation_id: call.invocation_id,
+            tool: tool.spec.name.clone(),
+            arguments,
+        };
+        Ok((store, bindings, wit_call))
     }
 
     /// Starts a tool and returns its output as a stream of parts. A tool that
@@ -428,17 +439,8 @@ impl Plugin {
             let output = Box::pin(self.invoke(call)).await?;
             return Ok(ToolStream::from_output(output));
         }
-        let arguments = self.prepare(tool, call.arguments)?;
         let name = tool.spec.name.as_str();
-        let (mut store, bindings) = self
-            .instantiate(name, &call.call_id, &call.invocation_id)
-            .await?;
-        let wit_call = wit::Call {
-            call_id: call.call_id.clone(),
-            invocation_id: call.invocation_id,
-            tool: tool.spec.name.clone(),
-            arguments,
-        };
+        let (mut store, bindings, wit_call) = self.begin(tool, call).await?;
         let deadline = store.data().deadline;
         let result = timeout(
             deadline,
@@ -447,10 +449,11 @@ impl Plugin {
                 .call_invoke_stream(&mut store, &wit_call),
         )
         .await;
-        let result = self.settle(&mut store, name, result)?;
-        let handle = result.map_err(|e| self.tool_error(name, e))?;
+        let handle = self
+            .settle(&mut store, name, result)?
+            .map_err(|e| self.tool_error(name, e))?;
         Ok(ToolStream {
-            call_id: call.call_id,
+            call_id: wit_call.call_id,
             inner: StreamInner::Guest(Box::new(GuestStream {
                 plugin: self.clone(),
                 tool: tool.spec.name.clone(),

@@ -1,7 +1,6 @@
 //! Calculator tools for agents: `evaluate` (arithmetic expressions) and
 //! `convert_units` (length, mass, time, temperature, data size).
 
-use schemars::JsonSchema;
 use serde_json::Value;
 use toolhost_guest::{Context, Tool, ToolError};
 
@@ -10,18 +9,6 @@ pub mod units;
 
 use expr::{EvaluateArgs, Evaluation};
 use units::{ConvertArgs, Converted};
-
-/// The draft 2020-12 JSON Schema of a result type.
-fn schema_of<T: JsonSchema>() -> Option<Value> {
-    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value();
-    if let Some(map) = schema.as_object_mut() {
-        map.remove("$schema");
-    }
-    Some(schema)
-}
 
 /// `evaluate`.
 pub struct Evaluate;
@@ -36,7 +23,7 @@ impl Tool for Evaluate {
     }
 
     fn output_schema() -> Option<Value> {
-        schema_of::<Evaluation>()
+        Some(toolhost_guest::schema_for::<Evaluation>())
     }
 }
 
@@ -53,7 +40,7 @@ impl Tool for ConvertUnits {
     }
 
     fn output_schema() -> Option<Value> {
-        schema_of::<Converted>()
+        Some(toolhost_guest::schema_for::<Converted>())
     }
 }
 

@@ -33,18 +33,6 @@ impl From<Error> for ToolError {
     }
 }
 
-/// The draft 2020-12 JSON Schema of a result type.
-fn schema_of<T: JsonSchema>() -> Option<Value> {
-    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value();
-    if let Some(map) = schema.as_object_mut() {
-        map.remove("$schema");
-    }
-    Some(schema)
-}
-
 /// `hash`.
 pub struct Hash;
 
@@ -58,7 +46,7 @@ impl Tool for Hash {
     }
 
     fn output_schema() -> Option<Value> {
-        schema_of::<Hashed>()
+        Some(toolhost_guest::schema_for::<Hashed>())
     }
 }
 
@@ -75,7 +63,7 @@ impl Tool for Base64 {
     }
 
     fn output_schema() -> Option<Value> {
-        schema_of::<Base64Result>()
+        Some(toolhost_guest::schema_for::<Base64Result>())
     }
 }
 
@@ -109,7 +97,7 @@ impl Tool for QrCode {
     }
 
     fn output_schema() -> Option<Value> {
-        schema_of::<QrInfo>()
+        Some(toolhost_guest::schema_for::<QrInfo>())
     }
 }
 
@@ -135,7 +123,7 @@ impl Tool for BatchDigestTool {
     }
 
     fn output_schema() -> Option<Value> {
-        schema_of::<BatchDigest>()
+        Some(toolhost_guest::schema_for::<BatchDigest>())
     }
 }
 

@@ -1,24 +1,11 @@
 //! JSON tools for agents: `json_query`.
 
-use schemars::JsonSchema;
 use serde_json::Value;
 use toolhost_guest::{Context, Tool, ToolError};
 
 pub mod query;
 
 use query::{QueryArgs, QueryResult};
-
-/// The draft 2020-12 JSON Schema of a result type.
-fn schema_of<T: JsonSchema>() -> Option<Value> {
-    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value();
-    if let Some(map) = schema.as_object_mut() {
-        map.remove("$schema");
-    }
-    Some(schema)
-}
 
 /// `json_query`.
 pub struct JsonQuery;
@@ -33,7 +20,7 @@ impl Tool for JsonQuery {
     }
 
     fn output_schema() -> Option<Value> {
-        schema_of::<QueryResult>()
+        Some(toolhost_guest::schema_for::<QueryResult>())
     }
 }
 

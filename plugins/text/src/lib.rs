@@ -1,7 +1,6 @@
 //! Text tools for agents: `word_count`, `regex_find`, `regex_replace` and the
 //! streaming `split_lines`.
 
-use schemars::JsonSchema;
 use serde_json::Value;
 use toolhost_guest::{Chunks, Context, Part, StreamingTool, Tool, ToolError, chunks};
 
@@ -31,18 +30,6 @@ impl From<Error> for ToolError {
     }
 }
 
-/// The draft 2020-12 JSON Schema of a result type.
-fn schema_of<T: JsonSchema>() -> Option<Value> {
-    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value();
-    if let Some(map) = schema.as_object_mut() {
-        map.remove("$schema");
-    }
-    Some(schema)
-}
-
 /// `word_count`.
 pub struct WordCount;
 
@@ -56,7 +43,7 @@ impl Tool for WordCount {
     }
 
     fn output_schema() -> Option<Value> {
-        schema_of::<Counts>()
+        Some(toolhost_guest::schema_for::<Counts>())
     }
 }
 
@@ -73,7 +60,7 @@ impl Tool for RegexFind {
     }
 
     fn output_schema() -> Option<Value> {
-        schema_of::<Found>()
+        Some(toolhost_guest::schema_for::<Found>())
     }
 }
 
@@ -90,7 +77,7 @@ impl Tool for RegexReplace {
     }
 
     fn output_schema() -> Option<Value> {
-        schema_of::<Replaced>()
+        Some(toolhost_guest::schema_for::<Replaced>())
     }
 }
 
