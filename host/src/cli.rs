@@ -511,7 +511,10 @@ impl PartWriter {
             None => std::env::temp_dir().join(format!(
                 "toolhost-{}-{}",
                 std::process::id(),
-                Instant::now().elapsed().as_nanos()
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or_default()
             )),
         };
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
