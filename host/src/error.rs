@@ -37,6 +37,12 @@ pub enum Exhausted {
         /// The limit in bytes.
         limit: u64,
     },
+    /// The call tried to create more core instances, memories or tables than allowed.
+    #[error("instances (limit {limit} core instances, memories or tables)")]
+    Instances {
+        /// The limit.
+        limit: u32,
+    },
     /// The guest overflowed its call stack (for example unbounded recursion).
     #[error("stack (limit {limit} bytes)")]
     Stack {

@@ -590,6 +590,13 @@ impl Plugin {
             }
             _ => {}
         }
+        // wasmtime reports the limiter's instance, memory and table counts only
+        // as text ("resource limit exceeded: instance count too high at 9").
+        if trap.is_none() && format!("{err:#}").contains("count too high") {
+            return exhausted(Exhausted::Instances {
+                limit: limits.get_instances(),
+            });
+        }
         if err
             .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
             .is_some()

@@ -209,3 +209,20 @@ async fn many_hostile_calls_at_once_leave_the_host_serving() {
     }
     still_serves(&plugin).await;
 }
+
+#[tokio::test]
+async fn too_few_instances_is_a_named_limit() {
+    let mut options = PluginOptions::default();
+    options.limits_mut().instances(1);
+    let err = Plugin::load(crate::engine(), HOSTILE, &options)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, toolhost::LoadError::Declarations { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("ran out of instances (limit 1"),
+        "{err}"
+    );
+}
