@@ -160,24 +160,29 @@ fn engine(cli: &Cli, config: &Config) -> Result<Engine> {
     Ok(Engine::new(&engine_config)?)
 }
 
-/// A plugin's options: the config's limits for it, then the command-line flags.
-fn options(cli: &Cli, config: &Config, plugin: &str) -> PluginOptions {
-    let mut limits = config.limits_for(plugin);
-    if let Some(fuel) = cli.fuel {
-        limits.fuel(fuel);
+/// Each plugin's options: the config's limits for it, then the command-line flags.
+fn options(cli: &Cli, config: &Config) -> impl Fn(&str) -> PluginOptions + Send + Sync + 'static {
+    let config = config.clone();
+    let (fuel, memory_mib, timeout_ms, max_output) =
+        (cli.fuel, cli.memory_mib, cli.timeout_ms, cli.max_output);
+    move |plugin| {
+        let mut limits = config.limits_for(plugin);
+        if let Some(fuel) = fuel {
+            limits.fuel(fuel);
+        }
+        if let Some(mib) = memory_mib {
+            limits.memory_bytes(mib.saturating_mul(1 << 20));
+        }
+        if let Some(ms) = timeout_ms {
+            limits.deadline(Duration::from_millis(ms));
+        }
+        if let Some(bytes) = max_output {
+            limits.output_bytes(bytes);
+        }
+        let mut options = PluginOptions::default();
+        options.limits(limits);
+        options
     }
-    if let Some(mib) = cli.memory_mib {
-        limits.memory_bytes(mib.saturating_mul(1 << 20));
-    }
-    if let Some(ms) = cli.timeout_ms {
-        limits.deadline(Duration::from_millis(ms));
-    }
-    if let Some(bytes) = cli.max_output {
-        limits.output_bytes(bytes);
-    }
-    let mut options = PluginOptions::default();
-    options.limits(limits);
-    options
 }
 
 async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<PluginSet> {
@@ -195,7 +200,7 @@ async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<PluginSet> 
         tokio::time::sleep(Duration::from_secs(1)).await;
         eprintln!("toolhost: compiling plugins (cached for later runs)…");
     });
-    let options = |name: &str| options(cli, config, name);
+    let options = options(cli, config);
     let set = PluginSet::load_dir_configured(engine, &dir, &options, |loaded| {
         if start.elapsed() > Duration::from_secs(1) {
             let outcome = if loaded.result.is_ok() {
@@ -307,7 +312,7 @@ async fn status(cli: &Cli, config: &Config, engine: &Engine, as_json: bool) -> R
     if !dir.is_dir() {
         bail!("plugins directory {} does not exist", dir.display());
     }
-    let plugins = PluginDir::open(engine, &dir, options(cli, config, "")).await?;
+    let plugins = PluginDir::open_configured(engine, &dir, options(cli, config)).await?;
     let rows: Vec<Value> = plugins
         .status()
         .into_iter()

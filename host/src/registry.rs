@@ -101,11 +101,8 @@ impl PluginSet {
         })?;
         let mut tasks = tokio::task::JoinSet::new();
         for (index, path) in files.iter().enumerate() {
-            let name = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let (engine, path, options) = (engine.clone(), path.clone(), options(&name));
+            let (engine, path, options) =
+                (engine.clone(), path.clone(), options(&plugin_name(path)));
             tasks.spawn(async move {
                 let start = Instant::now();
                 let result = Plugin::load(&engine, &path, &options).await;
@@ -264,4 +261,11 @@ fn wasm_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     }
     files.sort();
     Ok(files)
+}
+
+/// A plugin's name: its file name without `.wasm`.
+pub(crate) fn plugin_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

@@ -21,7 +21,7 @@ use super::{Context, PluginTool, Tool, Toolset};
 use crate::Engine;
 use crate::error::LoadError;
 use crate::plugin::{Plugin, PluginOptions};
-use crate::registry::PluginSet;
+use crate::registry::{PluginSet, plugin_name};
 
 /// How long a file's size and times must stay unchanged before it is loaded.
 const SETTLE_INTERVAL: Duration = Duration::from_millis(100);
@@ -143,11 +143,14 @@ pub enum WatchError {
     },
 }
 
+/// Options per plugin name (the file name without `.wasm`).
+type OptionsFn = Arc<dyn Fn(&str) -> PluginOptions + Send + Sync>;
+
 struct Shared {
     engine: Engine,
     dir: PathBuf,
     name: String,
-    options: PluginOptions,
+    options: OptionsFn,
     current: RwLock<Arc<Snapshot>>,
     /// Serializes rescans: each one starts from the snapshot the last one left.
     rescan: tokio::sync::Mutex<()>,
@@ -236,12 +239,27 @@ impl PluginDir {
         dir: impl AsRef<Path>,
         options: PluginOptions,
     ) -> Result<Self, LoadError> {
+        Self::open_configured(engine, dir, move |_: &str| options.clone()).await
+    }
+
+    /// As [`PluginDir::open`], with options per plugin: `options` gets each
+    /// plugin's name (its file name without `.wasm`) whenever that file loads
+    /// or reloads, so limits can differ per plugin.
+    ///
+    /// # Errors
+    /// Fails only if the directory itself cannot be read.
+    pub async fn open_configured(
+        engine: &Engine,
+        dir: impl AsRef<Path>,
+        options: impl Fn(&str) -> PluginOptions + Send + Sync + 'static,
+    ) -> Result<Self, LoadError> {
+        let options: OptionsFn = Arc::new(options);
         let dir = dir.as_ref().to_owned();
         // Taken before loading: a file that changes while it loads is seen as
         // changed by the next rescan.
         let before: HashMap<PathBuf, Option<Fingerprint>> =
             list_dir(&dir).await?.into_iter().collect();
-        let set = PluginSet::load_dir(engine, &dir, &options).await?;
+        let set = PluginSet::load_dir_configured(engine, &dir, &*options, |_| {}).await?;
         let now = SystemTime::now();
         let seen = |path: &Path| before.get(path).copied().flatten();
         let mut files = BTreeMap::new();
@@ -392,8 +410,8 @@ impl Shared {
                 continue;
             }
             let previous = entry.and_then(|e| e.hash);
-            let (engine, options, owned) =
-                (self.engine.clone(), self.options.clone(), path.clone());
+            let options = (self.options)(&plugin_name(&path));
+            let (engine, owned) = (self.engine.clone(), path.clone());
             let task =
                 loads.spawn(async move { load_settled(&engine, &owned, &options, previous).await });
             paths.insert(task.id(), path);
@@ -511,10 +529,7 @@ impl Snapshot {
                 path: path.clone(),
                 plugin: match &entry.plugin {
                     Some(plugin) => plugin.name().to_owned(),
-                    None => path
-                        .file_stem()
-                        .map(|stem| stem.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
+                    None => plugin_name(path),
                 },
                 state: match &entry.failure {
                     Some(error) => LoadState::Failed {

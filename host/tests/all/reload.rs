@@ -625,3 +625,49 @@ async fn dropping_the_dir_ends_the_watcher() {
     put_plugin(dir.path(), "b.wasm", TEXT);
     std::fs::remove_file(dir.path().join("a.wasm")).unwrap();
 }
+
+#[tokio::test]
+async fn open_configured_gives_each_plugin_its_own_options_on_load_and_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    put_plugin(dir.path(), "echo.wasm", ECHO);
+    put_plugin(dir.path(), "tight.wasm", ECHO);
+    let set = PluginDir::open_configured(engine(), dir.path(), |name: &str| {
+        let mut options = PluginOptions::default();
+        if name.starts_with("tight") {
+            options.limits_mut().output_bytes(8);
+        }
+        options
+    })
+    .await
+    .unwrap();
+    let arguments = json!({"message": "longer than eight bytes"});
+    let echoed = call(&set, "echo.echo", arguments.clone()).await.unwrap();
+    assert_eq!(echoed["message"], "longer than eight bytes");
+    let err = call(&set, "tight.echo", arguments.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            CallError::Exhausted {
+                budget: toolhost::Exhausted::Output { limit: 8 },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // A file added later gets its options too.
+    put_plugin(dir.path(), "tight2.wasm", ECHO);
+    set.reload_now().await.unwrap();
+    let err = call(&set, "tight2.echo", arguments).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            CallError::Exhausted {
+                budget: toolhost::Exhausted::Output { limit: 8 },
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
