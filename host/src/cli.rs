@@ -10,8 +10,8 @@ use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use toolhost::{
     Aliases, CallError, Config, Confirm, ConfirmationHint, Context as Cx, Decision, Engine,
-    EngineConfig, Filter, LoadState, MediaKind, Part, PluginDir, PluginOptions, PluginSet,
-    Predicate, StaticPlugins, ToolAliases, ToolSpec, Toolset, ToolsetExt,
+    EngineConfig, Filter, HttpOptions, LoadState, McpServer, MediaKind, Part, PluginDir,
+    PluginOptions, PluginSet, Predicate, StaticPlugins, ToolAliases, ToolSpec, Toolset, ToolsetExt,
 };
 
 /// Run LLM-agent tools as sandboxed WebAssembly components.
@@ -91,6 +91,17 @@ enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Serve the tools over the Model Context Protocol: stdio by default, or
+    /// streamable HTTP at `http://ADDR/mcp`. Follows the plugins directory live.
+    Serve {
+        /// Serve streamable HTTP on this address (like `127.0.0.1:8383`;
+        /// port 0 picks a free one) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// Do not follow changes to the plugins directory.
+        #[arg(long)]
+        no_watch: bool,
+    },
     /// Show what a component file is: world, version, tools, imported interfaces.
     Inspect {
         /// The `.wasm` file.
@@ -106,6 +117,7 @@ pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -225,8 +237,7 @@ async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<PluginSet> 
 
 /// The plugins as the model sees them, in the documented order (inner to
 /// outer): plugins → filter → confirmation → aliases.
-fn layered(set: &PluginSet, config: &Config) -> Result<Box<dyn Toolset>> {
-    let plugins = StaticPlugins::new("plugins", set);
+fn layered(plugins: impl Toolset + 'static, config: &Config) -> Result<Box<dyn Toolset>> {
     let filter = &config.filter;
     let mut visible = Predicate::new(|_, _| true);
     if !filter.allow.is_empty() {
@@ -275,12 +286,16 @@ async fn run(cli: Cli) -> Result<()> {
     match &cli.command {
         Command::List { json } => {
             let set = load(&cli, &config, &engine).await?;
-            list(&set, &*layered(&set, &config)?, *json)
+            list(
+                &set,
+                &*layered(StaticPlugins::new("plugins", &set), &config)?,
+                *json,
+            )
         }
         Command::Status { json } => status(&cli, &config, &engine, *json).await,
         Command::Describe { tool } => {
             let set = load(&cli, &config, &engine).await?;
-            let tools = layered(&set, &config)?;
+            let tools = layered(StaticPlugins::new("plugins", &set), &config)?;
             let found = tools.find(&Cx::new(), tool)?;
             print_json(&declaration(found.spec()))
         }
@@ -292,7 +307,7 @@ async fn run(cli: Cli) -> Result<()> {
             yes,
         } => {
             let set = load(&cli, &config, &engine).await?;
-            let tools = layered(&set, &config)?;
+            let tools = layered(StaticPlugins::new("plugins", &set), &config)?;
             let arguments = read_arguments(args)?;
             let mut cx = Cx::new();
             if let Some(id) = call_id {
@@ -303,8 +318,97 @@ async fn run(cli: Cli) -> Result<()> {
             engine.end_invocation(&invocation);
             result
         }
+        Command::Serve { http, no_watch } => {
+            serve(&cli, &config, &engine, http.as_deref(), !*no_watch).await
+        }
         Command::Inspect { file, json } => inspect(&engine, file, *json).await,
     }
+}
+
+/// `toolhost serve`: the plugins directory, layered as configured, over MCP.
+async fn serve(
+    cli: &Cli,
+    config: &Config,
+    engine: &Engine,
+    http: Option<&str>,
+    watch: bool,
+) -> Result<()> {
+    let dir = plugins_dir(cli, config);
+    if !dir.is_dir() {
+        bail!(
+            "plugins directory {} does not exist (build the examples with `cargo xtask plugins`, or pass --plugins DIR)",
+            dir.display()
+        );
+    }
+    let notice = tokio::spawn(async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        eprintln!("toolhost: compiling plugins (cached for later runs)…");
+    });
+    let plugins = PluginDir::open_configured(engine, &dir, options(cli, config)).await?;
+    notice.abort();
+    for status in plugins.status() {
+        if let LoadState::Failed { error, .. } = status.state {
+            eprintln!("warning: {error}");
+        }
+    }
+    if watch {
+        plugins
+            .watch()
+            .with_context(|| format!("cannot watch {}", dir.display()))?;
+    }
+    let changes = plugins.subscribe();
+    let tools = layered(plugins, config)?;
+    let server = McpServer::new(tools)
+        .with_changes(changes)
+        .with_engine(engine);
+    let Some(addr) = http else {
+        server.serve_stdio().await?;
+        return Ok(());
+    };
+    let mut options = HttpOptions::default();
+    for host in &config.serve.allowed_hosts {
+        options.allow_host(host.clone());
+    }
+    for origin in &config.serve.allowed_origins {
+        options.allow_origin(origin.clone());
+    }
+    let token = match (
+        std::env::var("TOOLHOST_MCP_TOKEN"),
+        &config.serve.token_file,
+    ) {
+        (Ok(token), _) if !token.trim().is_empty() => Some(token.trim().to_owned()),
+        (_, Some(file)) => {
+            let token = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the token file {}", file.display()))?;
+            if token.trim().is_empty() {
+                bail!("the token file {} is empty", file.display());
+            }
+            Some(token.trim().to_owned())
+        }
+        _ => None,
+    };
+    if let Some(token) = token {
+        options.bearer_token(token);
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr()?;
+    if !local.ip().is_loopback()
+        && std::env::var("TOOLHOST_MCP_TOKEN").is_err()
+        && config.serve.token_file.is_none()
+    {
+        eprintln!(
+            "warning: serving on {local}, which is not a loopback address, without a bearer token (set TOOLHOST_MCP_TOKEN or [serve] token_file)"
+        );
+    }
+    eprintln!("toolhost: serving MCP at http://{local}/mcp");
+    let shutdown = async {
+        // Ctrl-C (or SIGINT) ends the server after in-flight requests.
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    server.serve_http(listener, options, shutdown).await?;
+    Ok(())
 }
 
 async fn status(cli: &Cli, config: &Config, engine: &Engine, as_json: bool) -> Result<()> {

@@ -77,6 +77,29 @@ pub struct Config {
     /// Extra names for tools and argument keys.
     #[serde(default)]
     pub aliases: AliasConfig,
+    /// The MCP server (`toolhost serve`).
+    #[serde(default)]
+    pub serve: ServeConfig,
+}
+
+/// Settings of the MCP server's HTTP transport.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ServeConfig {
+    /// `Host` header values accepted besides the loopback names (`localhost`,
+    /// `127.0.0.1`, `::1`), as `name` or `name:port`. Guards against DNS rebinding.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted besides `http://localhost:*`,
+    /// `http://127.0.0.1:*` and `http://[::1]:*` (requests without `Origin`
+    /// always pass), such as `https://app.example.com:443`.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// A file holding the bearer token clients must send (relative paths are
+    /// relative to the configuration file). `$TOOLHOST_MCP_TOKEN` wins over it.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
 }
 
 /// Limits as written in the file; unset ones keep their default.
@@ -170,6 +193,12 @@ impl Config {
         {
             config.plugins = Some(dir.join(plugins));
         }
+        if let Some(token) = &config.serve.token_file
+            && token.is_relative()
+            && let Some(dir) = path.parent()
+        {
+            config.serve.token_file = Some(dir.join(token));
+        }
         Ok(config)
     }
 
@@ -227,6 +256,25 @@ impl Config {
                     "at most 4096 (a 32-bit linear memory)",
                 ));
             }
+        }
+        for (key, values) in [
+            ("serve.allowed_hosts", &self.serve.allowed_hosts),
+            ("serve.allowed_origins", &self.serve.allowed_origins),
+        ] {
+            if values.iter().any(|v| v.trim().is_empty()) {
+                return Err(error(key.to_owned(), "entries must not be empty"));
+            }
+        }
+        if self
+            .serve
+            .allowed_origins
+            .iter()
+            .any(|o| o != "null" && !o.contains("://"))
+        {
+            return Err(error(
+                "serve.allowed_origins".to_owned(),
+                "an origin needs a scheme, like `https://app.example.com:443`",
+            ));
         }
         for (alias, tool) in &self.aliases.tools {
             if alias.trim().is_empty() || tool.trim().is_empty() {

@@ -37,6 +37,8 @@ mod bindings;
 mod config;
 mod engine;
 mod error;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod plugin;
 mod registry;
 mod schema;
@@ -45,10 +47,13 @@ mod toolset;
 
 pub use config::{
     AliasConfig, Config, ConfigError, ConfirmConfig, FilterConfig, LimitsConfig, PluginConfig,
+    ServeConfig,
 };
 pub use engine::limits::Limits;
 pub use engine::{Engine, EngineConfig, EngineError, default_cache_dir};
 pub use error::{CallError, Exhausted, LoadError};
+#[cfg(feature = "mcp")]
+pub use mcp::{HttpOptions, McpError, McpServer};
 pub use plugin::{ComponentInfo, Plugin, PluginOptions, ToolStream, inspect};
 pub use registry::{ListedTool, Loaded, PluginSet};
 pub use schema::{Schema, SchemaError};

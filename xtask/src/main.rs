@@ -2,7 +2,9 @@
 //!
 //! - `plugins`: build the example plugins into `target/plugins/`.
 //! - `demo`: build the plugins and the `toolhost` CLI, then list and call tools.
-//! - `test`: run every test (installs the wasm32-wasip2 target if missing).
+//! - `test`: run every test (installs the wasm32-wasip2 target if missing), then `mcp-test`.
+//! - `mcp-test`: the MCP end-to-end tests (`tests/mcp`): the official Python MCP SDK
+//!   drives `toolhost serve` over stdio and HTTP. Extra arguments go to pytest.
 //! - `ci`: `cargo fmt --check`, clippy with `-D warnings`, docs, then `test`.
 
 use std::path::{Path, PathBuf};
@@ -16,9 +18,10 @@ fn main() -> Result<()> {
         "plugins" => build_plugins().map(drop),
         "demo" => demo(),
         "test" => test(),
+        "mcp-test" => mcp_test(std::env::args().skip(2).collect()),
         "ci" => ci(),
         _ => {
-            eprintln!("usage: cargo xtask <plugins|demo|test|ci>");
+            eprintln!("usage: cargo xtask <plugins|demo|test|mcp-test [PYTEST ARGS]|ci>");
             bail!("unknown task `{task}`")
         }
     }
@@ -29,6 +32,15 @@ fn root() -> PathBuf {
         .parent()
         .map(Path::to_owned)
         .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Cargo's target directory: `$CARGO_TARGET_DIR` (relative to the workspace root,
+/// where [`cargo`] runs) if set, else `target/`.
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => root().join(dir),
+        _ => root().join("target"),
+    }
 }
 
 fn cargo() -> Command {
@@ -149,7 +161,60 @@ fn demo() -> Result<()> {
 
 fn test() -> Result<()> {
     ensure_wasm_target()?;
-    run(cargo().args(["test", "--workspace"]))
+    run(cargo().args(["test", "--workspace"]))?;
+    mcp_test(Vec::new())
+}
+
+/// Builds `toolhost` and the guests, then runs the MCP end-to-end tests in a
+/// Python venv with the pinned `tests/mcp/requirements.txt`.
+fn mcp_test(pytest_args: Vec<String>) -> Result<()> {
+    ensure_wasm_target()?;
+    let python = mcp_venv()?;
+    run(cargo().args(["build", "--package", "toolhost", "--bin", "toolhost"]))?;
+    // Its build script builds every guest into `<target>/wasm-guests`.
+    run(cargo().args(["build", "--package", "toolhost-test-plugins"]))?;
+    let target = target_dir();
+    run(Command::new(&python)
+        .current_dir(root())
+        .args(["-m", "pytest", "-q", "tests/mcp"])
+        .args(pytest_args)
+        .env("TOOLHOST_BIN", target.join("debug/toolhost"))
+        .env(
+            "TOOLHOST_GUESTS",
+            target.join("wasm-guests/wasm32-wasip2/guest"),
+        )
+        .env("PYTHONDONTWRITEBYTECODE", "1"))
+}
+
+/// The venv `<target>/mcp-venv` with the test requirements installed; returns its
+/// Python. Installs only when the requirements differ from the last install's
+/// (a stamp file holds a copy), so reruns are fast.
+fn mcp_venv() -> Result<PathBuf> {
+    let venv = target_dir().join("mcp-venv");
+    let python = venv.join("bin/python");
+    if !python.is_file() {
+        run(Command::new("python3").arg("-m").arg("venv").arg(&venv))
+            .context("creating the venv for the MCP tests needs python3 with its venv module")?;
+    }
+    let requirements = root().join("tests/mcp/requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements)
+        .with_context(|| format!("reading {}", requirements.display()))?;
+    let stamp = venv.join("requirements.installed");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(python);
+    }
+    run(Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
+        .arg(&requirements))?;
+    std::fs::write(&stamp, wanted).with_context(|| format!("writing {}", stamp.display()))?;
+    Ok(python)
 }
 
 fn ci() -> Result<()> {

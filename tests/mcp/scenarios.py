@@ -1,0 +1,424 @@
+"""Scenarios that every transport runs: `test_stdio.py` and `test_http.py` import
+all of them (`from scenarios import *`) and each provides the `launch` fixture
+that starts `toolhost serve` over its transport. pytest collects the imported
+`test_*` functions once per importing module, so each scenario appears as
+`test_stdio.py::NAME` and `test_http.py::NAME`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import (
+    ALL_PLUGINS,
+    CALL_S,
+    TOOL_NAME,
+    Client,
+    Launch,
+    PluginsFactory,
+    Server,
+    put_plugin,
+)
+from mcp import MCPError, types
+
+pytestmark = pytest.mark.anyio
+
+LONG_RUNNING_NOTE = (
+    "NOTE: This is a long-running operation. Do not call this tool again if it has "
+    "already returned some intermediate or pending status."
+)
+
+#: The tools of each guest, by plugin (all names are unique across these plugins).
+TOOLS = {
+    "echo": {"echo", "add", "order", "flag", "pixel", "remember", "whoami", "long_job", "fail", "countdown"},
+    "hostile": {"ok", "spin", "busy_wait", "sleep_forever", "hog", "recurse", "panic", "huge"},
+    "text": {"word_count", "regex_find", "regex_replace", "split_lines"},
+    "calc": {"evaluate", "convert_units"},
+    "codec": {"hash", "base64", "qr_code", "batch_digest"},
+    "json": {"json_query"},
+}
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+#: Words a refused confirmation's message uses.
+REFUSED = re.compile(r"declin|reject", re.IGNORECASE)
+
+
+# --- helpers -------------------------------------------------------------------------
+
+
+def texts(result: types.CallToolResult) -> list[str]:
+    return [block.text for block in result.content if isinstance(block, types.TextContent)]
+
+
+def ok(result: types.CallToolResult) -> Any:
+    """Asserts a successful JSON result: `structuredContent` plus a text block holding
+    the same JSON. Returns the structured content."""
+    assert not result.is_error, f"unexpected error result: {texts(result)}"
+    structured = result.structured_content
+    assert isinstance(structured, dict), f"no structuredContent object: {result!r}"
+    parsed = []
+    for text in texts(result):
+        try:
+            parsed.append(json.loads(text))
+        except ValueError:
+            pass
+    assert structured in parsed, f"no text block serializes {structured!r}: {texts(result)!r}"
+    return structured
+
+
+def error(result: types.CallToolResult) -> str:
+    """Asserts an `isError` result; returns its text."""
+    assert result.is_error, f"expected an error result, got {result!r}"
+    text = "\n".join(texts(result))
+    assert text, f"an error result without a message: {result!r}"
+    return text
+
+
+async def expect_unknown(client: Client, name: str) -> None:
+    with pytest.raises(MCPError) as caught:
+        await client.call(name, {})
+    assert caught.value.code == -32602, caught.value
+
+
+async def expect_tools(client: Client, seen: int, wanted: Any, what: str) -> int:
+    """Waits for list_changed notifications until tools/list satisfies `wanted`; each
+    re-check is triggered by a notification. Returns the notification count."""
+    tools: dict[str, types.Tool] = {}
+    with anyio.move_on_after(2 * CALL_S):
+        while True:
+            seen = await client.wait_list_changed(seen)
+            tools = await client.tools()
+            if wanted(tools):
+                return seen
+    raise AssertionError(f"{client.label}: after list_changed, {what} never held; tools: {sorted(tools)}")
+
+
+# --- handshake and listing -----------------------------------------------------------
+
+
+async def test_initialize_advertises_tools_with_list_changed(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("echo")) as server, server.connect() as client:
+        init = client.init
+        assert init.capabilities.tools is not None, init.capabilities
+        assert init.capabilities.tools.list_changed is True, init.capabilities.tools
+        assert init.server_info.name, init.server_info
+        assert client.session.protocol_version == init.protocol_version
+        with anyio.fail_after(CALL_S):
+            await client.session.send_ping()
+
+
+async def test_lists_every_plugins_tools_as_declared(
+    launch: Launch, make_plugins: PluginsFactory, describe: Any
+) -> None:
+    plugins = make_plugins(*ALL_PLUGINS)
+    async with launch(plugins) as server, server.connect() as client:
+        tools = await client.tools()
+    assert set(tools) == set().union(*TOOLS.values())
+    for name, tool in tools.items():
+        assert TOOL_NAME.match(name), name
+        assert tool.description, name
+        assert tool.input_schema.get("type") == "object", (name, tool.input_schema)
+    # The listing matches `toolhost describe`: description (with the long-running
+    # note), input schema as declared, output schema when one is declared.
+    for name in ("echo", "add", "countdown", "long_job", "evaluate", "hash", "batch_digest", "json_query"):
+        declared = describe(plugins, name)
+        tool = tools[name]
+        assert tool.description == declared["description"], name
+        assert tool.input_schema == declared["parameters"], name
+        response = declared.get("response")
+        if response is None:
+            assert tool.output_schema is None, (name, tool.output_schema)
+        elif response.get("type") == "object":
+            assert tool.output_schema == response, name
+        else:
+            assert tool.output_schema == {
+                "type": "object",
+                "properties": {"result": response},
+                "required": ["result"],
+            }, name
+    for name in ("long_job", "batch_digest"):
+        assert tools[name].description.endswith(LONG_RUNNING_NOTE), tools[name].description
+    assert LONG_RUNNING_NOTE not in (tools["echo"].description or "")
+
+
+async def test_names_are_mapped_to_the_mcp_alphabet(launch: Launch, make_plugins: PluginsFactory) -> None:
+    # Two copies of echo: every tool name clashes, so each is `plugin.tool`,
+    # exposed as `plugin_tool`; `echo.x.T` and `echo_x.T` both map to
+    # `echo_x_T`, so one of each pair gets the `_2` suffix.
+    plugins = make_plugins("echo", renamed={"echo-two": "echo", "echo.x": "echo", "echo_x": "echo"})
+    async with launch(plugins) as server, server.connect() as client:
+        tools = await client.tools()
+        assert len(tools) == 4 * len(TOOLS["echo"]), sorted(tools)
+        for name in tools:
+            assert TOOL_NAME.match(name), name
+        for tool in TOOLS["echo"]:
+            assert {f"echo_{tool}", f"echo-two_{tool}", f"echo_x_{tool}", f"echo_x_{tool}_2"} <= set(tools), tool
+        # The mapped names and the original (`plugin.tool`) names both call the tool.
+        for name in ("echo_echo", "echo.echo", "echo-two_echo", "echo_x_echo", "echo_x_echo_2", "echo.x.echo"):
+            assert ok(await client.call(name, {"message": name}))["message"] == name
+        assert ok(await client.call("echo_x_add_2", {"a": 1, "b": 2})) == {"result": 3}
+
+
+# --- calls -----------------------------------------------------------------------------
+
+
+async def test_calls_a_tool_of_each_plugin(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins(*ALL_PLUGINS)) as server, server.connect() as client:
+        args = {"message": "hi", "repeat": 2, "nested": {"label": "l", "tags": ["a", "b"]}}
+        assert ok(await client.call("echo", args)) == args
+        # A bare number is wrapped as {"result": n}.
+        assert ok(await client.call("add", {"a": 2, "b": 3})) == {"result": 5}
+        assert ok(await client.call("long_job")) == {"status": "pending"}
+        assert ok(await client.call("ok")) == {"ok": True}
+        counts = ok(await client.call("word_count", {"text": "one two\nthree"}))
+        assert (counts["words"], counts["lines"]) == (3, 2)
+        assert ok(await client.call("evaluate", {"expression": "2 * (3 + 4) ^ 2"}))["result"] == 98.0
+        digest = ok(await client.call("hash", {"input": "hello", "algorithm": "sha256"}))
+        assert digest["hex"] == "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+        encoded = ok(await client.call("base64", {"operation": "encode", "data": "hi there"}))
+        assert encoded["result"] == "aGkgdGhlcmU="
+        doc = {"items": [{"name": "a", "price": 3}, {"name": "b", "price": 5}]}
+        found = ok(await client.call("json_query", {"document": doc, "path": "items[1].name"}))
+        assert (found["found"], found["value"]) == (True, "b")
+
+
+async def test_image_parts_become_image_content(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("echo", "codec")) as server, server.connect() as client:
+        pixel = await client.call("pixel")
+        assert not pixel.is_error, pixel
+        assert "a 1x1 red pixel" in texts(pixel)
+        images = [b for b in pixel.content if isinstance(b, types.ImageContent)]
+        assert len(images) == 1, pixel.content
+        assert images[0].mime_type == "image/png"
+        png = base64.b64decode(images[0].data)
+        assert png.startswith(PNG_SIGNATURE) and len(png) == 70
+
+        qr = await client.call("qr_code", {"text": "https://example.com"})
+        info = ok(qr)
+        [image] = [b for b in qr.content if isinstance(b, types.ImageContent)]
+        assert image.mime_type == "image/png" == info["mime_type"]
+        png = base64.b64decode(image.data)
+        assert png.startswith(PNG_SIGNATURE) and len(png) == info["png_bytes"]
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        assert width == height == info["size_px"]
+
+
+async def test_bad_arguments_are_error_results(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("echo", "calc")) as server, server.connect() as client:
+        text = error(await client.call("echo", {"message": 5}))
+        assert text.startswith("invalid arguments for `echo`"), text
+        assert "/message" in text, text
+        text = error(await client.call("echo", {}))
+        assert text.startswith("invalid arguments for `echo`") and "message" in text, text
+        text = error(await client.call("order", {"item": "tea", "quantity": 0, "size": "small"}))
+        assert text.startswith("invalid arguments for `order`") and "/quantity" in text, text
+        text = error(await client.call("order", {"item": "tea", "quantity": 1, "size": "huge"}))
+        assert text.startswith("invalid arguments for `order`") and "/size" in text, text
+        # The tool itself rejects arguments the schema allows.
+        text = error(await client.call("evaluate", {"expression": "1 / 0"}))
+        assert "division by zero" in text, text
+        # The session is fine afterwards.
+        assert ok(await client.call("add", {"a": 1, "b": 1})) == {"result": 2}
+
+
+async def test_tool_failures_are_error_results(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("echo", "hostile")) as server, server.connect() as client:
+        text = error(await client.call("fail"))
+        assert "tool `fail` failed" in text and "this tool always fails" in text, text
+        text = error(await client.call("panic"))
+        assert "panicked" in text, text
+        error(await client.call("recurse"))  # a trap (stack overflow)
+        assert ok(await client.call("ok")) == {"ok": True}
+
+
+async def test_unknown_tool_is_a_protocol_error(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("echo")) as server, server.connect() as client:
+        await expect_unknown(client, "no_such_tool")
+        await expect_unknown(client, "echo.no_such_tool")
+        assert ok(await client.call("echo", {"message": "still here"}))["message"] == "still here"
+
+
+async def test_deadline_hit_is_an_error_result(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("hostile"), flags=["--timeout-ms", "1000"]) as server, server.connect() as client:
+        text = error(await client.call("spin"))
+        assert "ran out of" in text, text
+        text = error(await client.call("sleep_forever"))
+        assert "ran out of time" in text, text
+        assert ok(await client.call("ok")) == {"ok": True}
+
+
+async def test_fuel_limit_hit_is_an_error_result(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("hostile"), flags=["--fuel", "10000000"]) as server, server.connect() as client:
+        text = error(await client.call("spin"))
+        assert "ran out of fuel" in text, text
+        assert ok(await client.call("ok")) == {"ok": True}
+
+
+# --- streams and cancellation ---------------------------------------------------------
+
+
+async def test_stream_reports_progress_per_chunk(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("echo", "text")) as server, server.connect() as client:
+        for tool, args, chunks in [
+            ("countdown", {"from": 5}, ["5\n", "4\n", "3\n", "2\n", "1\n", "0\n"]),
+            ("split_lines", {"text": "a\nb\nc"}, ["a\n", "b\n", "c\n"]),
+        ]:
+            progress: list[tuple[float, str | None]] = []
+
+            async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                progress.append((value, message))
+
+            result = await client.call(tool, args, progress_callback=on_progress)
+            assert not result.is_error, texts(result)
+            whole = "".join(chunks)
+            assert result.structured_content == {"result": whole}, result
+            assert whole in texts(result), texts(result)
+            assert progress == [(i + 1, chunk) for i, chunk in enumerate(chunks)], progress
+
+        # Without a progress token the stream is still collected into one result.
+        result = await client.call("countdown", {"from": 2})
+        assert result.structured_content == {"result": "2\n1\n0\n"}, result
+
+
+@pytest.mark.parametrize("tool", ["sleep_forever", "spin"])
+async def test_cancelling_a_call_stops_the_guest(launch: Launch, make_plugins: PluginsFactory, tool: str) -> None:
+    # Limits far away: only the cancellation can end these calls.
+    flags = ["--timeout-ms", "3600000", "--fuel", "10000000000000000"]
+    async with launch(make_plugins("hostile"), flags=flags) as server, server.connect() as client:
+        assert ok(await client.call("ok")) == {"ok": True}  # loaded and compiled
+        with anyio.move_on_after(2) as scope:
+            result = await client.session.call_tool(tool, {})
+        assert scope.cancelled_caught, f"`{tool}` returned instead of running on: {result!r}"
+        line = await server.wait_for_log(
+            lambda line: "cancelled" in line.lower() and tool in line, f"`cancelled` log line for `{tool}`"
+        )
+        assert tool in line
+        assert ok(await client.call("ok")) == {"ok": True}
+
+
+# --- confirmation -----------------------------------------------------------------------
+
+CONFIRM_ECHO = '[confirm]\ntools = ["echo"]\n'
+
+
+async def test_confirmation_by_elicitation(launch: Launch, make_plugins: PluginsFactory) -> None:
+    asked: list[types.ElicitRequestParams] = []
+    answers: list[types.ElicitResult] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return answers.pop(0)
+
+    async with launch(make_plugins("echo"), config=CONFIRM_ECHO) as server, server.connect(on_elicit) as client:
+        # Approved: the tool runs.
+        answers.append(types.ElicitResult(action="accept", content={"approve": True}))
+        assert ok(await client.call("echo", {"message": "go"}))["message"] == "go"
+        assert len(asked) == 1
+        params = asked[0]
+        assert isinstance(params, types.ElicitRequestFormParams), params
+        schema = params.requested_schema
+        assert schema["properties"]["approve"]["type"] == "boolean", schema
+        assert "approve" in schema.get("required", []), schema
+        assert params.message
+
+        # Declined, cancelled, or accepted with approve = false: an error result.
+        for answer in [
+            types.ElicitResult(action="decline"),
+            types.ElicitResult(action="cancel"),
+            types.ElicitResult(action="accept", content={"approve": False}),
+        ]:
+            answers.append(answer)
+            text = error(await client.call("echo", {"message": "no"}))
+            assert REFUSED.search(text), (answer, text)
+        assert len(asked) == 4 and not answers
+
+        # Tools that need no confirmation do not ask.
+        assert ok(await client.call("add", {"a": 1, "b": 2})) == {"result": 3}
+        assert len(asked) == 4
+
+
+async def test_confirmation_without_elicitation_support(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("echo"), config=CONFIRM_ECHO) as server, server.connect() as client:
+        assert client.init.capabilities is not None
+        text = error(await client.call("echo", {"message": "go"}))
+        assert "needs confirmation" in text, text
+        assert ok(await client.call("add", {"a": 1, "b": 2})) == {"result": 3}
+
+
+# --- hot reload ---------------------------------------------------------------------------
+
+
+async def test_list_changed_when_plugin_files_change(
+    launch: Launch, make_plugins: PluginsFactory, guests_dir: Path
+) -> None:
+    plugins = make_plugins("echo")
+    async with launch(plugins) as server, server.connect() as first, server.connect() as second:
+        clients = [first, second]
+        seen = [0, 0]
+        for client in clients:
+            assert set(await client.tools()) == TOOLS["echo"]
+
+        # Added.
+        put_plugin(guests_dir, plugins, "hostile")
+        for i, client in enumerate(clients):
+            seen[i] = await expect_tools(client, seen[i], lambda t: "ok" in t, "`ok` listed")
+            assert ok(await client.call("ok")) == {"ok": True}
+
+        # Replaced: echo.wasm now holds the json guest.
+        put_plugin(guests_dir, plugins, "json", as_name="echo")
+        for i, client in enumerate(clients):
+            seen[i] = await expect_tools(
+                client, seen[i], lambda t: "json_query" in t and "countdown" not in t, "echo.wasm replaced"
+            )
+            assert set(await client.tools()) == TOOLS["json"] | TOOLS["hostile"]
+            found = ok(await client.call("json_query", {"document": {"a": 1}, "path": "a"}))
+            assert found["value"] == 1
+
+        # Removed.
+        (plugins / "hostile.wasm").unlink()
+        for i, client in enumerate(clients):
+            seen[i] = await expect_tools(client, seen[i], lambda t: "ok" not in t, "`ok` gone")
+            assert set(await client.tools()) == TOOLS["json"]
+            await expect_unknown(client, "ok")
+
+
+# --- concurrency ------------------------------------------------------------------------
+
+
+async def test_many_concurrent_calls(launch: Launch, make_plugins: PluginsFactory) -> None:
+    calls_per_session = 10
+
+    async def session_work(server: Server, s: int) -> None:
+        async with server.connect() as client:
+            failures: list[str] = []
+
+            async def one(i: int) -> None:
+                assert ok(await client.call("add", {"a": s * 1000, "b": i})) == {"result": s * 1000 + i}
+                got: list[str | None] = []
+
+                async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                    got.append(message)
+
+                result = await client.call("countdown", {"from": i}, progress_callback=on_progress)
+                chunks = [f"{n}\n" for n in range(i, -1, -1)]
+                if result.structured_content != {"result": "".join(chunks)} or got != chunks:
+                    failures.append(f"session {s} call {i}: {result.structured_content!r}, progress {got!r}")
+
+            async with anyio.create_task_group() as group:
+                for i in range(calls_per_session):
+                    group.start_soon(one, i)
+            assert not failures, failures
+
+    async with launch(make_plugins("echo")) as server:
+        # Over HTTP several sessions share one server; over stdio a session is a process.
+        sessions = 3 if server.transport == "http" else 1
+        async with anyio.create_task_group() as group:
+            for s in range(sessions):
+                group.start_soon(session_work, server, s)
