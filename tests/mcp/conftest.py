@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -37,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Hang guards only (never timing assertions): the machine is small and shared,
 # and a server's first start compiles its plugins.
-STARTUP_S = 60.0
+STARTUP_S = 120.0
 CALL_S = 30.0
 
 #: What an MCP tool name may look like (the server maps every other character to `_`).
@@ -63,7 +64,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def toolhost_bin() -> Path:
-    path = Path(os.environ.get("TOOLHOST_BIN") or _target_dir() / "debug" / "toolhost")
+    path = Path(os.environ.get("TOOLHOST_BIN") or _target_dir() / "debug" / "toolhost").resolve()
     if not path.is_file():
         raise RuntimeError(f"no toolhost binary at {path}; run `cargo xtask mcp-test` (or set TOOLHOST_BIN)")
     return path
@@ -71,12 +72,12 @@ def toolhost_bin() -> Path:
 
 @pytest.fixture(scope="session")
 def guests_dir() -> Path:
-    path = Path(os.environ.get("TOOLHOST_GUESTS") or _target_dir() / "wasm-guests" / "wasm32-wasip2" / "guest")
+    path = Path(
+        os.environ.get("TOOLHOST_GUESTS") or _target_dir() / "wasm-guests" / "wasm32-wasip2" / "guest"
+    ).resolve()
     missing = [name for name in ALL_PLUGINS if not (path / f"{name}.wasm").is_file()]
     if missing:
-        raise RuntimeError(
-            f"guests {missing} not built in {path}; run `cargo xtask mcp-test` (or set TOOLHOST_GUESTS)"
-        )
+        raise RuntimeError(f"guests {missing} not built in {path}; run `cargo xtask mcp-test` (or set TOOLHOST_GUESTS)")
     return path
 
 
@@ -84,7 +85,7 @@ def guests_dir() -> Path:
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One compile cache for the whole run: plugins compile once, not once per test."""
     given = os.environ.get("TOOLHOST_TEST_CACHE_DIR")
-    return Path(given) if given else tmp_path_factory.mktemp("compile-cache")
+    return Path(given).resolve() if given else tmp_path_factory.mktemp("compile-cache")
 
 
 PluginsFactory = Callable[..., Path]
@@ -188,9 +189,7 @@ class Client:
 
 
 @asynccontextmanager
-async def _session(
-    label: str, read: Any, write: Any, elicitation: Elicit | None
-) -> AsyncIterator[Client]:
+async def _session(label: str, read: Any, write: Any, elicitation: Elicit | None) -> AsyncIterator[Client]:
     client = Client(label)
     async with ClientSession(
         read, write, message_handler=client.on_message, elicitation_callback=elicitation
@@ -210,12 +209,34 @@ class Server:
 
     transport: str
 
-    def __init__(self, binary: Path, workdir: Path, argv: list[str], env: dict[str, str]) -> None:
+    def __init__(self, binary: Path, plugins: Path, workdir: Path, argv: list[str], env: dict[str, str]) -> None:
         self.binary = binary
+        self.plugins = plugins
         self.workdir = workdir
         self.argv = argv
         self.env = env
         self.logs: list[Path] = []
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by this server's live processes
+        (found in /proc by their `--plugins DIR` argument; each test's DIR is its own)."""
+        needle = f"\0--plugins\0{self.plugins}\0"
+        tick = os.sysconf("SC_CLK_TCK")
+        total, found = 0.0, False
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+                if needle not in cmdline or "\0serve\0" not in cmdline:
+                    continue
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            found = True
+        assert found, f"no live server process for {self.plugins}"
+        return total
 
     def stderr(self) -> str:
         return "".join(p.read_text(errors="replace") for p in self.logs if p.exists())
@@ -282,8 +303,9 @@ class HttpServer(Server):
                 await anyio.sleep(0.05)
 
     def stop(self) -> None:
+        """Ctrl-C (the server's graceful stop), then a kill if it lingers."""
         if self.process.poll() is None:
-            self.process.terminate()
+            self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
@@ -326,7 +348,7 @@ def _launcher(cls: type[Server], binary: Path, tmp_path: Path, cache: Path) -> L
             (workdir / "toolhost.toml").write_text(config)
             argv += ["--config", str(workdir / "toolhost.toml")]
         argv += list(flags)
-        server = cls(binary, workdir, argv, server_env(cache, env or {}))
+        server = cls(binary, plugins, workdir, argv, server_env(cache, env or {}))
         try:
             if isinstance(server, HttpServer):
                 await server.start()

@@ -10,11 +10,14 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from mcp import MCPError, types
+
 from conftest import (
     ALL_PLUGINS,
     CALL_S,
@@ -25,7 +28,6 @@ from conftest import (
     Server,
     put_plugin,
 )
-from mcp import MCPError, types
 
 pytestmark = pytest.mark.anyio
 
@@ -79,6 +81,16 @@ def error(result: types.CallToolResult) -> str:
     text = "\n".join(texts(result))
     assert text, f"an error result without a message: {result!r}"
     return text
+
+
+def progress_recorder() -> tuple[list[tuple[float, str | None]], Any]:
+    """A progress callback and the (progress, message) pairs it records."""
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, message))
+
+    return seen, on_progress
 
 
 async def expect_unknown(client: Client, name: str) -> None:
@@ -164,6 +176,25 @@ async def test_names_are_mapped_to_the_mcp_alphabet(launch: Launch, make_plugins
         for name in ("echo_echo", "echo.echo", "echo-two_echo", "echo_x_echo", "echo_x_echo_2", "echo.x.echo"):
             assert ok(await client.call(name, {"message": name}))["message"] == name
         assert ok(await client.call("echo_x_add_2", {"a": 1, "b": 2})) == {"result": 3}
+
+
+async def test_long_names_are_cut_to_64_characters(launch: Launch, make_plugins: PluginsFactory) -> None:
+    long = "p" * 70
+    plugins = make_plugins("echo", renamed={long: "echo", f"{long}q": "echo"})
+    async with launch(plugins) as server, server.connect() as client:
+        tools = await client.tools()
+        assert len(tools) == 3 * len(TOOLS["echo"]), sorted(tools)
+        for name in tools:
+            assert TOOL_NAME.match(name), name
+        # A cut name still calls its own tool; so does the original name.
+        echoes = [
+            name
+            for name, tool in tools.items()
+            if name.startswith("ppp") and tool.description == "Echoes its arguments back as a JSON object."
+        ]
+        assert len(echoes) == 2, echoes
+        for name in [*echoes, f"{long}.echo"]:
+            assert ok(await client.call(name, {"message": name}))["message"] == name
 
 
 # --- calls -----------------------------------------------------------------------------
@@ -270,11 +301,7 @@ async def test_stream_reports_progress_per_chunk(launch: Launch, make_plugins: P
             ("countdown", {"from": 5}, ["5\n", "4\n", "3\n", "2\n", "1\n", "0\n"]),
             ("split_lines", {"text": "a\nb\nc"}, ["a\n", "b\n", "c\n"]),
         ]:
-            progress: list[tuple[float, str | None]] = []
-
-            async def on_progress(value: float, total: float | None, message: str | None) -> None:
-                progress.append((value, message))
-
+            progress, on_progress = progress_recorder()
             result = await client.call(tool, args, progress_callback=on_progress)
             assert not result.is_error, texts(result)
             whole = "".join(chunks)
@@ -296,10 +323,14 @@ async def test_cancelling_a_call_stops_the_guest(launch: Launch, make_plugins: P
         with anyio.move_on_after(2) as scope:
             result = await client.session.call_tool(tool, {})
         assert scope.cancelled_caught, f"`{tool}` returned instead of running on: {result!r}"
-        line = await server.wait_for_log(
+        await server.wait_for_log(
             lambda line: "cancelled" in line.lower() and tool in line, f"`cancelled` log line for `{tool}`"
         )
-        assert tool in line
+        # Stopped means stopped: a guest still spinning would burn about a core.
+        before = server.cpu_seconds()
+        await anyio.sleep(2)
+        used = server.cpu_seconds() - before
+        assert used < 0.5, f"the server used {used:.2f} s of CPU in the 2 s after the cancellation"
         assert ok(await client.call("ok")) == {"ok": True}
 
 
@@ -326,7 +357,7 @@ async def test_confirmation_by_elicitation(launch: Launch, make_plugins: Plugins
         schema = params.requested_schema
         assert schema["properties"]["approve"]["type"] == "boolean", schema
         assert "approve" in schema.get("required", []), schema
-        assert params.message
+        assert "echo" in params.message, params.message
 
         # Declined, cancelled, or accepted with approve = false: an error result.
         for answer in [
@@ -364,11 +395,15 @@ async def test_list_changed_when_plugin_files_change(
         seen = [0, 0]
         for client in clients:
             assert set(await client.tools()) == TOOLS["echo"]
+        # Not plugins: were either loaded, echo's tools would clash and lose their bare names.
+        shutil.copyfile(guests_dir / "echo.wasm", plugins / "echo.wasm.bak")
+        shutil.copyfile(guests_dir / "echo.wasm", plugins / "echo-copy.txt")
 
         # Added.
         put_plugin(guests_dir, plugins, "hostile")
         for i, client in enumerate(clients):
             seen[i] = await expect_tools(client, seen[i], lambda t: "ok" in t, "`ok` listed")
+            assert set(await client.tools()) == TOOLS["echo"] | TOOLS["hostile"]
             assert ok(await client.call("ok")) == {"ok": True}
 
         # Replaced: echo.wasm now holds the json guest.
@@ -401,14 +436,10 @@ async def test_many_concurrent_calls(launch: Launch, make_plugins: PluginsFactor
 
             async def one(i: int) -> None:
                 assert ok(await client.call("add", {"a": s * 1000, "b": i})) == {"result": s * 1000 + i}
-                got: list[str | None] = []
-
-                async def on_progress(value: float, total: float | None, message: str | None) -> None:
-                    got.append(message)
-
+                got, on_progress = progress_recorder()
                 result = await client.call("countdown", {"from": i}, progress_callback=on_progress)
                 chunks = [f"{n}\n" for n in range(i, -1, -1)]
-                if result.structured_content != {"result": "".join(chunks)} or got != chunks:
+                if result.structured_content != {"result": "".join(chunks)} or [m for _, m in got] != chunks:
                     failures.append(f"session {s} call {i}: {result.structured_content!r}, progress {got!r}")
 
             async with anyio.create_task_group() as group:

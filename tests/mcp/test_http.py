@@ -6,6 +6,8 @@ from __future__ import annotations
 import anyio
 import httpx2
 import pytest
+from mcp import MCPError
+
 from conftest import CALL_S, HttpServer, Launch, PluginsFactory
 from scenarios import *  # noqa: F403 (every shared scenario, run over HTTP)
 from scenarios import ok
@@ -52,7 +54,7 @@ async def test_host_header_must_be_local(launch: Launch, make_plugins: PluginsFa
         for host in ["evil.example", f"evil.example:{port}", f"localhost.evil.example:{port}", f"10.0.0.1:{port}"]:
             status, _ = await post_initialize(server, {"Host": host})
             assert status == 403, (host, status)
-        for host in [f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"]:
+        for host in ["localhost", f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"]:
             status, body = await post_initialize(server, {"Host": host})
             assert status == 200 and "protocolVersion" in body, (host, status, body)
 
@@ -73,12 +75,24 @@ async def test_bearer_token(launch: Launch, make_plugins: PluginsFactory) -> Non
             assert status == 401, (headers, status)
         status, body = await post_initialize(server, {"Authorization": "Bearer secret"})
         assert status == 200 and "protocolVersion" in body, (status, body)
+        # Every method of the endpoint, not only POST.
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            for method in ["GET", "DELETE"]:
+                response = await http.request(method, server.url, headers={"Accept": "text/event-stream"})
+                assert response.status_code == 401, (method, response.status_code)
 
         async with server.connect(headers={"Authorization": "Bearer secret"}) as client:
             assert ok(await client.call("add", {"a": 20, "b": 22})) == {"result": 42}
 
-        # The SDK without the token cannot even initialize.
-        with pytest.raises(Exception), anyio.fail_after(CALL_S):  # noqa: B017 (the SDK's error type varies)
+        # The SDK without the token cannot even initialize (and says so: no hang).
+        with anyio.fail_after(CALL_S), pytest.raises(Exception) as refused:  # noqa: B017 (the SDK's type varies)
             async with server.connect():
                 pass
+        # The SDK reports the HTTP 401 as an MCPError (inside its task groups' exception groups).
+        assert any(isinstance(e, MCPError) for e in leaves(refused.value)), refused.value
 
+
+def leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
+
 from conftest import CALL_S, STARTUP_S, Launch, PluginsFactory, server_env
 from scenarios import *  # noqa: F403 (every shared scenario, run over stdio)
 
