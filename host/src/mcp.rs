@@ -21,7 +21,8 @@
 //!
 //! Tool names: MCP clients commonly accept only `[A-Za-z0-9_-]{1,64}`. Names
 //! that fit are used as they are; in others every other character becomes
-//! `_` (`echo.echo` → `echo_echo`), and a clash gets `_2`, `_3`… The mapping
+//! `_` (`echo.echo` → `echo_echo`), a name too long keeps its last 64
+//! characters (the tool's own name), and a clash gets `_2`, `_3`… The mapping
 //! is recomputed from the set each time, and `tools/call` also accepts the
 //! original name.
 
@@ -728,18 +729,18 @@ fn mcp_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
                         '_'
                     }
                 })
-                .take(MAX_NAME)
                 .collect();
             if base.is_empty() {
                 base.push_str("tool");
             }
-            let mut candidate = base.clone();
+            // Too long: keep the end, where the tool's own name is (`plugin.tool`).
+            let tail = |keep: usize| base[base.len().saturating_sub(keep)..].to_owned();
+            let mut candidate = tail(MAX_NAME);
             let mut n = 1;
             while taken.contains(&candidate) {
                 n += 1;
                 let suffix = format!("_{n}");
-                let keep = MAX_NAME.saturating_sub(suffix.len()).min(base.len());
-                candidate = format!("{}{suffix}", &base[..keep]);
+                candidate = format!("{}{suffix}", tail(MAX_NAME.saturating_sub(suffix.len())));
             }
             taken.insert(candidate.clone());
             candidate
@@ -905,9 +906,10 @@ mod tests {
                 "tool"
             ]
         );
-        let long = "x".repeat(70) + ".y";
+        let long = "x".repeat(70) + ".word_count";
         let mapped = mcp_names([long.as_str(), long.as_str()].into_iter());
         assert_eq!(mapped[0].len(), MAX_NAME);
+        assert!(mapped[0].ends_with("x_word_count"), "{}", mapped[0]);
         assert_ne!(mapped[0], mapped[1]);
         assert!(mapped[1].len() <= MAX_NAME && mapped[1].ends_with("_2"));
     }
