@@ -1,8 +1,14 @@
 //! `cargo xtask <command>`: project automation in plain Rust.
 //!
-//! - `plugins`: build the example plugins into `target/plugins/`.
+//! - `plugins`: build the example plugins, whatever their language, into `target/plugins/`.
+//! - `guests [NAME...]`: build the guests written in other languages than Rust
+//!   (`tests/plugins/*` and `plugins/*` without a `Cargo.toml`) into
+//!   `<target>/polyglot/<name>.wasm`, with toolchains pinned by the repo. The host
+//!   tests load them from there (`toolhost_test_plugins::POLYGLOT`).
+//! - `sdk-test`: the Python guest SDK's native unit tests (pytest).
 //! - `demo`: build the plugins and the `toolhost` CLI, then list and call tools.
-//! - `test`: run every test (installs the wasm32-wasip2 target if missing), then `mcp-test`.
+//! - `test`: build the non-Rust guests, run the SDK unit tests and every cargo test
+//!   (installs the wasm32-wasip2 target if missing), then `mcp-test`.
 //! - `mcp-test`: the MCP end-to-end tests (`tests/mcp`): the official Python MCP SDK
 //!   drives `toolhost serve` over stdio and HTTP. Extra arguments go to pytest.
 //! - `ci`: `cargo fmt --check`, clippy with `-D warnings`, docs, then `test`.
@@ -16,12 +22,16 @@ fn main() -> Result<()> {
     let task = std::env::args().nth(1).unwrap_or_default();
     match task.as_str() {
         "plugins" => build_plugins().map(drop),
+        "guests" => build_guests(&std::env::args().skip(2).collect::<Vec<_>>()).map(drop),
+        "sdk-test" => sdk_test(),
         "demo" => demo(),
         "test" => test(),
         "mcp-test" => mcp_test(std::env::args().skip(2).collect()),
         "ci" => ci(),
         _ => {
-            eprintln!("usage: cargo xtask <plugins|demo|test|mcp-test [PYTEST ARGS]|ci>");
+            eprintln!(
+                "usage: cargo xtask <plugins|guests [NAME...]|sdk-test|demo|test|mcp-test [PYTEST ARGS]|ci>"
+            );
             bail!("unknown task `{task}`")
         }
     }
@@ -107,15 +117,205 @@ fn build_plugins() -> Result<PathBuf> {
     run(&mut cmd)?;
     let out = root().join("target/plugins");
     std::fs::create_dir_all(&out)?;
+    let mut built = Vec::new();
     for name in &names {
         let file = format!("{}.wasm", name.replace('-', "_"));
-        let built = root().join("target/wasm32-wasip2/guest").join(&file);
+        built.push((
+            name.clone(),
+            target_dir().join("wasm32-wasip2/guest").join(&file),
+        ));
+    }
+    let examples: Vec<String> = guests()?
+        .into_iter()
+        .filter(|guest| guest.example)
+        .map(|guest| guest.name)
+        .collect();
+    if !examples.is_empty() {
+        built.extend(build_guests(&examples)?);
+    }
+    for (name, wasm) in built {
         let dest = out.join(format!("{name}.wasm"));
-        std::fs::copy(&built, &dest)
-            .with_context(|| format!("copying {} to {}", built.display(), dest.display()))?;
+        std::fs::copy(&wasm, &dest)
+            .with_context(|| format!("copying {} to {}", wasm.display(), dest.display()))?;
         eprintln!("xtask: {}", dest.display());
     }
     Ok(out)
+}
+
+/// A language other than Rust that a guest is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Language {
+    /// `app.py`, built with componentize-py.
+    Python,
+    /// `package.json`.
+    Js,
+    /// `go.mod`.
+    Go,
+    /// `app.c`.
+    C,
+}
+
+impl Language {
+    /// The language of a guest directory by its entry file; the same rules as
+    /// `tests/artifacts/build.rs` (`language_of`).
+    fn of(dir: &Path) -> Option<Self> {
+        [
+            ("app.py", Self::Python),
+            ("package.json", Self::Js),
+            ("go.mod", Self::Go),
+            ("app.c", Self::C),
+        ]
+        .into_iter()
+        .find(|(file, _)| dir.join(file).is_file())
+        .map(|(_, language)| language)
+    }
+}
+
+/// A guest directory without a `Cargo.toml`.
+struct Guest {
+    name: String,
+    dir: PathBuf,
+    language: Language,
+    /// Under `plugins/` (an example) rather than `tests/plugins/`.
+    example: bool,
+}
+
+/// Every non-Rust guest under `tests/plugins/` and `plugins/`, by name.
+fn guests() -> Result<Vec<Guest>> {
+    let mut found = Vec::new();
+    for (parent, example) in [("tests/plugins", false), ("plugins", true)] {
+        for entry in
+            std::fs::read_dir(root().join(parent)).with_context(|| format!("reading {parent}/"))?
+        {
+            let dir = entry?.path();
+            if dir.join("Cargo.toml").is_file() {
+                continue;
+            }
+            let Some(language) = Language::of(&dir) else {
+                continue;
+            };
+            let name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            found.push(Guest {
+                name,
+                dir,
+                language,
+                example,
+            });
+        }
+    }
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(found)
+}
+
+/// Builds the named non-Rust guests (all of them if `names` is empty) into
+/// `<target>/polyglot/`, skipping those whose component is newer than all their
+/// inputs. Returns (name, component path) for each.
+fn build_guests(names: &[String]) -> Result<Vec<(String, PathBuf)>> {
+    let all = guests()?;
+    for name in names {
+        if !all.iter().any(|guest| &guest.name == name) {
+            bail!("no guest named `{name}` under tests/plugins/ or plugins/");
+        }
+    }
+    let out = target_dir().join("polyglot");
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut built = Vec::new();
+    for guest in all
+        .iter()
+        .filter(|guest| names.is_empty() || names.contains(&guest.name))
+    {
+        let wasm = out.join(format!("{}.wasm", guest.name));
+        let started = std::time::Instant::now();
+        match guest.language {
+            Language::Python => build_python(guest, &wasm)?,
+            other => bail!(
+                "{}: no build recipe for {other:?} guests yet",
+                guest.dir.display()
+            ),
+        }
+        let size = std::fs::metadata(&wasm).map(|m| m.len()).unwrap_or(0);
+        eprintln!(
+            "xtask: {} ({:.1} MB, {:.1} s)",
+            wasm.display(),
+            size as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        );
+        built.push((guest.name.clone(), wasm));
+    }
+    Ok(built)
+}
+
+/// The newest modification time of the files under `paths` (caches skipped).
+fn newest(paths: &[PathBuf]) -> Option<std::time::SystemTime> {
+    let mut newest = None;
+    let mut stack: Vec<PathBuf> = paths.to_vec();
+    while let Some(path) = stack.pop() {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            let skip = path
+                .file_name()
+                .is_some_and(|n| n == "__pycache__" || n == "node_modules" || n == ".pytest_cache");
+            if !skip && let Ok(entries) = std::fs::read_dir(&path) {
+                stack.extend(entries.filter_map(Result::ok).map(|e| e.path()));
+            }
+        } else if let Ok(modified) = meta.modified() {
+            newest = newest.max(Some(modified));
+        }
+    }
+    newest
+}
+
+/// True if `output` exists and is newer than every file under `inputs`.
+fn up_to_date(output: &Path, inputs: &[PathBuf]) -> bool {
+    let built = std::fs::metadata(output).and_then(|m| m.modified()).ok();
+    matches!((built, newest(inputs)), (Some(built), Some(input)) if built > input)
+}
+
+/// A Python guest: `componentize-py` (pinned in the SDK's requirements) wraps
+/// the guest's `app` module, the SDK package and CPython into a component.
+fn build_python(guest: &Guest, wasm: &Path) -> Result<()> {
+    let sdk = root().join("guest-sdk/python");
+    let requirements = sdk.join("requirements-build.txt");
+    let inputs = [
+        guest.dir.clone(),
+        sdk.join("toolhost_guest"),
+        requirements.clone(),
+        root().join("wit"),
+    ];
+    if up_to_date(wasm, &inputs) {
+        eprintln!("xtask: {} is up to date", wasm.display());
+        return Ok(());
+    }
+    let python = venv("guest-venv", &requirements)?;
+    let componentize = python.with_file_name("componentize-py");
+    run(Command::new(componentize)
+        .current_dir(root())
+        .arg("-d")
+        .arg(root().join("wit"))
+        .args(["-w", "plugin", "componentize", "-p"])
+        .arg(&guest.dir)
+        .arg("-p")
+        .arg(&sdk)
+        .arg("app")
+        .arg("-o")
+        .arg(wasm)
+        // Keep the sources free of __pycache__ (it would also look like a change).
+        .env("PYTHONDONTWRITEBYTECODE", "1"))
+}
+
+/// The Python SDK's native unit tests (schema derivation, calls) with pytest.
+fn sdk_test() -> Result<()> {
+    let sdk = root().join("guest-sdk/python");
+    let python = venv("guest-venv", &sdk.join("requirements-build.txt"))?;
+    run(Command::new(python)
+        .current_dir(&sdk)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .env("PYTHONDONTWRITEBYTECODE", "1"))
 }
 
 fn demo() -> Result<()> {
@@ -161,6 +361,9 @@ fn demo() -> Result<()> {
 
 fn test() -> Result<()> {
     ensure_wasm_target()?;
+    // The host's conformance tests load these; without them they fail.
+    build_guests(&[])?;
+    sdk_test()?;
     run(cargo().args(["test", "--workspace"]))?;
     mcp_test(Vec::new())
 }
@@ -169,7 +372,7 @@ fn test() -> Result<()> {
 /// Python venv with the pinned `tests/mcp/requirements.txt`.
 fn mcp_test(pytest_args: Vec<String>) -> Result<()> {
     ensure_wasm_target()?;
-    let python = mcp_venv()?;
+    let python = venv("mcp-venv", &root().join("tests/mcp/requirements.txt"))?;
     run(cargo().args(["build", "--package", "toolhost", "--bin", "toolhost"]))?;
     // Its build script builds every guest into `<target>/wasm-guests`.
     run(cargo().args(["build", "--package", "toolhost-test-plugins"]))?;
@@ -186,18 +389,17 @@ fn mcp_test(pytest_args: Vec<String>) -> Result<()> {
         .env("PYTHONDONTWRITEBYTECODE", "1"))
 }
 
-/// The venv `<target>/mcp-venv` with the test requirements installed; returns its
-/// Python. Installs only when the requirements differ from the last install's
-/// (a stamp file holds a copy), so reruns are fast.
-fn mcp_venv() -> Result<PathBuf> {
-    let venv = target_dir().join("mcp-venv");
+/// The venv `<target>/<name>` with `requirements` installed; returns its Python.
+/// Installs only when the requirements differ from the last install's (a stamp
+/// file holds a copy), so reruns are fast.
+fn venv(name: &str, requirements: &Path) -> Result<PathBuf> {
+    let venv = target_dir().join(name);
     let python = venv.join("bin/python");
     if !python.is_file() {
         run(Command::new("python3").arg("-m").arg("venv").arg(&venv))
-            .context("creating the venv for the MCP tests needs python3 with its venv module")?;
+            .context("creating a venv needs python3 with its venv module")?;
     }
-    let requirements = root().join("tests/mcp/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements)
+    let wanted = std::fs::read_to_string(requirements)
         .with_context(|| format!("reading {}", requirements.display()))?;
     let stamp = venv.join("requirements.installed");
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
@@ -212,7 +414,7 @@ fn mcp_venv() -> Result<PathBuf> {
             "--disable-pip-version-check",
             "-r",
         ])
-        .arg(&requirements))?;
+        .arg(requirements))?;
     std::fs::write(&stamp, wanted).with_context(|| format!("writing {}", stamp.display()))?;
     Ok(python)
 }

@@ -1,0 +1,225 @@
+"""Schema derivation from type hints and docstrings, run natively with CPython."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Annotated, Literal, NotRequired, Optional, TypedDict
+
+import pytest
+
+from toolhost_guest import Context, SchemaError, parse_docstring, schema_of
+from toolhost_guest._core import Registry
+
+
+def declare(func, **options):
+    return Registry().add(func, **options).declaration
+
+
+def search_flights(destination: str, departure_date: str, flexible_days: int = 0) -> dict:
+    """Searches for flights.
+
+    Finds direct flights only.
+
+    Args:
+        destination: The city to fly to.
+        departure_date: The day to leave,
+            as YYYY-MM-DD.
+        flexible_days (int): How many days earlier
+            or later are fine.
+
+    Returns:
+        The flights found.
+    """
+    return {}
+
+
+def test_the_issue_example():
+    decl = declare(search_flights)
+    assert decl.name == "search_flights"
+    assert decl.description == (
+        "Searches for flights.\n\nFinds direct flights only.\n\nReturns:\n    The flights found."
+    )
+    assert decl.input_schema == {
+        "type": "object",
+        "properties": {
+            "destination": {"type": "string", "description": "The city to fly to."},
+            "departure_date": {
+                "type": "string",
+                "description": "The day to leave, as YYYY-MM-DD.",
+            },
+            "flexible_days": {
+                "type": "integer",
+                "description": "How many days earlier or later are fine.",
+                "default": 0,
+            },
+        },
+        "required": ["destination", "departure_date"],
+    }
+    assert not decl.streaming and not decl.long_running
+
+
+def test_scalars_optional_and_lists():
+    def f(
+        a: str,
+        b: int,
+        c: float,
+        d: bool,
+        e: Optional[str],
+        g: list[int],
+        h: int | None = None,
+        i: tuple[str, int] = ("x", 1),
+        j: dict[str, float] | None = None,
+        k: set[str] = frozenset(),
+    ):
+        """F."""
+
+    schema = declare(f).input_schema
+    props = schema["properties"]
+    assert props["a"] == {"type": "string"}
+    assert props["b"] == {"type": "integer"}
+    assert props["c"] == {"type": "number"}
+    assert props["d"] == {"type": "boolean"}
+    assert props["e"] == {"type": ["string", "null"]}
+    assert props["g"] == {"type": "array", "items": {"type": "integer"}}
+    assert props["h"] == {"type": ["integer", "null"], "default": None}
+    assert props["i"] == {
+        "type": "array",
+        "prefixItems": [{"type": "string"}, {"type": "integer"}],
+        "minItems": 2,
+        "maxItems": 2,
+        "default": ["x", 1],
+    }
+    assert props["j"]["type"] == ["object", "null"]
+    assert props["j"]["additionalProperties"] == {"type": "number"}
+    assert props["k"] == {"type": "array", "items": {"type": "string"}, "uniqueItems": True,
+                          "default": []}
+    # ADK's rule: a default or Optional makes a parameter optional.
+    assert schema["required"] == ["a", "b", "c", "d", "g"]
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+def test_literal_and_enum_become_enums():
+    def f(size: Literal["small", "large"], color: Color = Color.RED, n: Literal[1, 2] = 1):
+        """F."""
+
+    props = declare(f).input_schema["properties"]
+    assert props["size"] == {"enum": ["small", "large"], "type": "string"}
+    assert props["color"] == {"enum": ["red", "green"], "type": "string", "default": "red"}
+    assert props["n"] == {"enum": [1, 2], "type": "integer", "default": 1}
+    assert schema_of(Optional[Literal["a"]]) == {"enum": ["a", None], "type": ["string", "null"]}
+
+
+@dataclasses.dataclass
+class Address:
+    """A postal address.
+
+    Attributes:
+        street: The street and number.
+        city: The city.
+    """
+
+    street: str
+    city: str = "Paris"
+    zip: Optional[str] = None
+
+
+class Point(TypedDict):
+    """A point."""
+
+    x: float
+    y: float
+    label: NotRequired[str]
+
+
+def test_dataclasses_and_typeddicts_are_objects():
+    def f(address: Address, points: list[Point], extra: Annotated[int, "An extra."] = 3):
+        """F."""
+
+    props = declare(f).input_schema["properties"]
+    assert props["address"] == {
+        "type": "object",
+        "description": "A postal address.",
+        "properties": {
+            "street": {"type": "string", "description": "The street and number."},
+            "city": {"type": "string", "description": "The city.", "default": "Paris"},
+            "zip": {"type": ["string", "null"], "default": None},
+        },
+        "required": ["street"],
+    }
+    point = props["points"]["items"]
+    assert point["properties"] == {
+        "x": {"type": "number"},
+        "y": {"type": "number"},
+        "label": {"type": "string"},
+    }
+    assert point["required"] == ["x", "y"]
+    assert props["extra"] == {"type": "integer", "description": "An extra.", "default": 3}
+
+
+def test_context_parameters_are_not_in_the_schema():
+    def f(text: str, cx: Context) -> int:
+        """F."""
+
+    decl = declare(f)
+    assert list(decl.input_schema["properties"]) == ["text"]
+    assert Registry().add(f).context_param == "cx"
+
+
+def test_generators_stream_and_options_override():
+    def countdown(start: int):
+        """Counts down."""
+        yield str(start)
+
+    decl = declare(countdown, name="count-down", description="Other.", long_running=True,
+                   output_schema={"type": "object"})
+    assert decl.streaming and decl.long_running
+    assert decl.name == "count-down" and decl.description == "Other."
+    assert decl.output_schema == {"type": "object"}
+
+
+@dataclasses.dataclass
+class Node:
+    child: Optional[Node] = None
+
+
+def test_unsupported_signatures_fail_at_declaration():
+    def star(*args: int):
+        """F."""
+
+    def obj(x: Registry):
+        """F."""
+
+    for func in (star, obj):
+        with pytest.raises(SchemaError):
+            declare(func)
+    with pytest.raises(SchemaError, match="recursive"):
+        schema_of(Node)
+    registry = Registry()
+    registry.add(search_flights)
+    with pytest.raises(SchemaError, match="two tools"):
+        registry.add(search_flights)
+    with pytest.raises(SchemaError, match="tool name"):
+        Registry().add(search_flights, name="has space")
+
+
+def test_docstring_sections():
+    description, args, attrs = parse_docstring(
+        """Does it.
+
+        Arguments:
+            a: First.
+            b (list[int]): Second,
+                continued.
+        Raises:
+            ValueError: never.
+        """
+    )
+    assert description == "Does it.\n\nRaises:\n    ValueError: never."
+    assert args == {"a": "First.", "b": "Second, continued."}
+    assert attrs == {}
+    assert parse_docstring(None) == ("", {}, {})
