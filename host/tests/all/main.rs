@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
 mod cli;
+mod conformance;
 mod examples;
 mod hostile;
 mod layers;
