@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 use toolhost::{CallError, MediaKind, Part, ToolCall};
-use toolhost_test_plugins::{CALC, CODEC, JSON, TEXT};
+use toolhost_test_plugins::{CALC, CODEC, DATES_PY, JSON, TEXT};
 
 use crate::plugin;
 
@@ -186,6 +186,89 @@ async fn json_queries_documents() {
     assert_eq!(all["count"], 2);
     let missing = result(JSON, "json_query", json!({"document": doc, "path": "nope"})).await;
     assert_eq!(missing["found"], false);
+}
+
+/// The Python example (built by `cargo xtask guests`; see `conformance.rs`).
+#[tokio::test]
+async fn dates_py_tools() {
+    assert!(
+        std::path::Path::new(DATES_PY).is_file(),
+        "{DATES_PY} is missing: run `cargo xtask guests`"
+    );
+    let dates = plugin(DATES_PY).await;
+    let schema = &dates.tool("add_days").unwrap().input_schema;
+    assert_eq!(schema["required"], json!(["date", "days"]));
+    assert_eq!(schema["properties"]["business_days"]["default"], false);
+    assert!(dates.tool("weekdays_in_range").unwrap().streaming);
+
+    let span = result(
+        DATES_PY,
+        "days_between",
+        json!({"start": "2026-11-30", "end": "2026-12-25", "business_days": true}),
+    )
+    .await;
+    assert_eq!(span["days"], 19);
+    let back = result(
+        DATES_PY,
+        "days_between",
+        json!({"start": "2024-03-01", "end": "2024-02-01"}),
+    )
+    .await;
+    assert_eq!(back["days"], -29, "2024 is a leap year");
+    let monday = result(
+        DATES_PY,
+        "add_days",
+        json!({"date": "2026-11-27", "days": 1, "business_days": true}),
+    )
+    .await;
+    assert_eq!(monday, json!({"date": "2026-11-30", "weekday": "Monday"}));
+    let err = call(
+        DATES_PY,
+        "add_days",
+        json!({"date": "30/11/2026", "days": 1}),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CallError::InvalidArguments { .. }), "{err:?}");
+
+    let month = call(
+        DATES_PY,
+        "month_calendar",
+        json!({"year": 2026, "month": 2, "week_starts": "sunday"}),
+    )
+    .await
+    .unwrap();
+    let json = month.result.unwrap();
+    assert_eq!(json["days"], 28);
+    assert_eq!(json["weeks"][0], json!([1, 2, 3, 4, 5, 6, 7]));
+    match month.parts.as_slice() {
+        [Part::Text(grid)] => assert!(grid.contains("February 2026\nSu Mo Tu"), "{grid}"),
+        other => panic!("one text part, got {other:?}"),
+    }
+
+    let mut fridays = dates
+        .stream(ToolCall::new(
+            "weekdays_in_range",
+            json!({"start": "2026-11-01", "end": "2026-11-30", "weekday": "Friday"}),
+        ))
+        .await
+        .unwrap();
+    let mut lines = Vec::new();
+    while let Some(part) = fridays.next().await {
+        match part.unwrap() {
+            Part::Text(line) => lines.push(line),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        lines,
+        [
+            "2026-11-06\n",
+            "2026-11-13\n",
+            "2026-11-20\n",
+            "2026-11-27\n"
+        ]
+    );
 }
 
 #[tokio::test]
