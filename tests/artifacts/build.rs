@@ -141,7 +141,7 @@ struct Foreign {
 fn language_of(dir: &Path) -> Option<&'static str> {
     [
         ("app.py", "python"),
-        ("package.json", "js"),
+        ("app.js", "js"),
         ("go.mod", "go"),
         ("app.c", "c"),
     ]

@@ -147,7 +147,7 @@ fn build_plugins() -> Result<PathBuf> {
 enum Language {
     /// `app.py`, built with componentize-py.
     Python,
-    /// `package.json`.
+    /// `app.js`, built with componentize-qjs (QuickJS).
     Js,
     /// `go.mod`.
     Go,
@@ -161,7 +161,7 @@ impl Language {
     fn of(dir: &Path) -> Option<Self> {
         [
             ("app.py", Self::Python),
-            ("package.json", Self::Js),
+            ("app.js", Self::Js),
             ("go.mod", Self::Go),
             ("app.c", Self::C),
         ]
@@ -231,6 +231,7 @@ fn build_guests(names: &[String]) -> Result<Vec<(String, PathBuf)>> {
         let started = std::time::Instant::now();
         match guest.language {
             Language::Python => build_python(guest, &wasm)?,
+            Language::Js => build_js(guest, &wasm)?,
             other => bail!(
                 "{}: no build recipe for {other:?} guests yet",
                 guest.dir.display()
@@ -306,6 +307,65 @@ fn build_python(guest: &Guest, wasm: &Path) -> Result<()> {
         .arg(wasm)
         // Keep the sources free of __pycache__ (it would also look like a change).
         .env("PYTHONDONTWRITEBYTECODE", "1"))
+}
+
+/// A JavaScript guest: the guest's files and the SDK (`toolhost-guest.js`) are
+/// staged in one directory, then `componentize-qjs` (pinned in the SDK's
+/// `package.json` and `package-lock.json`) wizer-initializes QuickJS with them.
+fn build_js(guest: &Guest, wasm: &Path) -> Result<()> {
+    let sdk = root().join("guest-sdk/js");
+    let inputs = [guest.dir.clone(), sdk.clone(), root().join("wit")];
+    if up_to_date(wasm, &inputs) {
+        eprintln!("xtask: {} is up to date", wasm.display());
+        return Ok(());
+    }
+    let componentize = js_toolchain(&sdk)?.join("node_modules/.bin/componentize-qjs");
+    let stage = target_dir().join("polyglot-build").join(&guest.name);
+    if stage.exists() {
+        std::fs::remove_dir_all(&stage).with_context(|| format!("removing {}", stage.display()))?;
+    }
+    std::fs::create_dir_all(&stage)?;
+    for entry in std::fs::read_dir(&guest.dir)? {
+        let path = entry?.path();
+        if path.is_file() {
+            std::fs::copy(&path, stage.join(path.file_name().unwrap_or_default()))?;
+        }
+    }
+    std::fs::copy(
+        sdk.join("toolhost-guest.js"),
+        stage.join("toolhost-guest.js"),
+    )?;
+    run(Command::new(componentize)
+        .arg("--wit")
+        .arg(root().join("wit"))
+        .args(["-n", "plugin", "--sync", "--js"])
+        .arg(stage.join("app.js"))
+        .arg("--module-root")
+        .arg(&stage)
+        .arg("-o")
+        .arg(wasm))
+}
+
+/// `<target>/js-toolchain` with the SDK's pinned npm packages (`npm ci`);
+/// reinstalls only when the lockfile changed.
+fn js_toolchain(sdk: &Path) -> Result<PathBuf> {
+    let dir = target_dir().join("js-toolchain");
+    let lock = std::fs::read_to_string(sdk.join("package-lock.json"))
+        .context("reading guest-sdk/js/package-lock.json")?;
+    let stamp = dir.join("lock.installed");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(lock.as_str()) {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(&dir)?;
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(sdk.join(file), dir.join(file))?;
+    }
+    run(Command::new("npm")
+        .current_dir(&dir)
+        .args(["ci", "--no-audit", "--no-fund"]))
+    .context("installing the JavaScript toolchain needs Node.js and npm")?;
+    std::fs::write(&stamp, lock)?;
+    Ok(dir)
 }
 
 /// The Python SDK's native unit tests (schema derivation, calls) with pytest.

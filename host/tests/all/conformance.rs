@@ -1,6 +1,6 @@
 //! One conformance suite, run against every language's build of the same tool
-//! set (`tests/plugins/conformance` in Rust, `tests/plugins/conformance-py` in
-//! Python, ...): declarations, nested objects, defaults, enums, tool errors,
+//! set (`tests/plugins/conformance` in Rust, `conformance-py` in Python,
+//! `conformance-js` in JavaScript): declarations, nested objects, defaults, enums, tool errors,
 //! streams, binary parts, invocation state, call IDs and result wrapping.
 //!
 //! Every check runs once per language (`conformance::python::streams`, ...), so a
@@ -32,19 +32,21 @@ const PIXEL_PNG: [u8; 70] = [
 enum Language {
     Rust,
     Python,
+    /// QuickJS (componentize-qjs).
+    Js,
 }
 
 impl Language {
     /// How a bug (an unexpected error in the tool's code) reaches the caller.
     ///
     /// Rust: a panic; the guest traps and the host reports `Panicked` with the
-    /// message. Python: an uncaught exception would trap as `unreachable` with its
-    /// message lost, so the SDK reports it as a tool failure (`Failed`, with the
-    /// exception's type and message) and logs the traceback. Deliberate.
+    /// message. Python and JavaScript: an uncaught exception would trap as
+    /// `unreachable` with its message lost, so the SDKs report it as a tool
+    /// failure (`Failed`, "<type>: <message>") and log the traceback. Deliberate.
     fn bug_is_a_failure(self) -> bool {
         match self {
             Self::Rust => false,
-            Self::Python => true,
+            Self::Python | Self::Js => true,
         }
     }
 }
@@ -308,7 +310,12 @@ async fn bugs(build: Build) {
         .unwrap_err();
     match (build.language.bug_is_a_failure(), &err) {
         (true, CallError::Failed { message, .. }) => {
-            assert_eq!(message, "ZeroDivisionError: division by zero");
+            let expected = match build.language {
+                Language::Python => "ZeroDivisionError: division by zero",
+                // QuickJS's own wording of the bug in `app.js`.
+                _ => "TypeError: ",
+            };
+            assert!(message.starts_with(expected), "{message}");
         }
         (false, CallError::Panicked { message, .. }) => {
             assert!(message.contains("division by zero"), "{message}");
@@ -435,4 +442,5 @@ macro_rules! suite {
 suite! {
     rust: toolhost_test_plugins::CONFORMANCE, Rust;
     python: toolhost_test_plugins::CONFORMANCE_PY, Python;
+    js: toolhost_test_plugins::CONFORMANCE_JS, Js;
 }

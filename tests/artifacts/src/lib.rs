@@ -6,7 +6,7 @@
 //! its `.wasm`. [`ALL`] lists every plugin with its package name, [`TESTS`] the
 //! test-only plugins under `tests/plugins/`, and [`EXAMPLES`] the real plugins
 //! under `plugins/`. [`POLYGLOT`] lists the guests written in other languages
-//! (a directory with `app.py`, `package.json`, `go.mod` or `app.c` instead of a
+//! (a directory with `app.py`, `app.js`, `go.mod` or `app.c` instead of a
 //! `Cargo.toml`), each with a constant too (`conformance-py` → `CONFORMANCE_PY`):
 //! this script does not build them, `cargo xtask guests` does, into
 //! `<target>/polyglot/`. [`foreach_plugin!`] calls a macro once per plugin with its

@@ -1,0 +1,421 @@
+// Write toolhost tools in JavaScript: declare each tool's arguments as a shape,
+// get its JSON Schema, defaults, streaming and error handling from the SDK.
+//
+//   import { tool, t, exportTools, ToolError } from './toolhost-guest.js';
+//
+//   tool({
+//     name: 'greet',
+//     description: 'Greets someone.',
+//     args: {
+//       name: t.string('Who to greet.'),
+//       times: t.integer('How many greetings.').default(1),
+//     },
+//   }, ({ name, times }, cx) => ({ text: `Hello, ${name}! `.repeat(times).trim() }));
+//
+//   export const tools = exportTools();
+//
+// A shape without `.default()` or `.optional()` is required (the rule of the
+// Rust and Python SDKs). A generator function is a streaming tool: each yielded
+// string is a text chunk, a `Part` is itself, anything else is a JSON chunk.
+// Throw `ToolError` or `InvalidArguments` for failures the model can act on;
+// anything else thrown is reported as a failure too (an uncaught exception would
+// trap the guest and lose its message), and its stack goes to the host log.
+//
+// Build: `cargo xtask guests` (componentize-qjs, pinned in package.json).
+
+import { log, stateDelete, stateGet, stateSet } from 'toolhost:plugin/host@0.1.0';
+
+/** The tool ran and failed; the message says why (WIT `tool-error.failed`). */
+export class ToolError extends Error {
+  constructor(message) {
+    super(String(message));
+    this.name = 'ToolError';
+    this.kind = 'failed';
+  }
+}
+
+/** The arguments were wrong in a way the schema could not express. */
+export class InvalidArguments extends ToolError {
+  constructor(message) {
+    super(message);
+    this.name = 'InvalidArguments';
+    this.kind = 'invalid-arguments';
+  }
+}
+
+/** The plugin has no tool of that name (the SDK throws it itself). */
+class UnknownTool extends ToolError {
+  constructor(message) {
+    super(message);
+    this.kind = 'unknown-tool';
+  }
+}
+
+// --- shapes -----------------------------------------------------------------
+
+/** A JSON Schema with what the SDK needs to know: required or not, a default. */
+export class Shape {
+  constructor(schema, fill) {
+    this.schema = schema;
+    this.isOptional = false;
+    this.hasDefault = false;
+    this.defaultValue = undefined;
+    this.fill = fill ?? ((value) => value);
+  }
+
+  /** Not required; `null` when missing (nullable, like `Option<T>`). */
+  optional() {
+    const shape = this.clone();
+    shape.isOptional = true;
+    const type = shape.schema.type;
+    if (typeof type === 'string') shape.schema = { ...shape.schema, type: [type, 'null'] };
+    else if (type === undefined) shape.schema = { anyOf: [shape.schema, { type: 'null' }] };
+    if (shape.schema.enum) shape.schema.enum = [...shape.schema.enum, null];
+    return shape;
+  }
+
+  /** Not required; `value` when missing. */
+  default(value) {
+    const shape = this.clone();
+    shape.hasDefault = true;
+    shape.defaultValue = value;
+    shape.schema = { ...shape.schema, default: value };
+    return shape;
+  }
+
+  /** Sets the description. */
+  describe(text) {
+    const shape = this.clone();
+    shape.schema = { ...shape.schema, description: text };
+    return shape;
+  }
+
+  clone() {
+    const shape = new Shape(this.schema, this.fill);
+    Object.assign(shape, { ...this, schema: this.schema });
+    return shape;
+  }
+
+  get required() {
+    return !this.isOptional && !this.hasDefault;
+  }
+}
+
+function described(schema, description) {
+  return description === undefined ? schema : { ...schema, description };
+}
+
+function objectSchema(props, description) {
+  const properties = {};
+  const required = [];
+  for (const [name, shape] of Object.entries(props)) {
+    properties[name] = shape.schema;
+    if (shape.required) required.push(name);
+  }
+  const schema = { type: 'object', properties };
+  if (required.length) schema.required = required;
+  return described(schema, description);
+}
+
+/** Fills missing defaults (and `null` for optional fields), recursively. */
+function fillObject(props, value) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const out = { ...value };
+  for (const [name, shape] of Object.entries(props)) {
+    if (out[name] === undefined) {
+      if (shape.hasDefault) out[name] = structuredCloneJson(shape.defaultValue);
+      else if (shape.isOptional) out[name] = null;
+    }
+    if (out[name] !== undefined && out[name] !== null) out[name] = shape.fill(out[name]);
+  }
+  return out;
+}
+
+function structuredCloneJson(value) {
+  return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
+}
+
+/** Shape builders: `t.string('A name.')`, `t.array(t.integer())`, `t.object({...})`. */
+export const t = {
+  string: (description) => new Shape(described({ type: 'string' }, description)),
+  integer: (description) => new Shape(described({ type: 'integer' }, description)),
+  number: (description) => new Shape(described({ type: 'number' }, description)),
+  boolean: (description) => new Shape(described({ type: 'boolean' }, description)),
+  /** One of fixed values (strings or numbers). */
+  enum: (values, description) => {
+    const kinds = new Set(values.map((v) => (Number.isInteger(v) ? 'integer' : typeof v)));
+    const schema = { enum: [...values] };
+    if (kinds.size === 1) {
+      const [kind] = kinds;
+      schema.type = kind === 'integer' ? 'integer' : kind === 'number' ? 'number' : kind;
+    }
+    return new Shape(described(schema, description));
+  },
+  array: (items, description) =>
+    new Shape(described({ type: 'array', items: items.schema }, description), (value) =>
+      Array.isArray(value) ? value.map((item) => items.fill(item)) : value,
+    ),
+  object: (props, description) =>
+    new Shape(objectSchema(props, description), (value) => fillObject(props, value)),
+  /** Any JSON value, with a hand-written JSON Schema. */
+  schema: (schema) => new Shape({ ...schema }),
+};
+
+// --- results ----------------------------------------------------------------
+
+/** One part of a multimodal result, or one chunk of a stream. */
+export class Part {
+  constructor(wit) {
+    this.wit = wit;
+  }
+
+  /** Plain text. */
+  static text(text) {
+    return new Part({ tag: 'text', val: String(text) });
+  }
+
+  /** A JSON value. */
+  static json(value) {
+    return new Part({ tag: 'json', val: toJson(value) });
+  }
+
+  /** Bytes of a kind (`image`, `audio`, `video`, `file`) and MIME type. */
+  static blob(kind, mimeType, data, name) {
+    if (!['image', 'audio', 'video', 'file'].includes(kind)) {
+      throw new TypeError(`media kind must be image, audio, video or file, not ${kind}`);
+    }
+    return new Part({
+      tag: 'blob',
+      val: { kind, mimeType, name: name ?? undefined, data: Uint8Array.from(data) },
+    });
+  }
+
+  static image(mimeType, data, name) {
+    return Part.blob('image', mimeType, data, name);
+  }
+
+  static audio(mimeType, data, name) {
+    return Part.blob('audio', mimeType, data, name);
+  }
+
+  static video(mimeType, data, name) {
+    return Part.blob('video', mimeType, data, name);
+  }
+
+  static file(mimeType, data, name) {
+    return Part.blob('file', mimeType, data, name);
+  }
+}
+
+/** A result with parts: `new Output({ json: {...}, parts: [Part.image(...)] })`. */
+export class Output {
+  constructor({ json, parts } = {}) {
+    this.json = json;
+    this.parts = parts ?? [];
+  }
+}
+
+function toJson(value) {
+  const text = JSON.stringify(value === undefined ? null : value);
+  if (text === undefined) throw new ToolError('the result is not valid JSON');
+  return text;
+}
+
+function intoOutput(value) {
+  if (value instanceof Output) {
+    return {
+      json: value.json === undefined ? undefined : toJson(value.json),
+      parts: value.parts.map((part) => part.wit),
+    };
+  }
+  if (value instanceof Part) return { json: undefined, parts: [value.wit] };
+  return { json: toJson(value), parts: [] };
+}
+
+function intoChunk(item) {
+  if (item instanceof Part) return item.wit;
+  if (typeof item === 'string') return { tag: 'text', val: item };
+  return { tag: 'json', val: toJson(item) };
+}
+
+// --- tools ------------------------------------------------------------------
+
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const GeneratorFunction = Object.getPrototypeOf(function* () {}).constructor;
+const registry = new Map();
+
+/** The context of one call: IDs, the invocation's scratch state, the host log. */
+export class Context {
+  constructor(call) {
+    this.callId = call.callId;
+    this.invocationId = call.invocationId;
+    this.tool = call.tool;
+  }
+
+  stateGet(key) {
+    return stateGet(key) ?? null;
+  }
+
+  stateSet(key, value) {
+    stateSet(key, String(value));
+  }
+
+  stateDelete(key) {
+    stateDelete(key);
+  }
+
+  log(level, message) {
+    log(level, String(message));
+  }
+
+  debug(message) {
+    this.log('debug', message);
+  }
+
+  info(message) {
+    this.log('info', message);
+  }
+
+  warn(message) {
+    this.log('warn', message);
+  }
+
+  error(message) {
+    this.log('error', message);
+  }
+}
+
+/**
+ * Declares a tool. `spec`: `name`, `description`, `args` (an object of shapes)
+ * or `inputSchema` (a JSON Schema object), and optionally `longRunning`,
+ * `outputSchema`, `stream` (defaults to: `run` is a generator function).
+ * `run(args, cx)` returns the result (any JSON value, a `Part` or an `Output`).
+ */
+export function tool(spec, run) {
+  const name = spec.name;
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    throw new TypeError(`tool name ${name}: use 1 to 64 ASCII letters, digits, '_' or '-'`);
+  }
+  if (registry.has(name)) throw new TypeError(`two tools are named ${name}`);
+  const args = spec.args ?? {};
+  const inputSchema = spec.inputSchema ?? objectSchema(args);
+  registry.set(name, {
+    declaration: {
+      info: { name, description: spec.description ?? '', longRunning: !!spec.longRunning },
+      inputSchema: JSON.stringify(inputSchema),
+      outputSchema: spec.outputSchema ? JSON.stringify(spec.outputSchema) : undefined,
+      streaming: spec.stream ?? run instanceof GeneratorFunction,
+    },
+    args,
+    run,
+  });
+}
+
+function asToolError(err, cx) {
+  if (err instanceof ToolError) return err;
+  const kind = err?.name ?? typeof err;
+  const message = err?.message ?? String(err);
+  try {
+    cx?.error(`tool \`${cx.tool}\` threw ${kind}: ${message}\n${err?.stack ?? ''}`);
+  } catch {
+    // Logging must not hide the original error.
+  }
+  return new ToolError(message ? `${kind}: ${message}` : kind);
+}
+
+function witError(err) {
+  return { tag: err.kind, val: err.message };
+}
+
+function start(call) {
+  const entry = registry.get(call.tool);
+  if (!entry) throw new UnknownTool(call.tool);
+  let raw;
+  try {
+    raw = call.arguments ? JSON.parse(call.arguments) : {};
+  } catch (err) {
+    throw new InvalidArguments(`the arguments are not JSON: ${err.message}`);
+  }
+  if (raw === null) raw = {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new InvalidArguments('the arguments must be a JSON object');
+  }
+  for (const [name, shape] of Object.entries(entry.args)) {
+    if (shape.required && raw[name] === undefined) {
+      throw new InvalidArguments(`missing field \`${name}\``);
+    }
+  }
+  const cx = new Context(call);
+  return { entry, cx, value: entry.run(fillObject(entry.args, raw), cx) };
+}
+
+class Chunks {
+  constructor(items, cx) {
+    this.items = items;
+    this.cx = cx;
+  }
+
+  next() {
+    if (!this.items) return undefined;
+    let step;
+    try {
+      step = this.items.next();
+      if (step.done) {
+        this.items = undefined;
+        return undefined;
+      }
+      return intoChunk(step.value);
+    } catch (err) {
+      // After an error the stream is over: `none` from then on.
+      this.items = undefined;
+      throw witError(asToolError(err, this.cx));
+    }
+  }
+}
+
+function collect(items) {
+  const parts = [];
+  for (const item of items) {
+    const chunk = intoChunk(item);
+    const last = parts[parts.length - 1];
+    if (chunk.tag === 'text' && last?.tag === 'text') last.val += chunk.val;
+    else parts.push(chunk.tag === 'text' ? { ...chunk } : chunk);
+  }
+  const allText = parts.every((part) => part.tag === 'text');
+  const json = allText ? JSON.stringify(parts.map((part) => part.val).join('')) : undefined;
+  return { json, parts };
+}
+
+/** The WIT `tools` interface over every tool declared with `tool`: `export const tools = exportTools();`. */
+export function exportTools() {
+  return {
+    Chunks,
+    declarations() {
+      return [...registry.values()].map((entry) => entry.declaration);
+    },
+    invoke(call) {
+      let cx;
+      try {
+        const started = start(call);
+        cx = started.cx;
+        if (started.entry.declaration.streaming) return collect(started.value);
+        return intoOutput(started.value);
+      } catch (err) {
+        throw witError(asToolError(err, cx ?? new Context(call)));
+      }
+    },
+    invokeStream(call) {
+      let cx;
+      try {
+        const started = start(call);
+        cx = started.cx;
+        if (started.entry.declaration.streaming) return new Chunks(started.value[Symbol.iterator](), cx);
+        const output = intoOutput(started.value);
+        const head = output.json === undefined ? [] : [{ tag: 'json', val: output.json }];
+        return new Chunks([...head, ...output.parts].map((wit) => new Part(wit))[Symbol.iterator](), cx);
+      } catch (err) {
+        throw witError(asToolError(err, cx ?? new Context(call)));
+      }
+    },
+  };
+}
