@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 use toolhost::{CallError, MediaKind, Part, ToolCall};
-use toolhost_test_plugins::{CALC, CODEC, DATES_PY, JSON, TEXT};
+use toolhost_test_plugins::{CALC, CODEC, DATES_PY, JSON, STRINGS_JS, TEXT};
 
 use crate::plugin;
 
@@ -269,6 +269,73 @@ async fn dates_py_tools() {
             "2026-11-27\n"
         ]
     );
+}
+
+/// The JavaScript example (built by `cargo xtask guests`; see `conformance.rs`).
+#[tokio::test]
+async fn strings_js_tools() {
+    assert!(
+        std::path::Path::new(STRINGS_JS).is_file(),
+        "{STRINGS_JS} is missing: run `cargo xtask guests`"
+    );
+    let strings = plugin(STRINGS_JS).await;
+    let schema = &strings.tool("slugify").unwrap().input_schema;
+    assert_eq!(schema["required"], json!(["title"]));
+    assert_eq!(schema["properties"]["separator"]["default"], "-");
+
+    let converted = result(
+        STRINGS_JS,
+        "convert_case",
+        json!({"text": "parseHTTPResponse body", "to": "snake"}),
+    )
+    .await;
+    assert_eq!(converted["text"], "parse_http_response_body");
+    let camel = result(
+        STRINGS_JS,
+        "convert_case",
+        json!({"text": "Crème brûlée_recipe", "to": "camel"}),
+    )
+    .await;
+    assert_eq!(camel["text"], "cremeBruleeRecipe");
+    let err = call(
+        STRINGS_JS,
+        "convert_case",
+        json!({"text": "--", "to": "kebab"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CallError::InvalidArguments { .. }), "{err:?}");
+
+    let slug = result(
+        STRINGS_JS,
+        "slugify",
+        json!({"title": "Hello, World! 10 Tips & Tricks", "max_length": 20}),
+    )
+    .await;
+    assert_eq!(slug["slug"], "hello-world-10-tips");
+
+    let mut lines = Vec::new();
+    let mut stream = strings
+        .stream(ToolCall::new(
+            "wrap_text",
+            json!({"text": "the quick brown fox jumps over the lazy dog", "width": 15}),
+        ))
+        .await
+        .unwrap();
+    while let Some(part) = stream.next().await {
+        match part.unwrap() {
+            Part::Text(line) => lines.push(line),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        lines,
+        ["the quick brown\n", "fox jumps over\n", "the lazy dog\n"]
+    );
+    let err = call(STRINGS_JS, "wrap_text", json!({"text": "x", "width": 3}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::InvalidArguments { .. }), "{err:?}");
 }
 
 #[tokio::test]
