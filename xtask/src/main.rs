@@ -5,7 +5,7 @@
 //!   (`tests/plugins/*` and `plugins/*` without a `Cargo.toml`) into
 //!   `<target>/polyglot/<name>.wasm`, with toolchains pinned by the repo. The host
 //!   tests load them from there (`toolhost_test_plugins::POLYGLOT`).
-//! - `sdk-test`: the Python guest SDK's native unit tests (pytest).
+//! - `sdk-test`: the guest SDKs' native unit tests (Python: pytest; JavaScript: `node --test`).
 //! - `demo`: build the plugins and the `toolhost` CLI, then list and call tools.
 //! - `test`: build the non-Rust guests, run the SDK unit tests and every cargo test
 //!   (installs the wasm32-wasip2 target if missing), then `mcp-test`.
@@ -368,14 +368,25 @@ fn js_toolchain(sdk: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// The Python SDK's native unit tests (schema derivation, calls) with pytest.
+/// The guest SDKs' native unit tests (schema derivation, calls): Python with
+/// pytest, JavaScript with `node --test` (the WIT host import stubbed).
 fn sdk_test() -> Result<()> {
     let sdk = root().join("guest-sdk/python");
     let python = venv("guest-venv", &sdk.join("requirements-build.txt"))?;
     run(Command::new(python)
         .current_dir(&sdk)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .env("PYTHONDONTWRITEBYTECODE", "1"))
+        .env("PYTHONDONTWRITEBYTECODE", "1"))?;
+    run(Command::new("node")
+        .current_dir(root().join("guest-sdk/js"))
+        .args([
+            "--import",
+            "./test/register.mjs",
+            "--test",
+            "--test-reporter=dot",
+            "test/sdk.test.mjs",
+        ]))
+    .context("the JavaScript SDK tests need Node.js 20.6 or later")
 }
 
 fn demo() -> Result<()> {

@@ -1,0 +1,104 @@
+// Native unit tests of the JavaScript SDK: schemas from shapes, defaults,
+// results, streams and errors (run: `cargo xtask sdk-test`).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { InvalidArguments, Output, Part, ToolError, exportTools, t, tool } from '../toolhost-guest.js';
+import { logs, state } from './host-stub.mjs';
+
+tool(
+  {
+    name: 'book',
+    description: 'Books.',
+    args: {
+      city: t.string('Where.'),
+      nights: t.integer('How long.').default(1),
+      room: t.enum(['single', 'double'], 'Room.').optional(),
+      guest: t.object({ name: t.string('Name.'), tags: t.array(t.string()).default([]) }).optional(),
+    },
+  },
+  (args) => args,
+);
+tool({ name: 'count', description: 'Counts.', args: { n: t.integer('N.') } }, function* ({ n }) {
+  for (let i = 0; i < n; i += 1) yield `${i}`;
+  yield { done: true };
+  throw new RangeError('past the end');
+});
+tool({ name: 'pic', description: 'Pic.' }, () => new Output({ json: [1], parts: [Part.image('image/png', [1, 2])] }));
+tool({ name: 'bad', description: 'Bad.', args: { invalid: t.boolean('I.').default(false) } }, ({ invalid }) => {
+  if (invalid) throw new InvalidArguments('nope');
+  return undefined.x;
+});
+tool({ name: 'keep', description: 'State.', args: { v: t.string('V.') } }, ({ v }, cx) => {
+  cx.stateSet('k', v);
+  return cx.stateGet('k');
+});
+
+const tools = exportTools();
+const call = (tool, args) => ({ callId: 'c', invocationId: 'i', tool, arguments: JSON.stringify(args) });
+
+test('the schema comes from the shapes', () => {
+  const decl = tools.declarations().find((d) => d.info.name === 'book');
+  assert.deepEqual(JSON.parse(decl.inputSchema), {
+    type: 'object',
+    properties: {
+      city: { type: 'string', description: 'Where.' },
+      nights: { type: 'integer', description: 'How long.', default: 1 },
+      room: { enum: ['single', 'double', null], type: ['string', 'null'], description: 'Room.' },
+      guest: {
+        type: ['object', 'null'],
+        properties: {
+          name: { type: 'string', description: 'Name.' },
+          tags: { type: 'array', items: { type: 'string' }, default: [] },
+        },
+        required: ['name'],
+      },
+    },
+    required: ['city'],
+  });
+  assert.equal(decl.streaming, false);
+  assert.equal(tools.declarations().find((d) => d.info.name === 'count').streaming, true);
+});
+
+test('defaults and nulls are filled, nested too', () => {
+  const out = tools.invoke(call('book', { city: 'Oslo', guest: { name: 'A' } }));
+  assert.deepEqual(JSON.parse(out.json), {
+    city: 'Oslo',
+    nights: 1,
+    room: null,
+    guest: { name: 'A', tags: [] },
+  });
+  assert.throws(() => tools.invoke(call('book', {})), { tag: 'invalid-arguments', val: 'missing field `city`' });
+});
+
+test('results, parts and state', () => {
+  const out = tools.invoke(call('pic', {}));
+  assert.equal(out.json, '[1]');
+  assert.equal(out.parts[0].tag, 'blob');
+  assert.equal(out.parts[0].val.kind, 'image');
+  assert.deepEqual([...out.parts[0].val.data], [1, 2]);
+  assert.equal(tools.invoke(call('keep', { v: 'x' })).json, '"x"');
+  assert.equal(state.get('k'), 'x');
+});
+
+test('errors become tool errors; bugs are logged', () => {
+  assert.throws(() => tools.invoke(call('bad', { invalid: true })), { tag: 'invalid-arguments', val: 'nope' });
+  assert.throws(() => tools.invoke(call('bad', {})), (err) => err.tag === 'failed' && err.val.startsWith('TypeError: '));
+  assert.ok(logs.some(([level, message]) => level === 'error' && message.includes('TypeError')));
+  assert.throws(() => tools.invoke(call('nope', {})), { tag: 'unknown-tool', val: 'nope' });
+  assert.ok(new ToolError('x') instanceof Error);
+});
+
+test('streams: chunks, then the error, then the end', () => {
+  const chunks = tools.invokeStream(call('count', { n: 2 }));
+  assert.deepEqual(chunks.next(), { tag: 'text', val: '0' });
+  assert.deepEqual(chunks.next(), { tag: 'text', val: '1' });
+  assert.deepEqual(chunks.next(), { tag: 'json', val: '{"done":true}' });
+  assert.throws(() => chunks.next(), { tag: 'failed', val: 'RangeError: past the end' });
+  assert.equal(chunks.next(), undefined);
+  // A tool that does not stream gives its JSON, then its parts.
+  const pic = tools.invokeStream(call('pic', {}));
+  assert.equal(pic.next().tag, 'json');
+  assert.equal(pic.next().tag, 'blob');
+  assert.equal(pic.next(), undefined);
+});
