@@ -38,6 +38,7 @@ mod config;
 mod engine;
 mod error;
 mod plugin;
+mod policy;
 mod registry;
 mod schema;
 mod tool;
@@ -50,6 +51,11 @@ pub use engine::limits::Limits;
 pub use engine::{Engine, EngineConfig, EngineError, default_cache_dir};
 pub use error::{CallError, Exhausted, LoadError};
 pub use plugin::{ComponentInfo, Plugin, PluginOptions, ToolStream, inspect};
+pub use policy::{
+    Access, Capability, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, DirConfig, DirGrant,
+    EnvGrant, EnvSource, EnvVarConfig, Grants, GrantsConfig, HostPattern, NetworkConfig,
+    SIDECAR_SUFFIX, Secret, SocketPattern, sidecar_path,
+};
 pub use registry::{ListedTool, Loaded, PluginSet};
 pub use schema::{Schema, SchemaError};
 pub use tool::{
