@@ -8,6 +8,7 @@ mod examples;
 mod hostile;
 mod layers;
 mod loading;
+mod network;
 mod reload;
 mod tools;
 mod toolsets;
