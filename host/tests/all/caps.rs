@@ -584,3 +584,186 @@ async fn a_granted_directory_that_vanished_is_a_host_error_for_the_call() {
     std::fs::create_dir(&gone).unwrap();
     still_serves(&caps).await;
 }
+
+/// Polls until `done` holds (bounds a test that would otherwise hang; no timing is asserted).
+async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done().await {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_sidecar_policy_change_reloads_the_plugin() {
+    use toolhost::{Context, LoadState, PluginDir, ToolsetExt};
+    let (a, b) = (tree(), tree());
+    std::fs::write(b.grant.join("inside.txt"), "the other grant").unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    std::fs::copy(CAPS, plugins.path().join("caps.wasm")).unwrap();
+    let sidecar = plugins.path().join("caps.policy.toml");
+    let grant = |dir: &Path| {
+        format!(
+            "[[dirs]]\nhost = {:?}\nguest = \"/data\"\n",
+            dir.display().to_string()
+        )
+    };
+    std::fs::write(&sidecar, grant(&a.grant)).unwrap();
+    let set = PluginDir::open(engine(), plugins.path(), PluginOptions::default())
+        .await
+        .unwrap();
+    let read = async |set: &PluginDir| {
+        set.invoke(&Context::new(), "read", json!({"path": "/data/inside.txt"}))
+            .await
+    };
+    assert_eq!(result(read(&set).await.unwrap()), INSIDE_TEXT);
+
+    // reload_now picks a policy change up, although the .wasm did not change.
+    std::fs::write(&sidecar, grant(&b.grant)).unwrap();
+    set.reload_now().await.unwrap();
+    assert_eq!(result(read(&set).await.unwrap()), "the other grant");
+
+    // An invalid policy keeps the previous version serving and says why.
+    std::fs::write(&sidecar, "[[dirs]]\nhost = \"/nope\"\nguest = \"/data\"\n").unwrap();
+    set.reload_now().await.unwrap();
+    let status = set.status();
+    match &status[0].state {
+        LoadState::Failed {
+            error,
+            serving_previous,
+        } => {
+            assert!(*serving_previous);
+            assert!(
+                error.contains("caps.policy.toml") && error.contains("dirs[0].host"),
+                "{error}"
+            );
+        }
+        other => panic!("expected a failed reload, got {other:?}"),
+    }
+    assert_eq!(result(read(&set).await.unwrap()), "the other grant");
+
+    // The watcher follows sidecar changes too; removing the policy revokes the grant.
+    set.watch().unwrap();
+    std::fs::remove_file(&sidecar).unwrap();
+    eventually("the grant to be revoked", async || {
+        read(&set).await.is_err()
+    })
+    .await;
+    let err = failure(read(&set).await);
+    assert!(err.starts_with("/data/inside.txt: "), "{err}");
+}
+
+#[test]
+fn cli_list_shows_what_each_plugin_asks_for_and_is_granted() {
+    let tree = tree();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(CAPS, dir.path().join("caps.wasm")).unwrap();
+    std::fs::copy(FS, dir.path().join("fs.wasm")).unwrap();
+    std::fs::copy(toolhost_test_plugins::ECHO, dir.path().join("echo.wasm")).unwrap();
+    std::fs::write(dir.path().join("token.txt"), "tok-secret-value\n").unwrap();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+plugins = "."
+[plugin.fs.grants]
+dirs = [{{ host = {:?}, guest = "/repo" }}]
+[plugin.fs.grants.env_vars]
+TOKEN = {{ from_file = "token.txt" }}
+"#,
+            tree.grant.display().to_string()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("--config")
+            .arg(&config)
+            .arg("--no-cache")
+            .args(args)
+            .env("TOOLHOST_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["list"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{stderr}");
+    let row = |name: &str| {
+        stdout
+            .lines()
+            .skip_while(|l| !l.contains("ASKS FOR"))
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("a capabilities row for {name}: {stdout}"))
+            .to_owned()
+    };
+    let fs = row("fs");
+    assert!(
+        fs.contains("files") && fs.contains("/repo (ro)") && fs.contains("env TOKEN"),
+        "{fs}"
+    );
+    let caps = row("caps");
+    assert!(
+        caps.contains("files!") && caps.contains("tcp!") && caps.contains("nothing"),
+        "{caps}"
+    );
+    assert!(!row("echo").contains('!'), "{}", row("echo"));
+    assert!(!stdout.contains("tok-secret-value") && !stderr.contains("tok-secret-value"));
+    assert!(
+        stderr.contains("not granted") && stderr.contains("wasi:filesystem/preopens"),
+        "the load warning names the interface: {stderr}"
+    );
+    let out = run(&["list", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let read_file = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tool"] == "read_file")
+        .unwrap();
+    assert!(
+        read_file["asks"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("files"))
+    );
+    assert!(
+        read_file["granted"][0]
+            .as_str()
+            .unwrap()
+            .contains("/repo (ro)")
+    );
+    // The grant works through the CLI too.
+    let out = run(&["call", "read_file", r#"{"path": "/repo/inside.txt"}"#]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["text"], INSIDE_TEXT);
+    // inspect lists the WASI imports and the capabilities they ask for.
+    let out = run(&["inspect", dir.path().join("caps.wasm").to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("wasi:filesystem/preopens"), "{text}");
+    assert!(text.contains("asks:") && text.contains("files"), "{text}");
+    // A bad grant in the config names the file and the key.
+    std::fs::write(
+        &config,
+        "[plugin.fs.grants]\ndirs = [{ host = \"missing\", guest = \"/x\" }]\n",
+    )
+    .unwrap();
+    let out = run(&["list"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("toolhost.toml") && err.contains("plugin.fs.grants.dirs[0].host"),
+        "{err}"
+    );
+}
