@@ -8,7 +8,7 @@
 //!
 //! Run: `cargo bench -p toolhost --bench call` (set `BENCH_ITERS` to change the count).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::json;
 use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, ToolCall};
@@ -59,23 +59,9 @@ impl raw::toolhost::plugin::host::Host for State {
     }
 }
 
-struct Stats {
-    median: Duration,
-    p99: Duration,
-}
-
-fn stats(mut samples: Vec<Duration>) -> Stats {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
-    Stats {
-        median: at(0.5),
-        p99: at(0.99),
-    }
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
+#[path = "support/stats.rs"]
+mod stats;
+use stats::{stats, us};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> wasmtime::Result<()> {
