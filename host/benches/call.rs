@@ -61,16 +61,13 @@ impl raw::toolhost::plugin::host::Host for State {
 
 #[path = "support/stats.rs"]
 mod stats;
-use stats::{stats, us};
+use stats::{Stats, stats, us};
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> wasmtime::Result<()> {
-    let iters: usize = std::env::var("BENCH_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+/// Floor and full-path samples for an engine keeping `keep_resident` bytes
+/// of each pool slot resident between calls.
+async fn measure(keep_resident: usize, iters: usize) -> wasmtime::Result<(Stats, Stats)> {
     let mut config = EngineConfig::default();
-    config.cache_dir(None);
+    config.cache_dir(None).keep_resident(keep_resident);
     let engine = Engine::new(&config)?;
     let path = toolhost_test_plugins::ECHO;
     let plugin = Plugin::load(&engine, path, &PluginOptions::default()).await?;
@@ -132,8 +129,11 @@ async fn main() -> wasmtime::Result<()> {
         host_once().await?;
         host.push(start.elapsed());
     }
-    let (floor, host) = (stats(floor), stats(host));
-    println!("per call, trivial Rust tool (`add`), {iters} iterations each, interleaved");
+    Ok((stats(floor), stats(host)))
+}
+
+fn report(label: &str, floor: &Stats, host: &Stats) {
+    println!("{label}");
     println!(
         "  (a) floor: raw wasmtime instantiate + call   median {:>8.1} µs   p99 {:>8.1} µs",
         us(floor.median),
@@ -148,6 +148,32 @@ async fn main() -> wasmtime::Result<()> {
         "  (c) ratio b/a                                median {:>8.2}      p99 {:>8.2}",
         us(host.median) / us(floor.median),
         us(host.p99) / us(floor.p99)
+    );
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> wasmtime::Result<()> {
+    let iters: usize = std::env::var("BENCH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    println!("per call, trivial Rust tool (`add`), {iters} iterations each, interleaved");
+    let (floor_cold, host_cold) = measure(0, iters).await?;
+    report(
+        "pool slots returned to the kernel after each call (keep_resident 0):",
+        &floor_cold,
+        &host_cold,
+    );
+    let (floor, host) = measure(1 << 20, iters).await?;
+    report(
+        "pool slots kept resident, 1 MiB (the default):",
+        &floor,
+        &host,
+    );
+    println!(
+        "  (d) full path, resident / returned           median {:>8.2}      p99 {:>8.2}",
+        us(host.median) / us(host_cold.median),
+        us(host.p99) / us(host_cold.p99)
     );
     Ok(())
 }
