@@ -8,7 +8,7 @@
 //!
 //! Run: `cargo bench -p toolhost --bench call` (set `BENCH_ITERS` to change the count).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::json;
 use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, ToolCall};
@@ -59,32 +59,15 @@ impl raw::toolhost::plugin::host::Host for State {
     }
 }
 
-struct Stats {
-    median: Duration,
-    p99: Duration,
-}
+#[path = "support/stats.rs"]
+mod stats;
+use stats::{Stats, stats, us};
 
-fn stats(mut samples: Vec<Duration>) -> Stats {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
-    Stats {
-        median: at(0.5),
-        p99: at(0.99),
-    }
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> wasmtime::Result<()> {
-    let iters: usize = std::env::var("BENCH_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+/// Floor and full-path samples for an engine keeping `keep_resident` bytes
+/// of each pool slot resident between calls.
+async fn measure(keep_resident: usize, iters: usize) -> wasmtime::Result<(Stats, Stats)> {
     let mut config = EngineConfig::default();
-    config.cache_dir(None);
+    config.cache_dir(None).keep_resident(keep_resident);
     let engine = Engine::new(&config)?;
     let path = toolhost_test_plugins::ECHO;
     let plugin = Plugin::load(&engine, path, &PluginOptions::default()).await?;
@@ -146,8 +129,11 @@ async fn main() -> wasmtime::Result<()> {
         host_once().await?;
         host.push(start.elapsed());
     }
-    let (floor, host) = (stats(floor), stats(host));
-    println!("per call, trivial Rust tool (`add`), {iters} iterations each, interleaved");
+    Ok((stats(floor), stats(host)))
+}
+
+fn report(label: &str, floor: &Stats, host: &Stats) {
+    println!("{label}");
     println!(
         "  (a) floor: raw wasmtime instantiate + call   median {:>8.1} µs   p99 {:>8.1} µs",
         us(floor.median),
@@ -162,6 +148,32 @@ async fn main() -> wasmtime::Result<()> {
         "  (c) ratio b/a                                median {:>8.2}      p99 {:>8.2}",
         us(host.median) / us(floor.median),
         us(host.p99) / us(floor.p99)
+    );
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> wasmtime::Result<()> {
+    let iters: usize = std::env::var("BENCH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    println!("per call, trivial Rust tool (`add`), {iters} iterations each, interleaved");
+    let (floor_cold, host_cold) = measure(0, iters).await?;
+    report(
+        "pool slots returned to the kernel after each call (keep_resident 0):",
+        &floor_cold,
+        &host_cold,
+    );
+    let (floor, host) = measure(1 << 20, iters).await?;
+    report(
+        "pool slots kept resident, 1 MiB (the default):",
+        &floor,
+        &host,
+    );
+    println!(
+        "  (d) full path, resident / returned           median {:>8.2}      p99 {:>8.2}",
+        us(host.median) / us(host_cold.median),
+        us(host.p99) / us(host_cold.p99)
     );
     Ok(())
 }

@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -19,23 +19,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, ToolCall};
 
-struct Stats {
-    median: Duration,
-    p99: Duration,
-}
-
-fn stats(mut samples: Vec<Duration>) -> Stats {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
-    Stats {
-        median: at(0.5),
-        p99: at(0.99),
-    }
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
+#[path = "support/stats.rs"]
+mod stats;
+use stats::{stats, us};
 
 /// A JSON-RPC client over a child's stdin/stdout: one JSON message per line.
 struct Client {

@@ -193,7 +193,24 @@ fn options(cli: &Cli, config: &Config) -> impl Fn(&str) -> PluginOptions + Send 
         }
         let mut options = PluginOptions::default();
         options.limits(limits);
+        apply_grants(&config, plugin, &mut options);
         options
+    }
+}
+
+/// The config's `[plugin.NAME.grants]`, when it has them, win over a sidecar policy.
+fn apply_grants(config: &Config, plugin: &str, options: &mut PluginOptions) {
+    match config.grants_for(plugin) {
+        Ok(Some(grants)) => {
+            options.grants(grants);
+        }
+        Ok(None) => {}
+        Err(error) => {
+            // Checked when the config was loaded; if it broke since (a granted
+            // directory removed), grant nothing rather than guess.
+            tracing::error!(plugin, %error, "invalid grants; the plugin gets none");
+            options.grants(toolhost::Grants::default());
+        }
     }
 }
 
@@ -505,6 +522,8 @@ fn list(set: &PluginSet, layered: &dyn Toolset, as_json: bool) -> Result<()> {
                     "description": t.spec.description,
                     "long_running": t.spec.long_running,
                     "streaming": t.spec.streaming,
+                    "asks": asks(t.plugin),
+                    "granted": t.plugin.grants().summary(),
                 })
             })
             .collect();
@@ -549,6 +568,62 @@ fn list(set: &PluginSet, layered: &dyn Toolset, as_json: bool) -> Result<()> {
             w0 = widths[0],
             w1 = widths[1],
             w2 = widths[2]
+        )?;
+    }
+    capabilities(&mut out, set)
+}
+
+/// What a plugin's imports ask for: capability names, `!` marking those not granted.
+fn asks(plugin: &toolhost::Plugin) -> Vec<String> {
+    plugin
+        .requested()
+        .into_iter()
+        .map(|cap| {
+            if cap.needs_grant() && !plugin.grants().covers(cap) {
+                format!("{cap}!")
+            } else {
+                cap.to_string()
+            }
+        })
+        .collect()
+}
+
+/// Per plugin: what its WASI imports ask for and what it is granted.
+fn capabilities(out: &mut impl Write, set: &PluginSet) -> Result<()> {
+    writeln!(out)?;
+    let rows: Vec<[String; 3]> = set
+        .plugins()
+        .iter()
+        .map(|p| {
+            let granted = p.grants().summary();
+            [
+                p.name().to_owned(),
+                asks(p).join(", "),
+                if granted.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    granted.join("; ")
+                },
+            ]
+        })
+        .collect();
+    let width = |i: usize, title: &str| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([title.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1) = (width(0, "PLUGIN"), width(1, "ASKS FOR"));
+    writeln!(out, "{:w0$}  {:w1$}  GRANTED", "PLUGIN", "ASKS FOR")?;
+    for [plugin, asks, granted] in &rows {
+        writeln!(out, "{plugin:w0$}  {asks:w1$}  {granted}")?;
+    }
+    if rows.iter().any(|r| r[1].contains('!')) {
+        writeln!(
+            out,
+            "(`!`: imported but not granted; calls that use it are refused. Grant it in toolhost.toml or NAME{}.)",
+            toolhost::SIDECAR_SUFFIX
         )?;
     }
     Ok(())
@@ -769,6 +844,24 @@ async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
                 .map(|s| s.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
+        }
+    )?;
+    let mut caps: Vec<toolhost::Capability> = info
+        .imports
+        .iter()
+        .map(|i| toolhost::Capability::of_import(i))
+        .filter(|c| *c != toolhost::Capability::Other)
+        .collect();
+    caps.sort();
+    caps.dedup();
+    let asks: Vec<String> = caps.iter().map(ToString::to_string).collect();
+    writeln!(
+        out,
+        "asks:     {}",
+        if asks.is_empty() {
+            "nothing".to_owned()
+        } else {
+            asks.join(", ")
         }
     )?;
     match &tools {

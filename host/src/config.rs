@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::engine::limits::Limits;
+use crate::policy::{Grants, GrantsConfig};
 
 /// A configuration file could not be used. Names the file, the key and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,6 +81,9 @@ pub struct Config {
     /// The MCP server (`toolhost serve`).
     #[serde(default)]
     pub serve: ServeConfig,
+    /// The file this was read from: grants' relative paths are relative to it.
+    #[serde(skip)]
+    source: Option<PathBuf>,
 }
 
 /// Settings of the MCP server's HTTP transport.
@@ -115,6 +119,8 @@ pub struct LimitsConfig {
     pub timeout_ms: Option<u64>,
     /// Output per call, in bytes.
     pub max_output_bytes: Option<u64>,
+    /// Guest stdout and stderr logged per call, in bytes (the rest is dropped).
+    pub max_stdio_bytes: Option<u64>,
     /// Table elements per table.
     pub table_elements: Option<u64>,
     /// Core instances, memories and tables per call.
@@ -129,6 +135,10 @@ pub struct PluginConfig {
     /// Limits over the defaults.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// What the plugin may reach (files, environment, network). When given,
+    /// it wins over the plugin's sidecar `NAME.policy.toml`.
+    #[serde(default)]
+    pub grants: Option<GrantsConfig>,
 }
 
 /// Visibility rules: a tool is visible if it matches `allow` (when given) and not `deny`.
@@ -199,6 +209,11 @@ impl Config {
         {
             config.serve.token_file = Some(dir.join(token));
         }
+        // Resolve every plugin's grants once now, so a missing directory or an
+        // unreadable secret file is reported at startup, naming the key.
+        for name in config.plugin.keys() {
+            config.grants_for(name)?;
+        }
         Ok(config)
     }
 
@@ -207,22 +222,29 @@ impl Config {
     /// # Errors
     /// As [`Config::load`].
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let config: Self = toml::from_str(text).map_err(|e| {
-            let at = e
-                .span()
-                .map(|span| {
-                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                    format!("line {line}: ")
-                })
-                .unwrap_or_default();
-            ConfigError {
-                path: path.to_owned(),
-                key: None,
-                reason: format!("{at}{}", e.message()),
-            }
-        })?;
+        let mut config: Self = from_toml(text, path)?;
         config.check(path)?;
+        config.source = Some(path.to_owned());
         Ok(config)
+    }
+
+    /// The grants `[plugin.NAME.grants]` gives a plugin, if it has that table
+    /// (relative paths are relative to this file).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the key: a granted directory that does not
+    /// exist, an unreadable secret file.
+    pub fn grants_for(&self, plugin: &str) -> Result<Option<Grants>, ConfigError> {
+        let Some(grants) = self.plugin.get(plugin).and_then(|p| p.grants.as_ref()) else {
+            return Ok(None);
+        };
+        let path = self
+            .source
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("toolhost.toml"));
+        grants
+            .resolve(&path, &format!("plugin.{plugin}.grants."))
+            .map(Some)
     }
 
     fn check(&self, path: &Path) -> Result<(), ConfigError> {
@@ -242,6 +264,7 @@ impl Config {
                 ("memory_mib", limits.memory_mib),
                 ("timeout_ms", limits.timeout_ms),
                 ("max_output_bytes", limits.max_output_bytes),
+                ("max_stdio_bytes", limits.max_stdio_bytes),
                 ("table_elements", limits.table_elements),
                 ("instances", limits.instances.map(u64::from)),
             ];
@@ -276,6 +299,11 @@ impl Config {
                 "an origin needs a scheme, like `https://app.example.com:443`",
             ));
         }
+        for (name, plugin) in &self.plugin {
+            if let Some(grants) = &plugin.grants {
+                grants.check(path, &format!("plugin.{name}.grants."))?;
+            }
+        }
         for (alias, tool) in &self.aliases.tools {
             if alias.trim().is_empty() || tool.trim().is_empty() {
                 return Err(error(
@@ -298,6 +326,27 @@ impl Config {
     }
 }
 
+/// Parses TOML into `T`; errors name the file and the line.
+pub(crate) fn from_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    path: &Path,
+) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|span| {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!("line {line}: ")
+            })
+            .unwrap_or_default();
+        ConfigError {
+            path: path.to_owned(),
+            key: None,
+            reason: format!("{at}{}", e.message()),
+        }
+    })
+}
+
 fn apply(limits: &mut Limits, config: &LimitsConfig) {
     if let Some(fuel) = config.fuel {
         limits.fuel(fuel);
@@ -310,6 +359,9 @@ fn apply(limits: &mut Limits, config: &LimitsConfig) {
     }
     if let Some(bytes) = config.max_output_bytes {
         limits.output_bytes(bytes);
+    }
+    if let Some(bytes) = config.max_stdio_bytes {
+        limits.stdio_bytes(bytes);
     }
     if let Some(elements) = config.table_elements {
         limits.table_elements(elements);

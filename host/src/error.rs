@@ -132,6 +132,16 @@ pub enum LoadError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The plugin's policy (its sidecar `NAME.policy.toml`, or its grants in
+    /// `toolhost.toml`) is invalid; the source names the file, the key and why.
+    #[error("{path}: invalid policy: {source}")]
+    Policy {
+        /// The plugin file.
+        path: PathBuf,
+        /// The policy error.
+        #[source]
+        source: crate::config::ConfigError,
+    },
     /// The engine failed in a way that is not the plugin's fault.
     #[error("{path}: {reason}")]
     Engine {
@@ -155,6 +165,7 @@ impl LoadError {
             | Self::Link { path, .. }
             | Self::Declarations { path, .. }
             | Self::InvalidTool { path, .. }
+            | Self::Policy { path, .. }
             | Self::Engine { path, .. } => path,
         }
     }

@@ -40,6 +40,7 @@ mod error;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod plugin;
+mod policy;
 mod registry;
 mod schema;
 mod tool;
@@ -55,6 +56,11 @@ pub use error::{CallError, Exhausted, LoadError};
 #[cfg(feature = "mcp")]
 pub use mcp::{HttpOptions, McpError, McpServer};
 pub use plugin::{ComponentInfo, Plugin, PluginOptions, ToolStream, inspect};
+pub use policy::{
+    Access, Capability, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, DirConfig, DirGrant,
+    EnvGrant, EnvSource, EnvVarConfig, Grants, GrantsConfig, HostPattern, NetworkConfig,
+    SIDECAR_SUFFIX, Secret, SocketPattern, sidecar_path,
+};
 pub use registry::{ListedTool, Loaded, PluginSet};
 pub use schema::{Schema, SchemaError};
 pub use tool::{

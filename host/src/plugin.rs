@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde_json::Value;
 use wasmtime::component::{Component, ResourceAny, ResourceTable};
 use wasmtime::{Store, Trap, UpdateDeadline};
-use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi_http::WasiHttpCtx;
 
 use crate::Engine;
 use crate::bindings::v0_1::exports::toolhost::plugin::tools as wit;
@@ -20,6 +20,9 @@ use crate::bindings::v0_1::{Plugin as WitPlugin, PluginPre as WitPluginPre};
 use crate::bindings::{TOOLS_INTERFACE, TOOLS_INTERFACE_PREFIX};
 use crate::engine::limits::{Limiter, Limits};
 use crate::error::{CallError, Exhausted, LoadError};
+use crate::policy::http::HttpHooks;
+use crate::policy::stdio::StdioLog;
+use crate::policy::{CallTag, Capability, Grants};
 use crate::schema::Schema;
 use crate::tool::{MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage, wrap_result};
 use state::PluginState;
@@ -27,11 +30,25 @@ use state::PluginState;
 /// The most resources (streams, WASI handles) one call may hold at once.
 const MAX_RESOURCES: usize = 10_000;
 
-/// How a plugin is loaded: its name and the limits its calls run under.
-#[derive(Debug, Clone, Default)]
+/// How a plugin is loaded: its name, the limits its calls run under and what
+/// they may reach.
+#[derive(Debug, Clone)]
 pub struct PluginOptions {
     name: Option<String>,
     limits: Limits,
+    grants: Option<Grants>,
+    sidecar: bool,
+}
+
+impl Default for PluginOptions {
+    fn default() -> Self {
+        Self {
+            name: None,
+            limits: Limits::default(),
+            grants: None,
+            sidecar: true,
+        }
+    }
 }
 
 impl PluginOptions {
@@ -51,6 +68,50 @@ impl PluginOptions {
     pub fn limits_mut(&mut self) -> &mut Limits {
         &mut self.limits
     }
+
+    /// What the plugin's calls may reach. Given here, they win over the
+    /// plugin's sidecar policy file, which is then ignored (with a warning).
+    pub fn grants(&mut self, grants: Grants) -> &mut Self {
+        self.grants = Some(grants);
+        self
+    }
+
+    /// Whether a plugin without grants given here reads them from its sidecar
+    /// `NAME.policy.toml` next to `NAME.wasm` (default: yes). Without either,
+    /// nothing is granted.
+    pub fn sidecar_policy(&mut self, read: bool) -> &mut Self {
+        self.sidecar = read;
+        self
+    }
+
+    /// The grants given here, if any.
+    pub fn get_grants(&self) -> Option<&Grants> {
+        self.grants.as_ref()
+    }
+
+    /// The grants a plugin file gets: those given here, else its sidecar's,
+    /// else none.
+    fn effective_grants(&self, path: &Path) -> Result<Grants, LoadError> {
+        let sidecar = crate::policy::sidecar_path(path);
+        match &self.grants {
+            Some(grants) => {
+                if self.sidecar && sidecar.is_file() {
+                    tracing::warn!(
+                        plugin = %path.display(), sidecar = %sidecar.display(),
+                        "the configuration grants this plugin; its sidecar policy is ignored"
+                    );
+                }
+                Ok(grants.clone())
+            }
+            None if self.sidecar => crate::policy::load_sidecar(path)
+                .map(Option::unwrap_or_default)
+                .map_err(|source| LoadError::Policy {
+                    path: path.to_owned(),
+                    source,
+                }),
+            None => Ok(Grants::default()),
+        }
+    }
 }
 
 /// A loaded plugin. Cheap to clone; calls in flight keep the version they started on.
@@ -66,6 +127,7 @@ struct Inner {
     pre: WitPluginPre<PluginState>,
     tools: Vec<LoadedTool>,
     limits: Limits,
+    grants: Arc<Grants>,
     imports: Vec<String>,
 }
 
@@ -246,6 +308,7 @@ impl Plugin {
     ) -> Result<Self, LoadError> {
         let info = component_info(engine, component);
         check_world(&path, &info)?;
+        let grants = options.effective_grants(&path)?;
         let instance_pre =
             engine
                 .linker()
@@ -275,6 +338,7 @@ impl Plugin {
                 pre,
                 tools: Vec::new(),
                 limits: options.limits.clone(),
+                grants: Arc::new(grants),
                 imports: info.imports,
             }),
         };
@@ -289,6 +353,13 @@ impl Plugin {
                     reason: "plugin shared before it finished loading".into(),
                 });
             }
+        }
+        for import in plugin.ungranted_imports() {
+            tracing::warn!(
+                plugin = plugin.name(), interface = import,
+                capability = %Capability::of_import(import),
+                "the plugin imports an interface it is not granted; its calls that use it will be refused"
+            );
         }
         Ok(plugin)
     }
@@ -342,6 +413,39 @@ impl Plugin {
     /// The limits its calls run under.
     pub fn limits(&self) -> &Limits {
         &self.inner.limits
+    }
+
+    /// What its calls may reach.
+    pub fn grants(&self) -> &Grants {
+        &self.inner.grants
+    }
+
+    /// The capabilities its WASI imports ask for (sorted, without duplicates).
+    pub fn requested(&self) -> Vec<Capability> {
+        let mut caps: Vec<Capability> = self
+            .inner
+            .imports
+            .iter()
+            .map(|i| Capability::of_import(i))
+            .filter(|c| *c != Capability::Other)
+            .collect();
+        caps.sort();
+        caps.dedup();
+        caps
+    }
+
+    /// The imported interfaces that need a grant it does not have (files,
+    /// HTTP, sockets): calls that use them are refused.
+    pub fn ungranted_imports(&self) -> Vec<&str> {
+        self.inner
+            .imports
+            .iter()
+            .filter(|i| {
+                let cap = Capability::of_import(i);
+                cap.needs_grant() && !self.inner.grants.covers(cap)
+            })
+            .map(String::as_str)
+            .collect()
     }
 
     /// The engine it was loaded into.
@@ -479,14 +583,33 @@ impl Plugin {
         table.set_max_capacity(MAX_RESOURCES);
         let limit = limits.get_deadline();
         let deadline = Instant::now() + limit;
+        let call = Arc::new(CallTag {
+            plugin: self.inner.name.clone(),
+            tool: tool.to_owned(),
+            call_id: call_id.to_owned(),
+        });
+        let stdio = StdioLog::new(Arc::clone(&call), limits.get_stdio_bytes());
+        // Exactly the grants: no inherited environment, arguments or network.
+        let wasi = self
+            .inner
+            .grants
+            .wasi_ctx(&stdio, &call)
+            .map_err(|reason| CallError::Host {
+                tool: tool.to_owned(),
+                reason,
+            })?;
         let state = PluginState {
             plugin: self.inner.name.clone(),
             tool: tool.to_owned(),
             call_id: call_id.to_owned(),
             invocation_id: invocation_id.to_owned(),
             invocations: engine.invocations().clone(),
-            // Deny by default: no preopens, no environment, no network, no stdio.
-            wasi: WasiCtxBuilder::new().build(),
+            wasi,
+            http: WasiHttpCtx::new(),
+            http_hooks: HttpHooks {
+                call,
+                grants: Arc::clone(&self.inner.grants),
+            },
             table,
             limiter: Limiter::new(limits),
             panic_message: None,

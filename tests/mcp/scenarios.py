@@ -39,7 +39,7 @@ LONG_RUNNING_NOTE = (
 #: The tools of each guest, by plugin (all names are unique across these plugins).
 TOOLS = {
     "echo": {"echo", "add", "order", "flag", "pixel", "remember", "whoami", "long_job", "fail", "countdown"},
-    "hostile": {"ok", "spin", "busy_wait", "sleep_forever", "hog", "recurse", "panic", "huge"},
+    "hostile": {"ok", "spin", "busy_wait", "sleep_forever", "hog", "recurse", "panic", "huge", "snoop"},
     "text": {"word_count", "regex_find", "regex_replace", "split_lines"},
     "calc": {"evaluate", "convert_units"},
     "codec": {"hash", "base64", "qr_code", "batch_digest"},

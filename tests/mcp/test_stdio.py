@@ -29,7 +29,8 @@ async def test_stdout_carries_only_jsonrpc_and_eof_ends_the_server(
     toolhost_bin: Path, make_plugins: PluginsFactory, cache_dir: Path, tmp_path: Path
 ) -> None:
     """Raw JSON-RPC lines in, every stdout line must be a JSON-RPC message even with
-    debug logging and a guest that logs; closing stdin ends the server cleanly."""
+    debug logging, a guest that logs and a guest that floods its own stdout;
+    closing stdin ends the server cleanly."""
     messages = [
         _request(
             1,
@@ -42,13 +43,14 @@ async def test_stdout_carries_only_jsonrpc_and_eof_ends_the_server(
         _request(4, "tools/call", {"name": "whoami", "arguments": {}}),  # the guest logs
         _request(5, "tools/call", {"name": "countdown", "arguments": {"from": 2}, "_meta": {"progressToken": "p"}}),
         _request(6, "tools/call", {"name": "fail", "arguments": {}}),
+        _request(7, "tools/call", {"name": "flood", "arguments": {"bytes": 200_000}}),  # guest stdout
     ]
     wanted = {m["id"] for m in messages if "id" in m}
     responses: dict[int, dict[str, Any]] = {}
     progress: list[dict[str, Any]] = []
     lines: list[str] = []
     env = server_env(cache_dir, {"TOOLHOST_LOG": "debug"})
-    plugins = make_plugins("echo")
+    plugins = make_plugins("echo", "caps")
     with open(tmp_path / "stderr.log", "w") as errlog:
         process = await anyio.open_process(
             [str(toolhost_bin), "--plugins", str(plugins), "serve"], env=env, cwd=tmp_path, stderr=errlog
@@ -87,6 +89,8 @@ async def test_stdout_carries_only_jsonrpc_and_eof_ends_the_server(
         assert responses[5]["result"]["structuredContent"] == {"result": "2\n1\n0\n"}
         assert [p["progress"] for p in progress] == [1, 2, 3] and {p["progressToken"] for p in progress} == {"p"}
         assert responses[6]["result"]["isError"] is True
+        assert responses[7]["result"]["structuredContent"]["written"] >= 200_000
+        assert not any("flood line" in line for line in lines), "guest stdout reached the MCP channel"
 
         # EOF on stdin: the server exits on its own, successfully, printing nothing more but JSON-RPC.
         await process.stdin.aclose()

@@ -24,6 +24,7 @@ pub struct Limits {
     instances: u32,
     deadline: Duration,
     output_bytes: u64,
+    stdio_bytes: u64,
 }
 
 impl Default for Limits {
@@ -35,6 +36,7 @@ impl Default for Limits {
             instances: 64,
             deadline: Duration::from_secs(10),
             output_bytes: 4 << 20,
+            stdio_bytes: 64 << 10,
         }
     }
 }
@@ -76,6 +78,13 @@ impl Limits {
         self
     }
 
+    /// The most bytes of stdout and stderr (together) a call may write to the
+    /// host's log; the rest is dropped (and counted in the log).
+    pub fn stdio_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.stdio_bytes = bytes;
+        self
+    }
+
     /// The fuel budget.
     pub fn get_fuel(&self) -> u64 {
         self.fuel
@@ -104,6 +113,11 @@ impl Limits {
     /// The output budget in bytes.
     pub fn get_output_bytes(&self) -> u64 {
         self.output_bytes
+    }
+
+    /// The stdio budget in bytes.
+    pub fn get_stdio_bytes(&self) -> u64 {
+        self.stdio_bytes
     }
 }
 

@@ -6,9 +6,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::bindings::v0_1::toolhost::plugin::{host, types};
 use crate::engine::limits::Limiter;
+use crate::policy::http::HttpHooks;
 
 /// The longest log line or panic message the host keeps from a guest.
 const MAX_MESSAGE_BYTES: usize = 8 << 10;
@@ -77,6 +79,9 @@ pub(crate) struct PluginState {
     pub(crate) invocation_id: String,
     pub(crate) invocations: Invocations,
     pub(crate) wasi: WasiCtx,
+    pub(crate) http: WasiHttpCtx,
+    /// Checks every outgoing HTTP request against the plugin's grants.
+    pub(crate) http_hooks: HttpHooks,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: Limiter,
     pub(crate) panic_message: Option<String>,
@@ -89,6 +94,16 @@ impl WasiView for PluginState {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for PluginState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_hooks,
         }
     }
 }

@@ -21,6 +21,7 @@ use super::{Context, PluginTool, Tool, Toolset};
 use crate::Engine;
 use crate::error::LoadError;
 use crate::plugin::{Plugin, PluginOptions};
+use crate::policy::sidecar_path;
 use crate::registry::{PluginSet, plugin_name};
 
 /// How long a file's size and times must stay unchanged before it is loaded.
@@ -177,9 +178,16 @@ struct FileEntry {
     changed_at: SystemTime,
 }
 
-/// What tells one version of a file from another without reading it.
+/// What tells one version of a plugin from another without reading it: its
+/// file's metadata and its sidecar policy's (a policy change is a new version).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Fingerprint {
+    wasm: FileMeta,
+    policy: Option<FileMeta>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileMeta {
     len: u64,
     modified: Option<SystemTime>,
     #[cfg(unix)]
@@ -188,7 +196,7 @@ struct Fingerprint {
     ctime: (i64, i64),
 }
 
-impl Fingerprint {
+impl FileMeta {
     fn of(metadata: &std::fs::Metadata) -> Self {
         #[cfg(unix)]
         use std::os::unix::fs::MetadataExt;
@@ -199,6 +207,17 @@ impl Fingerprint {
             inode: (metadata.dev(), metadata.ino()),
             #[cfg(unix)]
             ctime: (metadata.ctime(), metadata.ctime_nsec()),
+        }
+    }
+}
+
+impl Fingerprint {
+    /// The fingerprint of `path` (a plugin file with this metadata) and its sidecar policy.
+    fn of(path: &Path, metadata: &std::fs::Metadata) -> Self {
+        let policy = std::fs::metadata(sidecar_path(path)).ok();
+        Self {
+            wasm: FileMeta::of(metadata),
+            policy: policy.as_ref().map(FileMeta::of),
         }
     }
 }
@@ -601,7 +620,9 @@ async fn load_settled(
                 };
             }
         };
-        let hash = content_hash(&bytes);
+        // The sidecar policy is part of the version: a change to it reloads.
+        let policy = tokio::fs::read(sidecar_path(path)).await.ok();
+        let hash = content_hash(&bytes) ^ content_hash(policy.as_deref().unwrap_or(b"no policy"));
         if previous == Some(hash) {
             return Outcome::Unchanged { seen };
         }
@@ -661,7 +682,13 @@ async fn settle(path: &Path) -> std::io::Result<Option<(Fingerprint, Vec<u8>)>> 
 /// A file's fingerprint; `None` if it does not exist.
 async fn fingerprint(path: &Path) -> std::io::Result<Option<Fingerprint>> {
     match tokio::fs::metadata(path).await {
-        Ok(metadata) => Ok(Some(Fingerprint::of(&metadata))),
+        Ok(metadata) => {
+            let policy = tokio::fs::metadata(sidecar_path(path)).await.ok();
+            Ok(Some(Fingerprint {
+                wasm: FileMeta::of(&metadata),
+                policy: policy.as_ref().map(FileMeta::of),
+            }))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
@@ -686,7 +713,8 @@ async fn list_dir(dir: &Path) -> Result<Vec<(PathBuf, Option<Fingerprint>)>, Loa
             }
             match std::fs::metadata(&path) {
                 Ok(metadata) if metadata.is_file() => {
-                    files.push((path, Some(Fingerprint::of(&metadata))));
+                    let fingerprint = Fingerprint::of(&path, &metadata);
+                    files.push((path, Some(fingerprint)));
                 }
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -714,6 +742,13 @@ fn is_wasm(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "wasm")
 }
 
+/// `dir/NAME.wasm` for a sidecar policy `dir/NAME.policy.toml`.
+fn plugin_of_sidecar(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(crate::policy::SIDECAR_SUFFIX)?;
+    Some(path.with_file_name(format!("{stem}.wasm")))
+}
+
 #[cfg(feature = "hot-reload")]
 mod watching {
     //! The watcher: `notify` events, debounced, trigger rescans.
@@ -728,7 +763,7 @@ mod watching {
     use tokio::sync::{mpsc, oneshot};
     use tokio::time::Instant;
 
-    use super::{Shared, WatchError, is_wasm};
+    use super::{Shared, WatchError, is_wasm, plugin_of_sidecar};
 
     /// Quiet time after the last event before a rescan starts.
     const DEBOUNCE: Duration = Duration::from_millis(200);
@@ -810,6 +845,8 @@ mod watching {
                 self.rescan = true;
             }
             for path in event.paths {
+                // A sidecar policy stands for its plugin file.
+                let path = plugin_of_sidecar(&path).unwrap_or(path);
                 if is_wasm(&path) {
                     self.rescan = true;
                     if written {

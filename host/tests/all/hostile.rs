@@ -226,3 +226,29 @@ async fn too_few_instances_is_a_named_limit() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn no_call_finds_what_an_earlier_call_left_in_memory() {
+    // Pool slots keep pages resident between calls (the default engine): each
+    // call must still start from the component's initial memory.
+    let plugin = plugin(HOSTILE).await;
+    let snoop = |plugin: Plugin| async move {
+        let out = plugin
+            .invoke(ToolCall::new("snoop", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(
+            out.result,
+            Some(json!({"earlier_calls": 0, "dirty_heap_bytes": 0}))
+        );
+    };
+    for _ in 0..20 {
+        snoop(plugin.clone()).await;
+    }
+    let concurrent: Vec<_> = (0..8)
+        .map(|_| tokio::spawn(snoop(plugin.clone())))
+        .collect();
+    for call in concurrent {
+        call.await.unwrap();
+    }
+}

@@ -2,12 +2,14 @@
 //! and `tests/plugins/` by the `toolhost-test-plugins` build script.
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
+mod caps;
 mod cli;
 mod conformance;
 mod examples;
 mod hostile;
 mod layers;
 mod loading;
+mod network;
 mod reload;
 mod tools;
 mod toolsets;

@@ -643,31 +643,25 @@ async fn open_configured_gives_each_plugin_its_own_options_on_load_and_reload() 
     let arguments = json!({"message": "longer than eight bytes"});
     let echoed = call(&set, "echo.echo", arguments.clone()).await.unwrap();
     assert_eq!(echoed["message"], "longer than eight bytes");
-    let err = call(&set, "tight.echo", arguments.clone())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            CallError::Exhausted {
-                budget: toolhost::Exhausted::Output { limit: 8 },
-                ..
-            }
-        ),
-        "{err}"
+    let capped = |err: CallError| {
+        assert!(
+            matches!(
+                &err,
+                CallError::Exhausted {
+                    budget: toolhost::Exhausted::Output { limit: 8 },
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    };
+    capped(
+        call(&set, "tight.echo", arguments.clone())
+            .await
+            .unwrap_err(),
     );
     // A file added later gets its options too.
     put_plugin(dir.path(), "tight2.wasm", ECHO);
     set.reload_now().await.unwrap();
-    let err = call(&set, "tight2.echo", arguments).await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            CallError::Exhausted {
-                budget: toolhost::Exhausted::Output { limit: 8 },
-                ..
-            }
-        ),
-        "{err}"
-    );
+    capped(call(&set, "tight2.echo", arguments).await.unwrap_err());
 }

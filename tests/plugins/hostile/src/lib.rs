@@ -11,6 +11,7 @@
 //! | `recurse` | unbounded non-tail recursion | stack overflow trap |
 //! | `panic` | panics with "the hostile plugin panicked on purpose" | trap with that message |
 //! | `huge` | returns a string of `bytes` `x` characters | output limit (for large `bytes`) |
+//! | `snoop` | looks for what an earlier call left in its statics and heap, then leaves marks | nothing found: every call starts from a clean instance |
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -162,6 +163,30 @@ impl Tool for Huge {
     }
 }
 
+/// Counts calls in a static: a reused instance would count up.
+static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+struct Snoop;
+
+impl Tool for Snoop {
+    type Args = NoArgs;
+    type Output = Value;
+    const NAME: &'static str = "snoop";
+    const DESCRIPTION: &'static str =
+        "Reports what earlier calls left behind (a static counter, heap bytes), then leaves marks.";
+
+    fn call(_args: NoArgs, _cx: &Context) -> Result<Value, ToolError> {
+        let earlier_calls = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Fresh heap pages must read as zero: the allocator relies on it for
+        // `vec![0; n]`, so marks left by an earlier call would show up here.
+        let mut heap = vec![0_u8; 512 << 10];
+        let dirty_heap_bytes = heap.iter().filter(|&&b| b != 0).count();
+        heap.fill(0xAB);
+        black_box(&heap);
+        Ok(json!({ "earlier_calls": earlier_calls, "dirty_heap_bytes": dirty_heap_bytes }))
+    }
+}
+
 export_tools! {
-    tools: [Behaved, Spin, BusyWait, SleepForever, Hog, Recurse, Panic, Huge],
+    tools: [Behaved, Spin, BusyWait, SleepForever, Hog, Recurse, Panic, Huge, Snoop],
 }
