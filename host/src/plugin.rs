@@ -599,9 +599,7 @@ impl Plugin {
                 reason,
             })?;
         let state = PluginState {
-            plugin: self.inner.name.clone(),
-            tool: tool.to_owned(),
-            call_id: call_id.to_owned(),
+            call: Arc::clone(&call),
             invocation_id: invocation_id.to_owned(),
             invocations: engine.invocations().clone(),
             wasi,

@@ -10,6 +10,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::bindings::v0_1::toolhost::plugin::{host, types};
 use crate::engine::limits::Limiter;
+use crate::policy::CallTag;
 use crate::policy::http::HttpHooks;
 
 /// The longest log line or panic message the host keeps from a guest.
@@ -73,9 +74,8 @@ impl Invocations {
 
 /// Store data of one call.
 pub(crate) struct PluginState {
-    pub(crate) plugin: Arc<str>,
-    pub(crate) tool: String,
-    pub(crate) call_id: String,
+    /// Plugin, tool and call ID, for the log (shared with stdio and HTTP hooks).
+    pub(crate) call: Arc<CallTag>,
     pub(crate) invocation_id: String,
     pub(crate) invocations: Invocations,
     pub(crate) wasi: WasiCtx,
@@ -132,7 +132,7 @@ impl types::Host for PluginState {}
 impl host::Host for PluginState {
     fn log(&mut self, level: host::Level, message: String) -> wasmtime::Result<()> {
         let message = truncate(message);
-        let (plugin, tool, call) = (&*self.plugin, &self.tool, &self.call_id);
+        let (plugin, tool, call) = (&*self.call.plugin, &self.call.tool, &self.call.call_id);
         match level {
             host::Level::Trace => {
                 tracing::trace!(target: "toolhost::plugin", plugin, tool, call, "{message}")
