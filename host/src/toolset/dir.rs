@@ -162,6 +162,8 @@ struct Shared {
 struct Snapshot {
     files: BTreeMap<PathBuf, FileEntry>,
     tools: Vec<Arc<dyn Tool>>,
+    /// Index into `tools` by call name, so a call's lookup copies nothing.
+    by_name: HashMap<String, usize>,
     status: Vec<PluginStatus>,
 }
 
@@ -395,6 +397,12 @@ impl Toolset for PluginDir {
     fn tools(&self, _cx: &Context) -> Vec<Arc<dyn Tool>> {
         self.shared.snapshot().tools.clone()
     }
+
+    fn lookup(&self, _cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        let snapshot = self.shared.snapshot();
+        let index = *snapshot.by_name.get(name)?;
+        snapshot.tools.get(index).cloned()
+    }
 }
 
 impl Shared {
@@ -508,6 +516,7 @@ impl Shared {
             Snapshot {
                 files,
                 tools: old.tools.clone(),
+                by_name: old.by_name.clone(),
                 status: old.status.clone(),
             }
         });
@@ -562,9 +571,15 @@ impl Snapshot {
                 changed_at: entry.changed_at,
             })
             .collect();
+        let mut by_name = HashMap::with_capacity(tools.len());
+        for (index, tool) in tools.iter().enumerate() {
+            // The first of equal names wins, as in `Toolset::lookup`'s default.
+            by_name.entry(tool.spec().name.clone()).or_insert(index);
+        }
         Self {
             files,
             tools,
+            by_name,
             status,
         }
     }

@@ -104,6 +104,15 @@ impl Toolset for SinglePlugin {
     fn tools(&self, _cx: &Context) -> Vec<Arc<dyn Tool>> {
         self.tools.clone()
     }
+
+    fn lookup(&self, _cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        find(&self.tools, name)
+    }
+}
+
+/// The first of `tools` named `name`, without copying the list.
+fn find(tools: &[Arc<dyn Tool>], name: &str) -> Option<Arc<dyn Tool>> {
+    tools.iter().find(|tool| tool.spec().name == name).cloned()
 }
 
 /// A fixed [`PluginSet`] as a toolset. Tools are listed under their bare name
@@ -140,6 +149,10 @@ impl Toolset for StaticPlugins {
 
     fn tools(&self, _cx: &Context) -> Vec<Arc<dyn Tool>> {
         self.tools.clone()
+    }
+
+    fn lookup(&self, _cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        find(&self.tools, name)
     }
 }
 
