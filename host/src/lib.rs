@@ -67,8 +67,8 @@ pub use tool::{
     LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage, wrap_result,
 };
 pub use toolset::{
-    AliasError, Aliases, Confirm, ConfirmationHint, ConfirmationRequest, Filter, OnUnknown,
-    Predicate, ToolAliases, UnknownFuture,
+    AliasError, Aliases, Confirm, ConfirmationHint, ConfirmationRequest,
+    DEFAULT_REMEMBERED_DECISIONS, Filter, OnUnknown, Predicate, ToolAliases, UnknownFuture,
 };
 pub use toolset::{
     ArgumentsHook, BatchCall, BatchOutcome, BoxFuture, Context, Decision, Executor, Identity,

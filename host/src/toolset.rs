@@ -21,7 +21,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use alias::{AliasError, Aliases, OnUnknown, ToolAliases, UnknownFuture};
-pub use confirm::{Confirm, ConfirmationHint, ConfirmationRequest};
+pub use confirm::{Confirm, ConfirmationHint, ConfirmationRequest, DEFAULT_REMEMBERED_DECISIONS};
 pub use context::{Context, Decision, Identity};
 pub use dir::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};
 pub use executor::{

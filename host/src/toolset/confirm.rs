@@ -3,7 +3,9 @@
 //!
 //! See [`Confirm`] for the flow.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::BuildHasher as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
@@ -94,8 +96,53 @@ impl Rules {
     }
 }
 
+/// How many decided call IDs a [`Confirm`] layer remembers by default.
+pub const DEFAULT_REMEMBERED_DECISIONS: usize = 1 << 18;
+
 /// Call IDs whose decision was acted on; shared by the layer and its tools.
-type Decided = Arc<Mutex<HashSet<String>>>;
+type Decided = Arc<Mutex<DecidedIds>>;
+
+/// The most recent decided call IDs, as keyed 64-bit hashes (8 bytes each, so
+/// the default bound holds about 4 MiB). A hash collision can only refuse a
+/// call as already decided, never run one twice.
+#[derive(Debug)]
+struct DecidedIds {
+    hasher: RandomState,
+    ids: HashSet<u64>,
+    /// Oldest first, for eviction.
+    order: VecDeque<u64>,
+    capacity: usize,
+}
+
+impl DecidedIds {
+    fn new(capacity: usize) -> Self {
+        Self {
+            hasher: RandomState::new(),
+            ids: HashSet::new(),
+            order: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn contains(&self, call_id: &str) -> bool {
+        self.ids.contains(&self.hasher.hash_one(call_id))
+    }
+
+    /// Records the call ID; false if it was already recorded.
+    fn insert(&mut self, call_id: &str) -> bool {
+        let key = self.hasher.hash_one(call_id);
+        if !self.ids.insert(key) {
+            return false;
+        }
+        self.order.push_back(key);
+        while self.order.len() > self.capacity {
+            if let Some(oldest) = self.order.pop_front() {
+                self.ids.remove(&oldest);
+            }
+        }
+        true
+    }
+}
 
 /// A toolset whose chosen tools run only after a human approves the exact call.
 ///
@@ -118,7 +165,8 @@ type Decided = Arc<Mutex<HashSet<String>>>;
 /// `reason` that says why: the arguments changed since approval (the approval
 /// stays unused, so a resume with the approved arguments still runs), or the
 /// call ID was already decided (approvals are single-use: the layer remembers
-/// every call ID it ran or rejected, one short string each, for its lifetime).
+/// the last [`DEFAULT_REMEMBERED_DECISIONS`] call IDs it ran or rejected, 8
+/// bytes each; see [`Confirm::remember_decisions`]).
 ///
 /// The wrapped tool, and so the guest, is never entered before approval. The
 /// wrapper is the only path to the inner tool in the layered set, and decisions
@@ -173,8 +221,18 @@ impl<T: Toolset> Confirm<T> {
         Self {
             inner,
             rules: Arc::default(),
-            decided: Arc::default(),
+            decided: Arc::new(Mutex::new(DecidedIds::new(DEFAULT_REMEMBERED_DECISIONS))),
         }
+    }
+
+    /// How many decided call IDs to remember (at least 1; default
+    /// [`DEFAULT_REMEMBERED_DECISIONS`]). Past the bound the oldest is
+    /// forgotten, and a replay of an approval that old would run again, so
+    /// keep the bound above the number of calls an approval may stay around for.
+    /// Forgets what this layer decided so far.
+    pub fn remember_decisions(mut self, capacity: usize) -> Self {
+        self.decided = Arc::new(Mutex::new(DecidedIds::new(capacity)));
+        self
     }
 
     /// Every call of the tool `name` needs approval, with the default hint.
@@ -336,7 +394,7 @@ impl Confirmed {
         self.decided
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(call_id.to_owned())
+            .insert(call_id)
     }
 }
 
@@ -449,6 +507,36 @@ mod tests {
         let clone = set.clone();
         rejection(clone.invoke(&cx, "delete", args).await);
         assert_eq!(delete.runs(), 1);
+    }
+
+    #[tokio::test]
+    async fn decided_call_ids_are_bounded_oldest_first() {
+        let (delete, _, inner) = setup();
+        let set = Confirm::new(inner).require("delete").remember_decisions(2);
+        let args = json!({"id": 7});
+        let approved = |id: &str| {
+            Context::new()
+                .with_call_id(id)
+                .with_decision(id, approve(args.clone()))
+        };
+        for id in ["c1", "c2", "c3"] {
+            set.invoke(&approved(id), "delete", args.clone())
+                .await
+                .unwrap();
+        }
+        assert_eq!(delete.runs(), 3);
+        // The two most recent are remembered and refused on replay.
+        for id in ["c2", "c3"] {
+            let reason = rejection(set.invoke(&approved(id), "delete", args.clone()).await);
+            assert!(reason.unwrap().contains("already decided"));
+        }
+        // The oldest was forgotten: the bound is what the docs promise.
+        set.invoke(&approved("c1"), "delete", args.clone())
+            .await
+            .unwrap();
+        assert_eq!(delete.runs(), 4);
+        let record = set.decided.lock().unwrap();
+        assert_eq!((record.ids.len(), record.order.len()), (2, 2));
     }
 
     #[tokio::test]
