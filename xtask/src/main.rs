@@ -444,9 +444,11 @@ fn test() -> Result<()> {
 fn mcp_test(pytest_args: Vec<String>) -> Result<()> {
     ensure_wasm_target()?;
     let python = venv("mcp-venv", &root().join("tests/mcp/requirements.txt"))?;
-    run(cargo().args(["build", "--package", "toolhost", "--bin", "toolhost"]))?;
-    // Its build script builds every guest into `<target>/wasm-guests`.
-    run(cargo().args(["build", "--package", "toolhost-test-plugins"]))?;
+    // The binary and the guests (`toolhost-test-plugins`' build script builds
+    // them into `<target>/wasm-guests`), with the features unified as in
+    // `cargo test --workspace`: right after it this rebuilds nothing, where a
+    // `cargo build -p toolhost` would rebuild wasmtime with other features.
+    run(cargo().args(["test", "--workspace", "--no-run"]))?;
     let target = target_dir();
     run(Command::new(&python)
         .current_dir(root())
