@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use wasmtime::component::{Component, ResourceAny, ResourceTable};
-use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime::{Store, Trap, UpdateDeadline, WasmBacktrace};
 use wasmtime_wasi_http::WasiHttpCtx;
 
 use crate::Engine;
@@ -866,10 +866,35 @@ async fn timeout<F: Future>(
 }
 
 /// Languages that keep their stack in linear memory (Rust, C: "stack first",
-/// growing down towards address 0) overflow it by wrapping below zero, which
-/// wasmtime reports as an out-of-bounds access just under 4 GiB. That is a
-/// stack overflow, not a wild pointer.
+/// growing down towards address 0) overflow it by wrapping below zero. That is
+/// a stack overflow, not a wild pointer. wasmtime reports it as an
+/// out-of-bounds access: at a fault address just under 4 GiB when a plain load
+/// or store hit the guard region, or with no address when a bulk-memory
+/// instruction (`memory.fill`, `memory.copy`) refused it; then the backtrace,
+/// full and made of one to three recursing functions, tells.
 fn shadow_stack_overflow(err: &wasmtime::Error) -> bool {
+    wrapped_stack_address(err) || runaway_recursion(err)
+}
+
+/// The backtrace is at least 16 frames deep (wasmtime keeps 20 by default)
+/// and holds at most 3 distinct functions: a recursion that ran away.
+fn runaway_recursion(err: &wasmtime::Error) -> bool {
+    const MIN_FRAMES: usize = 16;
+    let Some(backtrace) = err.downcast_ref::<WasmBacktrace>() else {
+        return false;
+    };
+    let frames = backtrace.frames();
+    if frames.len() < MIN_FRAMES {
+        return false;
+    }
+    let mut functions: Vec<u32> = frames.iter().map(|frame| frame.func_index()).collect();
+    functions.sort_unstable();
+    functions.dedup();
+    functions.len() <= 3
+}
+
+/// The fault address lies in the top 1 MiB below 4 GiB.
+fn wrapped_stack_address(err: &wasmtime::Error) -> bool {
     const PREFIX: &str = "memory fault at wasm address 0x";
     let text = format!("{err:#}");
     let Some(start) = text.find(PREFIX) else {
