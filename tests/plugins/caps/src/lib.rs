@@ -26,19 +26,15 @@ use wasip2::sockets::ip_name_lookup::resolve_addresses;
 use wasip2::sockets::network::{ErrorCode, IpAddressFamily, IpSocketAddress, Ipv4SocketAddress};
 use wasip2::sockets::tcp_create_socket::create_tcp_socket;
 
-/// Takes no arguments.
-#[derive(Deserialize, JsonSchema)]
-struct NoArgs {}
-
 struct Behaved;
 
 impl Tool for Behaved {
-    type Args = NoArgs;
+    type Args = ();
     type Output = Value;
     const NAME: &'static str = "ok";
     const DESCRIPTION: &'static str = "Behaves: returns {\"ok\": true}.";
 
-    fn call(_args: NoArgs, _cx: &Context) -> Result<Value, ToolError> {
+    fn call((): (), _cx: &Context) -> Result<Value, ToolError> {
         Ok(json!({ "ok": true }))
     }
 }
@@ -128,11 +124,11 @@ impl Tool for Env {
 struct Environment;
 
 impl Tool for Environment {
-    type Args = NoArgs;
+    type Args = ();
     type Output = Value;
     const NAME: &'static str = "environment";
 
-    fn call(_args: NoArgs, _cx: &Context) -> Result<Value, ToolError> {
+    fn call((): (), _cx: &Context) -> Result<Value, ToolError> {
         let mut names: Vec<String> = std::env::vars_os()
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .collect();

@@ -21,19 +21,15 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use toolhost_guest::{Context, Tool, ToolError, export_tools};
 
-/// Takes no arguments.
-#[derive(Deserialize, JsonSchema)]
-struct NoArgs {}
-
 struct Behaved;
 
 impl Tool for Behaved {
-    type Args = NoArgs;
+    type Args = ();
     type Output = Value;
     const NAME: &'static str = "ok";
     const DESCRIPTION: &'static str = "Behaves: returns {\"ok\": true}.";
 
-    fn call(_args: NoArgs, _cx: &Context) -> Result<Value, ToolError> {
+    fn call((): (), _cx: &Context) -> Result<Value, ToolError> {
         Ok(json!({ "ok": true }))
     }
 }
@@ -41,12 +37,12 @@ impl Tool for Behaved {
 struct Spin;
 
 impl Tool for Spin {
-    type Args = NoArgs;
+    type Args = ();
     type Output = ();
     const NAME: &'static str = "spin";
     const DESCRIPTION: &'static str = "Loops forever.";
 
-    fn call(_args: NoArgs, _cx: &Context) -> Result<(), ToolError> {
+    fn call((): (), _cx: &Context) -> Result<(), ToolError> {
         let mut counter: u64 = 0;
         loop {
             // `black_box` keeps the optimizer from proving the loop side-effect free.
@@ -58,12 +54,12 @@ impl Tool for Spin {
 struct BusyWait;
 
 impl Tool for BusyWait {
-    type Args = NoArgs;
+    type Args = ();
     type Output = ();
     const NAME: &'static str = "busy_wait";
     const DESCRIPTION: &'static str = "Loops forever, reading the clock.";
 
-    fn call(_args: NoArgs, _cx: &Context) -> Result<(), ToolError> {
+    fn call((): (), _cx: &Context) -> Result<(), ToolError> {
         let start = Instant::now();
         loop {
             black_box(start.elapsed());
@@ -74,12 +70,12 @@ impl Tool for BusyWait {
 struct SleepForever;
 
 impl Tool for SleepForever {
-    type Args = NoArgs;
+    type Args = ();
     type Output = ();
     const NAME: &'static str = "sleep_forever";
     const DESCRIPTION: &'static str = "Sleeps forever in WASI, burning no fuel.";
 
-    fn call(_args: NoArgs, _cx: &Context) -> Result<(), ToolError> {
+    fn call((): (), _cx: &Context) -> Result<(), ToolError> {
         loop {
             std::thread::sleep(Duration::from_secs(3600));
         }
@@ -89,12 +85,12 @@ impl Tool for SleepForever {
 struct Hog;
 
 impl Tool for Hog {
-    type Args = NoArgs;
+    type Args = ();
     type Output = ();
     const NAME: &'static str = "hog";
     const DESCRIPTION: &'static str = "Allocates memory until something gives.";
 
-    fn call(_args: NoArgs, _cx: &Context) -> Result<(), ToolError> {
+    fn call((): (), _cx: &Context) -> Result<(), ToolError> {
         const MIB: usize = 1 << 20;
         let mut kept: Vec<Vec<u8>> = Vec::new();
         loop {
@@ -119,12 +115,12 @@ fn descend(depth: u64) -> u64 {
 struct Recurse;
 
 impl Tool for Recurse {
-    type Args = NoArgs;
+    type Args = ();
     type Output = u64;
     const NAME: &'static str = "recurse";
     const DESCRIPTION: &'static str = "Recurses until the stack overflows.";
 
-    fn call(_args: NoArgs, _cx: &Context) -> Result<u64, ToolError> {
+    fn call((): (), _cx: &Context) -> Result<u64, ToolError> {
         Ok(descend(0))
     }
 }
@@ -132,12 +128,12 @@ impl Tool for Recurse {
 struct Panic;
 
 impl Tool for Panic {
-    type Args = NoArgs;
+    type Args = ();
     type Output = ();
     const NAME: &'static str = "panic";
     const DESCRIPTION: &'static str = "Panics.";
 
-    fn call(_args: NoArgs, _cx: &Context) -> Result<(), ToolError> {
+    fn call((): (), _cx: &Context) -> Result<(), ToolError> {
         panic!("the hostile plugin panicked on purpose")
     }
 }
@@ -169,13 +165,13 @@ static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0
 struct Snoop;
 
 impl Tool for Snoop {
-    type Args = NoArgs;
+    type Args = ();
     type Output = Value;
     const NAME: &'static str = "snoop";
     const DESCRIPTION: &'static str =
         "Reports what earlier calls left behind (a static counter, heap bytes), then leaves marks.";
 
-    fn call(_args: NoArgs, _cx: &Context) -> Result<Value, ToolError> {
+    fn call((): (), _cx: &Context) -> Result<Value, ToolError> {
         let earlier_calls = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Fresh heap pages must read as zero: the allocator relies on it for
         // `vec![0; n]`, so marks left by an earlier call would show up here.
