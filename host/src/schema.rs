@@ -67,6 +67,11 @@ impl Schema {
 
     /// Every violation of `value`, each as `path: message`, worded for a model to fix.
     pub fn problems(&self, value: &Value) -> Vec<String> {
+        // The common case first: `is_valid` stops at the first failure and
+        // builds no error values.
+        if self.validator.is_valid(value) {
+            return Vec::new();
+        }
         self.validator
             .iter_errors(value)
             .map(|e| {

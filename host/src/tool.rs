@@ -1,5 +1,7 @@
 //! What a tool is and what crosses a call: specs, calls, outputs and parts.
 
+use std::fmt::Write as _;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
@@ -44,8 +46,15 @@ impl ToolSpec {
 /// A process-unique call ID, for calls whose caller gave none.
 pub(crate) fn next_call_id() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(1);
+    // `process::id` is a system call each time: ask once.
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| format!("call-{}-", std::process::id()));
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("call-{}-{n}", std::process::id())
+    let mut id = String::with_capacity(prefix.len() + 20);
+    id.push_str(prefix);
+    // Writing into a String cannot fail.
+    let _ = write!(id, "{n}");
+    id
 }
 
 /// One call of one tool.
