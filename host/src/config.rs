@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::engine::limits::Limits;
+use crate::plugin::Reuse;
 use crate::policy::{Grants, GrantsConfig};
 
 /// A configuration file could not be used. Names the file, the key and why.
@@ -139,6 +140,9 @@ pub struct PluginConfig {
     /// it wins over the plugin's sidecar `NAME.policy.toml`.
     #[serde(default)]
     pub grants: Option<GrantsConfig>,
+    /// Instance reuse: `"never"` (the default) or `"per-invocation"`.
+    #[serde(default)]
+    pub reuse: Reuse,
 }
 
 /// Visibility rules: a tool is visible if it matches `allow` (when given) and not `deny`.
@@ -323,6 +327,11 @@ impl Config {
             apply(&mut limits, &config.limits);
         }
         limits
+    }
+
+    /// The instance reuse `[plugin.NAME] reuse` sets (default: never).
+    pub fn reuse_for(&self, plugin: &str) -> Reuse {
+        self.plugin.get(plugin).map(|p| p.reuse).unwrap_or_default()
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use wasmtime::component::{HasSelf, Linker};
 
 use crate::bindings;
+use crate::plugin::IdleInstances;
 use crate::plugin::state::{Invocations, PluginState};
 
 /// How the process-wide [`Engine`] is set up.
@@ -29,6 +30,7 @@ pub struct EngineConfig {
     max_wasm_stack: usize,
     max_concurrent_instances: u32,
     keep_resident: usize,
+    max_idle_instances: usize,
 }
 
 impl Default for EngineConfig {
@@ -40,6 +42,7 @@ impl Default for EngineConfig {
             max_wasm_stack: 1 << 20,
             max_concurrent_instances: 1000,
             keep_resident: 1 << 20,
+            max_idle_instances: 16,
         }
     }
 }
@@ -99,6 +102,16 @@ impl EngineConfig {
         self
     }
 
+    /// How many instances may wait, idle, for their invocation's next call
+    /// (default 16), for plugins loaded with
+    /// [`Reuse::PerInvocation`](crate::Reuse::PerInvocation). Each holds a slot
+    /// of [`max_concurrent_instances`](Self::max_concurrent_instances) and its
+    /// memory; the least recently used goes first.
+    pub fn max_idle_instances(&mut self, n: usize) -> &mut Self {
+        self.max_idle_instances = n;
+        self
+    }
+
     /// The configured cache directory, if any.
     pub fn get_cache_dir(&self) -> Option<&Path> {
         self.cache_dir.as_deref()
@@ -135,6 +148,7 @@ struct Inner {
     linker: Linker<PluginState>,
     config: EngineConfig,
     invocations: Invocations,
+    idle: IdleInstances,
 }
 
 impl std::fmt::Debug for Engine {
@@ -216,6 +230,7 @@ impl Engine {
                 linker,
                 config: config.clone(),
                 invocations: Invocations::default(),
+                idle: IdleInstances::new(config.max_idle_instances),
             }),
         })
     }
@@ -248,9 +263,20 @@ impl Engine {
         &self.inner.invocations
     }
 
-    /// Ends an invocation: drops the scratch state its calls shared.
+    /// Ends an invocation: drops the scratch state its calls shared, and the
+    /// instances kept for it ([`Reuse::PerInvocation`](crate::Reuse::PerInvocation)).
     pub fn end_invocation(&self, invocation_id: &str) {
         self.inner.invocations.end(invocation_id);
+        self.inner.idle.end(invocation_id);
+    }
+
+    pub(crate) fn idle(&self) -> &IdleInstances {
+        &self.inner.idle
+    }
+
+    /// How many instances wait idle for their invocation's next call.
+    pub fn idle_instances(&self) -> usize {
+        self.inner.idle.len()
     }
 
     /// The scratch state an invocation holds now (for inspection and tests).

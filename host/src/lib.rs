@@ -55,7 +55,7 @@ pub use engine::{Engine, EngineConfig, EngineError, default_cache_dir};
 pub use error::{CallError, Exhausted, LoadError};
 #[cfg(feature = "mcp")]
 pub use mcp::{HttpOptions, McpError, McpServer};
-pub use plugin::{ComponentInfo, Plugin, PluginOptions, ToolStream, inspect};
+pub use plugin::{ComponentInfo, Plugin, PluginOptions, Reuse, ToolStream, inspect};
 pub use policy::{
     Access, Capability, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, DirConfig, DirGrant,
     EnvGrant, EnvSource, EnvVarConfig, Grants, GrantsConfig, HostPattern, NetworkConfig,

@@ -1,6 +1,7 @@
 //! A loaded plugin: a compiled, pre-instantiated component with its checked
 //! declarations, and every call of its tools, each in a fresh sandboxed instance.
 
+mod reuse;
 pub(crate) mod state;
 
 use std::collections::HashSet;
@@ -25,6 +26,7 @@ use crate::policy::stdio::StdioLog;
 use crate::policy::{CallTag, Capability, Grants};
 use crate::schema::Schema;
 use crate::tool::{MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage, wrap_result};
+pub(crate) use reuse::IdleInstances;
 use state::PluginState;
 
 /// The most resources (streams, WASI handles) one call may hold at once.
@@ -38,6 +40,27 @@ pub struct PluginOptions {
     limits: Limits,
     grants: Option<Grants>,
     sidecar: bool,
+    reuse: Reuse,
+}
+
+/// Whether each call gets a fresh instance, or the calls of one invocation share one.
+/// In `toolhost.toml`: `reuse = "never"` or `reuse = "per-invocation"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Reuse {
+    /// A fresh instance for every call (the default): nothing one call leaves
+    /// in the guest's memory reaches another call.
+    #[default]
+    Never,
+    /// The calls of one invocation (one invocation ID) share an instance, one
+    /// call at a time; different invocations never share one. For runtimes
+    /// whose start-up dominates a call (Python, JavaScript). Each call still
+    /// gets its own fuel, deadline and output cap. An instance is dropped when
+    /// a call traps, runs out of a budget or streams, when its invocation ends
+    /// ([`Engine::end_invocation`]), or when the engine's set of idle instances
+    /// is full ([`EngineConfig::max_idle_instances`](crate::EngineConfig::max_idle_instances)).
+    PerInvocation,
 }
 
 impl Default for PluginOptions {
@@ -47,6 +70,7 @@ impl Default for PluginOptions {
             limits: Limits::default(),
             grants: None,
             sidecar: true,
+            reuse: Reuse::Never,
         }
     }
 }
@@ -82,6 +106,17 @@ impl PluginOptions {
     pub fn sidecar_policy(&mut self, read: bool) -> &mut Self {
         self.sidecar = read;
         self
+    }
+
+    /// Whether calls share instances ([`Reuse`]; default: never).
+    pub fn reuse(&mut self, reuse: Reuse) -> &mut Self {
+        self.reuse = reuse;
+        self
+    }
+
+    /// The instance reuse chosen.
+    pub fn get_reuse(&self) -> Reuse {
+        self.reuse
     }
 
     /// The grants given here, if any.
@@ -121,6 +156,9 @@ pub struct Plugin {
 }
 
 struct Inner {
+    /// Unique per loaded version: ties idle instances to it.
+    id: u64,
+    reuse: Reuse,
     name: Arc<str>,
     path: PathBuf,
     engine: Engine,
@@ -332,6 +370,8 @@ impl Plugin {
         };
         let mut plugin = Self {
             inner: Arc::new(Inner {
+                id: reuse::next_plugin_id(),
+                reuse: options.reuse,
                 name,
                 path: path.clone(),
                 engine: engine.clone(),
@@ -477,7 +517,11 @@ impl Plugin {
                 problems,
             });
         }
-        Ok(arguments.to_string())
+        // Straight into a buffer: `Value`'s `Display` goes through `fmt`, and is slower.
+        serde_json::to_string(&arguments).map_err(|e| CallError::Host {
+            tool: tool.spec.name.clone(),
+            reason: format!("cannot encode the arguments: {e}"),
+        })
     }
 
     /// Runs a tool to completion in a fresh instance.
@@ -502,11 +546,20 @@ impl Plugin {
                 .call_invoke(&mut store, &wit_call),
         )
         .await;
-        let output = self
-            .settle(&mut store, name, result)?
-            .map_err(|e| self.tool_error(name, e))?;
+        let output = self.settle(&mut store, name, result)?;
+        let usage = self.usage(&store);
+        // The guest returned (a trap or an exhausted budget returned early
+        // above and dropped the instance): it may serve the invocation again.
+        if self.inner.reuse == Reuse::PerInvocation {
+            let idle = reuse::Idle { store, bindings };
+            self.inner
+                .engine
+                .idle()
+                .put(self.inner.id, &wit_call.invocation_id, idle);
+        }
+        let output = output.map_err(|e| self.tool_error(name, e))?;
         let mut output = self.finish(tool, output, wit_call.call_id)?;
-        output.usage = self.usage(&store);
+        output.usage = usage;
         Ok(output)
     }
 
@@ -517,9 +570,24 @@ impl Plugin {
         call: ToolCall,
     ) -> Result<(Store<PluginState>, WitPlugin, wit::Call), CallError> {
         let arguments = self.prepare(tool, call.arguments)?;
-        let (store, bindings) = self
-            .instantiate(&tool.spec.name, &call.call_id, &call.invocation_id)
-            .await?;
+        let idle = match self.inner.reuse {
+            Reuse::Never => None,
+            Reuse::PerInvocation => self
+                .inner
+                .engine
+                .idle()
+                .take(self.inner.id, &call.invocation_id),
+        };
+        let (store, bindings) = match idle {
+            Some(mut idle) => {
+                self.rearm(&mut idle.store, &tool.spec.name, &call.call_id)?;
+                (idle.store, idle.bindings)
+            }
+            None => {
+                self.instantiate(&tool.spec.name, &call.call_id, &call.invocation_id)
+                    .await?
+            }
+        };
         let wit_call = wit::Call {
             call_id: call.call_id,
             invocation_id: call.invocation_id,
@@ -581,13 +649,7 @@ impl Plugin {
         let engine = &self.inner.engine;
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCES);
-        let limit = limits.get_deadline();
-        let deadline = Instant::now() + limit;
-        let call = Arc::new(CallTag {
-            plugin: self.inner.name.clone(),
-            tool: tool.to_owned(),
-            call_id: call_id.to_owned(),
-        });
+        let call = self.call_tag(tool, call_id);
         let stdio = StdioLog::new(Arc::clone(&call), limits.get_stdio_bytes());
         // Exactly the grants: no inherited environment, arguments or network.
         let wasi = self
@@ -600,6 +662,7 @@ impl Plugin {
             })?;
         let state = PluginState {
             call: Arc::clone(&call),
+            stdio,
             invocation_id: invocation_id.to_owned(),
             invocations: engine.invocations().clone(),
             wasi,
@@ -611,17 +674,38 @@ impl Plugin {
             table,
             limiter: Limiter::new(limits),
             panic_message: None,
-            deadline,
+            deadline: Instant::now(),
         };
         let mut store = Store::new(engine.wasm(), state);
         store.limiter(|state| &mut state.limiter);
-        let host_error = |reason: String| CallError::Host {
+        self.arm(&mut store, tool)?;
+        let deadline = store.data().deadline;
+        let instantiated = timeout(deadline, self.inner.pre.instantiate_async(&mut store)).await;
+        let bindings = self.settle(&mut store, tool, instantiated)?;
+        Ok((store, bindings))
+    }
+
+    /// Which call a log line or a refusal belongs to.
+    fn call_tag(&self, tool: &str, call_id: &str) -> Arc<CallTag> {
+        Arc::new(CallTag {
+            plugin: self.inner.name.clone(),
             tool: tool.to_owned(),
-            reason,
-        };
+            call_id: call_id.to_owned(),
+        })
+    }
+
+    /// Gives a store the budgets of one call: fuel, and a deadline from now.
+    fn arm(&self, store: &mut Store<PluginState>, tool: &str) -> Result<(), CallError> {
+        let limits = &self.inner.limits;
+        let limit = limits.get_deadline();
+        let deadline = Instant::now() + limit;
+        store.data_mut().deadline = deadline;
         store
             .set_fuel(limits.get_fuel())
-            .map_err(|e| host_error(e.to_string()))?;
+            .map_err(|e| CallError::Host {
+                tool: tool.to_owned(),
+                reason: e.to_string(),
+            })?;
         store.set_epoch_deadline(1);
         // Yield at every tick so a runaway guest cannot starve the executor, and
         // stop it once its deadline has passed.
@@ -632,9 +716,24 @@ impl Plugin {
                 Err(Exhausted::Deadline { limit }.into())
             }
         });
-        let instantiated = timeout(deadline, self.inner.pre.instantiate_async(&mut store)).await;
-        let bindings = self.settle(&mut store, tool, instantiated)?;
-        Ok((store, bindings))
+        Ok(())
+    }
+
+    /// Readies an idle instance of this invocation for its next call: the
+    /// call's tag in logs and hooks, a fresh output cap, fresh budgets.
+    fn rearm(
+        &self,
+        store: &mut Store<PluginState>,
+        tool: &str,
+        call_id: &str,
+    ) -> Result<(), CallError> {
+        let call = self.call_tag(tool, call_id);
+        let state = store.data_mut();
+        state.stdio.rebind(Arc::clone(&call));
+        state.http_hooks.call = Arc::clone(&call);
+        state.call = call;
+        state.panic_message = None;
+        self.arm(store, tool)
     }
 
     /// What a store's call has cost so far.

@@ -12,6 +12,7 @@ use crate::bindings::v0_1::toolhost::plugin::{host, types};
 use crate::engine::limits::Limiter;
 use crate::policy::CallTag;
 use crate::policy::http::HttpHooks;
+use crate::policy::stdio::StdioLog;
 
 /// The longest log line or panic message the host keeps from a guest.
 const MAX_MESSAGE_BYTES: usize = 8 << 10;
@@ -76,6 +77,8 @@ impl Invocations {
 pub(crate) struct PluginState {
     /// Plugin, tool and call ID, for the log (shared with stdio and HTTP hooks).
     pub(crate) call: Arc<CallTag>,
+    /// Where the guest's stdout and stderr go (rebound per call on a reused instance).
+    pub(crate) stdio: StdioLog,
     pub(crate) invocation_id: String,
     pub(crate) invocations: Invocations,
     pub(crate) wasi: WasiCtx,

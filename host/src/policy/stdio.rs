@@ -61,6 +61,16 @@ impl StdioLog {
         }
     }
 
+    /// Starts the next call on the same instance: the last call's partial
+    /// lines and cap report are logged under it, then the cap starts over.
+    pub(crate) fn rebind(&self, call: Arc<CallTag>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.finish();
+        state.call = call;
+        state.kept = 0;
+        state.dropped = 0;
+    }
+
     pub(crate) fn sink(&self, stream: Stream) -> Sink {
         Sink {
             state: Arc::clone(&self.state),
@@ -116,6 +126,13 @@ impl State {
 
 impl Drop for State {
     fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+impl State {
+    /// Logs what is left of a call's output: partial lines, and how much the cap dropped.
+    fn finish(&mut self) {
         for stream in [Stream::Stdout, Stream::Stderr] {
             if !self.lines[stream as usize].is_empty() {
                 self.emit(stream);

@@ -11,6 +11,7 @@ mod layers;
 mod loading;
 mod network;
 mod reload;
+mod reuse;
 mod tools;
 mod toolsets;
 
