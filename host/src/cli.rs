@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+
+mod new;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use toolhost::{
@@ -102,6 +104,18 @@ enum Command {
         #[arg(long)]
         no_watch: bool,
     },
+    /// Create a plugin project in NAME/ that builds with `./build.sh`: a
+    /// sample tool, the guest SDK of the language and the WIT contract.
+    New {
+        /// The plugin's name: lowercase letters, digits and `-` (the component is NAME.wasm).
+        name: String,
+        /// The language of the project.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: new::Lang,
+        /// Where to create NAME/ [default: the current directory].
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
     /// Show what a component file is: world, version, tools, imported interfaces.
     Inspect {
         /// The `.wasm` file.
@@ -192,7 +206,7 @@ fn options(cli: &Cli, config: &Config) -> impl Fn(&str) -> PluginOptions + Send 
             limits.output_bytes(bytes);
         }
         let mut options = PluginOptions::default();
-        options.limits(limits);
+        options.limits(limits).reuse(config.reuse_for(plugin));
         apply_grants(&config, plugin, &mut options);
         options
     }
@@ -298,6 +312,15 @@ fn layered(plugins: impl Toolset + 'static, config: &Config) -> Result<Box<dyn T
 }
 
 async fn run(cli: Cli) -> Result<()> {
+    if let Command::New { name, lang, dir } = &cli.command {
+        let root = new::create(name, *lang, dir)?;
+        println!(
+            "created {}: build it with {}/build.sh",
+            root.display(),
+            root.display()
+        );
+        return Ok(());
+    }
     let config = config(&cli)?;
     let engine = engine(&cli, &config)?;
     match &cli.command {
@@ -339,6 +362,7 @@ async fn run(cli: Cli) -> Result<()> {
             serve(&cli, &config, &engine, http.as_deref(), !*no_watch).await
         }
         Command::Inspect { file, json } => inspect(&engine, file, *json).await,
+        Command::New { .. } => unreachable!("handled before the engine starts"),
     }
 }
 

@@ -9,6 +9,8 @@
 //! - `demo`: build the plugins and the `toolhost` CLI, then list and call tools.
 //! - `test`: build the non-Rust guests, run the SDK unit tests and every cargo test
 //!   (installs the wasm32-wasip2 target if missing), then `mcp-test`.
+//! - `new-test`: `toolhost new` end to end: a project in each language, built
+//!   by its own `build.sh`, then called through the `toolhost` binary.
 //! - `mcp-test`: the MCP end-to-end tests (`tests/mcp`): the official Python MCP SDK
 //!   drives `toolhost serve` over stdio and HTTP. Extra arguments go to pytest.
 //! - `ci`: `cargo fmt --check`, clippy with `-D warnings`, docs, then `test`.
@@ -27,10 +29,11 @@ fn main() -> Result<()> {
         "demo" => demo(),
         "test" => test(),
         "mcp-test" => mcp_test(std::env::args().skip(2).collect()),
+        "new-test" => new_test(),
         "ci" => ci(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <plugins|guests [NAME...]|sdk-test|demo|test|mcp-test [PYTEST ARGS]|ci>"
+                "usage: cargo xtask <plugins|guests [NAME...]|sdk-test|demo|test|new-test|mcp-test [PYTEST ARGS]|ci>"
             );
             bail!("unknown task `{task}`")
         }
@@ -436,7 +439,65 @@ fn test() -> Result<()> {
     build_guests(&[])?;
     sdk_test()?;
     run(cargo().args(["test", "--workspace"]))?;
+    new_test()?;
     mcp_test(Vec::new())
+}
+
+/// `toolhost new` end to end: for each language, a project in
+/// `<target>/new-test/`, built by its own `build.sh`, then called through the
+/// `toolhost` binary. Reuses the toolchains `guests` installed (Python venv,
+/// npm cache) and one cargo target dir, so a rerun is quick.
+fn new_test() -> Result<()> {
+    ensure_wasm_target()?;
+    // Same feature unification as `cargo test --workspace`: nothing to rebuild after it.
+    run(cargo().args(["test", "--workspace", "--no-run"]))?;
+    let target = target_dir();
+    let toolhost = target.join("debug/toolhost");
+    let scratch = target.join("new-test");
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("removing {}", scratch.display()))?;
+    }
+    let python = venv(
+        "guest-venv",
+        &root().join("guest-sdk/python/requirements-build.txt"),
+    )?;
+    let py_venv = python
+        .parent()
+        .and_then(Path::parent)
+        .context("the guest venv's python has no venv directory")?;
+    for lang in ["rust", "python", "js"] {
+        let name = format!("hello-{lang}");
+        let started = std::time::Instant::now();
+        run(Command::new(&toolhost)
+            .args(["new", &name, "--lang", lang, "--dir"])
+            .arg(&scratch))?;
+        let project = scratch.join(&name);
+        run(Command::new("sh")
+            .arg(project.join("build.sh"))
+            .env("CARGO_TARGET_DIR", target.join("new-test-cargo"))
+            .env("TOOLHOST_PY_VENV", py_venv))?;
+        let output = Command::new(&toolhost)
+            .arg("--no-cache")
+            .arg("--plugins")
+            .arg(&project)
+            .args(["call", "greet", r#"{"name": "Ada", "excited": true}"#])
+            .output()
+            .context("running toolhost call")?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() || !stdout.contains("Hello, Ada!") {
+            bail!(
+                "{lang}: `toolhost call greet` in a new project gave {}:\n{stdout}\n{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        eprintln!(
+            "xtask: toolhost new --lang {lang}: built and called in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// Builds `toolhost` and the guests, then runs the MCP end-to-end tests in a
