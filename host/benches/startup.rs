@@ -34,8 +34,11 @@ use serde_json::json;
 use tokio::process::Command;
 use toolhost::{Context, Engine, EngineConfig, PluginDir, PluginOptions, ToolsetExt};
 
+#[path = "support/guests.rs"]
+mod guests;
 #[path = "support/rpc.rs"]
 mod rpc;
+use guests::polyglot;
 use rpc::{Server, rss};
 
 const PLUGINS: usize = 50;
@@ -65,20 +68,6 @@ fn distinct(bytes: &[u8], tag: usize) -> Vec<u8> {
     leb(body.len(), &mut out);
     out.extend_from_slice(&body);
     out
-}
-
-/// A guest `cargo xtask guests` built: at the path the test artifacts name, or
-/// in `<target>/polyglot/` next to this binary's target directory.
-fn polyglot(path: &str) -> Option<PathBuf> {
-    let named = PathBuf::from(path);
-    if named.is_file() {
-        return Some(named);
-    }
-    // This binary is `<target>/<profile>/deps/startup-<hash>`.
-    let exe = std::env::current_exe().ok()?;
-    let target = exe.parent()?.parent()?.parent()?;
-    let found = target.join("polyglot").join(named.file_name()?);
-    found.is_file().then_some(found)
 }
 
 /// Fills `dir` with the 50 plugins; returns (file stem, source) of each.
