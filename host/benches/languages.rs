@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, ToolCall};
 
+#[path = "support/guests.rs"]
+mod guests;
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let iters: usize = std::env::var("BENCH_ITERS")
@@ -31,6 +34,8 @@ async fn main() -> anyhow::Result<()> {
     println!("| language | size | compile (no cache) | per call: median / p99 | fuel per call |");
     println!("| --- | --- | --- | --- | --- |");
     for (language, path) in builds {
+        let found = guests::polyglot(path);
+        let path = found.as_deref().and_then(|p| p.to_str()).unwrap_or(path);
         let size = std::fs::metadata(path)
             .map_err(|e| anyhow::anyhow!("{path}: {e} (run `cargo xtask guests`)"))?
             .len();

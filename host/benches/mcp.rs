@@ -1,73 +1,125 @@
-//! `tools/call` round trips over MCP stdio against a direct library call of the
-//! same tool, in one run.
+//! `tools/call` round trips over MCP stdio, in one run:
 //!
 //! - direct: `Plugin::invoke` of the trivial tool `add` (fresh sandboxed
-//!   instance, validation, result checking);
-//! - stdio: the `toolhost serve` binary as a child process, driven by a lean
-//!   JSON-RPC client (one line per message, no SDK) — sequentially, and with
-//!   32 requests in flight for throughput.
+//!   instance, validation, result checking) — the baseline;
+//! - toolhost: the `toolhost serve` binary as a child process serving `add`;
+//! - node: the official unsandboxed `@modelcontextprotocol/server-everything`
+//!   (stdio transport, its tool `get-sum`), pinned in `benches/node/` and
+//!   installed by `cargo xtask bench` (`npm ci` into `<target>/bench-node`).
 //!
-//! Run: `cargo bench -p toolhost --bench mcp` (set `BENCH_ITERS` to change the count).
+//! Both servers are driven by the same lean JSON-RPC client (one line per
+//! message, no SDK): sequentially, interleaved so drift in machine load hits
+//! all alike, then with 32 requests in flight for throughput (alternating
+//! rounds, median of the rounds).
+//!
+//! Run: `cargo xtask bench` (or `cargo bench -p toolhost --bench mcp`; set
+//! `BENCH_ITERS` to change the count, `TOOLHOST_BENCH_NODE_DIR` to point at
+//! another install of the Node server).
 
 use std::collections::HashSet;
-use std::process::Stdio;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::Command;
 use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, ToolCall};
 
+#[path = "support/rpc.rs"]
+mod rpc;
 #[path = "support/stats.rs"]
 mod stats;
+use rpc::Server;
 use stats::{stats, us};
 
-/// A JSON-RPC client over a child's stdin/stdout: one JSON message per line.
-struct Client {
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    line: String,
+/// One MCP server under test: how to call its trivial tool and check the answer.
+struct Target {
+    server: Server,
+    tool: &'static str,
+    check: fn(&Value) -> bool,
 }
 
-impl Client {
-    async fn send(&mut self, message: &Value) -> Result<()> {
-        let mut bytes = serde_json::to_vec(message)?;
-        bytes.push(b'\n');
-        self.stdin.write_all(&bytes).await?;
+impl Target {
+    async fn round_trip(&mut self) -> Result<()> {
+        self.server
+            .call(self.tool, &json!({"a": 1, "b": 2}))
+            .await?;
+        let response = self.server.response().await?;
+        if !(self.check)(&response) {
+            bail!("unexpected response: {response}");
+        }
         Ok(())
     }
 
-    /// The next response (notifications are skipped).
-    async fn response(&mut self) -> Result<Value> {
-        loop {
-            self.line.clear();
-            if self.stdout.read_line(&mut self.line).await? == 0 {
-                bail!("the server closed its stdout");
+    /// Calls per second with `in_flight` requests outstanding, over `total` calls.
+    async fn pipelined(&mut self, total: u64, in_flight: usize) -> Result<f64> {
+        let start = Instant::now();
+        let mut outstanding = HashSet::new();
+        let (mut sent, mut done) = (0u64, 0u64);
+        let arguments = json!({"a": 1, "b": 2});
+        while done < total {
+            while sent < total && outstanding.len() < in_flight {
+                sent += 1;
+                outstanding.insert(self.server.call(self.tool, &arguments).await?);
             }
-            let message: Value = serde_json::from_str(&self.line)
-                .with_context(|| format!("not JSON on stdout: {}", self.line))?;
-            if message.get("id").is_some() {
-                return Ok(message);
+            let response = self.server.response().await?;
+            if !(self.check)(&response) {
+                bail!("unexpected response: {response}");
             }
+            let answered = response["id"].as_u64().context("response without an id")?;
+            if !outstanding.remove(&answered) {
+                bail!("a response to an unknown request {answered}");
+            }
+            done += 1;
         }
+        Ok(total as f64 / start.elapsed().as_secs_f64())
     }
 }
 
-fn call(id: u64) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": "tools/call",
-        "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
-    })
+fn toolhost_checks(response: &Value) -> bool {
+    response["result"]["structuredContent"] == json!({"result": 3})
 }
 
-fn check(response: &Value) -> Result<()> {
-    if response["result"]["structuredContent"] != json!({"result": 3}) {
-        bail!("unexpected response: {response}");
+fn node_checks(response: &Value) -> bool {
+    response["result"]["content"][0]["text"] == "The sum of 1 and 2 is 3."
+}
+
+/// Where `cargo xtask bench` installs the Node server: `<target>/bench-node`.
+fn node_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("TOOLHOST_BENCH_NODE_DIR") {
+        return Some(dir.into());
     }
-    Ok(())
+    // This binary is `<target>/<profile>/deps/mcp-<hash>`.
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.parent()?.join("bench-node"))
+}
+
+async fn start_node() -> Result<Option<Target>> {
+    let script = node_dir()
+        .map(|dir| dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
+    let Some(script) = script.filter(|s| s.is_file()) else {
+        println!(
+            "  (node server-everything not installed: `cargo xtask bench` installs it; skipping the Node figures)"
+        );
+        return Ok(None);
+    };
+    let mut command = Command::new("node");
+    command.arg(script).arg("stdio");
+    Ok(Some(Target {
+        server: Server::start(command).await?,
+        tool: "get-sum",
+        check: node_checks,
+    }))
+}
+
+fn line(label: &str, samples: &stats::Stats, baseline: &stats::Stats) {
+    println!(
+        "  {label:<44} median {:>7.1} µs ({:>5.2}×)   p99 {:>8.1} µs ({:>5.2}×)",
+        us(samples.median),
+        us(samples.median) / us(baseline.median),
+        us(samples.p99),
+        us(samples.p99) / us(baseline.p99),
+    );
 }
 
 #[tokio::main]
@@ -86,35 +138,18 @@ async fn main() -> Result<()> {
 
     let dir = tempfile::tempdir()?;
     std::fs::copy(toolhost_test_plugins::ECHO, dir.path().join("echo.wasm"))?;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    command
         .arg("--plugins")
         .arg(dir.path())
-        .args(["serve", "--no-watch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting toolhost serve")?;
-    let mut client = Client {
-        stdin: child.stdin.take().context("no stdin")?,
-        stdout: BufReader::new(child.stdout.take().context("no stdout")?),
-        line: String::new(),
+        .args(["serve", "--no-watch"]);
+    let mut toolhost = Target {
+        server: Server::start(command).await?,
+        tool: "add",
+        check: toolhost_checks,
     };
-    client
-        .send(&json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "0"},
-            },
-        }))
-        .await?;
-    client.response().await?;
-    client
-        .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await?;
+    println!("MCP stdio: tools/call of a trivial tool, {iters} sequential calls each, interleaved");
+    let mut node = start_node().await?;
 
     let direct_once = async || -> Result<()> {
         let out = plugin
@@ -125,68 +160,74 @@ async fn main() -> Result<()> {
         }
         Ok(())
     };
-    let mut id = 0;
     for _ in 0..200 {
         direct_once().await?;
-        id += 1;
-        client.send(&call(id)).await?;
-        check(&client.response().await?)?;
+        toolhost.round_trip().await?;
+        if let Some(node) = &mut node {
+            node.round_trip().await?;
+        }
     }
-    // Interleaved so drift in machine load hits both alike.
-    let (mut direct, mut stdio) = (Vec::new(), Vec::new());
+    let (mut direct, mut stdio, mut node_stdio) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..iters {
         let start = Instant::now();
         direct_once().await?;
         direct.push(start.elapsed());
-        id += 1;
         let start = Instant::now();
-        client.send(&call(id)).await?;
-        check(&client.response().await?)?;
+        toolhost.round_trip().await?;
         stdio.push(start.elapsed());
+        if let Some(node) = &mut node {
+            let start = Instant::now();
+            node.round_trip().await?;
+            node_stdio.push(start.elapsed());
+        }
     }
 
-    // Throughput: keep 32 requests in flight.
+    // Throughput: 32 requests in flight, rounds alternating between servers.
     let in_flight = 32;
-    let total = iters.max(in_flight) * 2;
-    let start = Instant::now();
-    let mut outstanding = HashSet::new();
-    let (mut sent, mut done) = (0u64, 0u64);
-    while done < total {
-        while sent < total && outstanding.len() < in_flight as usize {
-            id += 1;
-            sent += 1;
-            client.send(&call(id)).await?;
-            outstanding.insert(id);
+    let total = iters.max(in_flight as u64) * 2;
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        ours.push(toolhost.pipelined(total, in_flight).await?);
+        if let Some(node) = &mut node {
+            theirs.push(node.pipelined(total, in_flight).await?);
         }
-        let response = client.response().await?;
-        check(&response)?;
-        let answered = response["id"].as_u64().context("response without an id")?;
-        if !outstanding.remove(&answered) {
-            bail!("a response to an unknown request {answered}");
-        }
-        done += 1;
     }
-    let pipelined = total as f64 / start.elapsed().as_secs_f64();
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
 
-    let (direct, stdio) = (stats(direct), stats(stdio));
-    println!("tools/call of a trivial Rust tool (`add`), {iters} iterations each, interleaved");
-    println!(
-        "  (a) direct library call (Plugin::invoke)     median {:>8.1} µs   p99 {:>8.1} µs",
-        us(direct.median),
-        us(direct.p99)
-    );
-    println!(
-        "  (b) MCP stdio round trip (toolhost serve)    median {:>8.1} µs   p99 {:>8.1} µs",
-        us(stdio.median),
-        us(stdio.p99)
-    );
-    println!(
-        "  (c) ratio b/a                                median {:>8.2}      p99 {:>8.2}",
-        us(stdio.median) / us(direct.median),
-        us(stdio.p99) / us(direct.p99)
-    );
-    println!("  (d) MCP stdio, {in_flight} in flight               {pipelined:>8.0} calls/s");
-    drop(client);
-    let _ = child.wait().await;
+    let direct = stats(direct);
+    let stdio = stats(stdio);
+    println!("  round trip (ratio to the direct call in parentheses):");
+    line("(a) direct library call (Plugin::invoke)", &direct, &direct);
+    line("(b) toolhost serve, MCP stdio", &stdio, &direct);
+    if !node_stdio.is_empty() {
+        let node_stdio = stats(node_stdio);
+        line(
+            "(c) node server-everything, MCP stdio",
+            &node_stdio,
+            &direct,
+        );
+        println!(
+            "  (d) toolhost / node round trip               median {:>5.2}×            p99 {:>5.2}×",
+            us(stdio.median) / us(node_stdio.median),
+            us(stdio.p99) / us(node_stdio.p99),
+        );
+    }
+    let ours = median(ours).unwrap_or(0.0);
+    println!("  throughput, {in_flight} requests in flight ({total} calls, median of 3 rounds):");
+    println!("  (e) toolhost serve                           {ours:>8.0} calls/s");
+    if let Some(theirs) = median(theirs) {
+        println!("  (f) node server-everything                   {theirs:>8.0} calls/s");
+        println!(
+            "  (g) toolhost / node throughput               {:>8.2}×",
+            ours / theirs
+        );
+    }
+    toolhost.server.stop().await?;
+    if let Some(node) = node {
+        node.server.stop().await?;
+    }
     Ok(())
 }
