@@ -350,22 +350,28 @@ fn build_js(guest: &Guest, wasm: &Path) -> Result<()> {
 /// reactor adapter (Debian's wasi-libc is preview-1 only).
 fn build_c(guest: &Guest, wasm: &Path) -> Result<()> {
     let sdk = root().join("guest-sdk/c");
-    let inputs = [guest.dir.clone(), sdk.clone(), root().join("wit")];
+    let inputs = [
+        guest.dir.clone(),
+        sdk.clone(),
+        root().join("wit"),
+        root().join("xtask/bindgen/Cargo.lock"),
+    ];
     if up_to_date(wasm, &inputs) {
         eprintln!("xtask: {} is up to date", wasm.display());
         return Ok(());
     }
     ensure_c_toolchain()?;
-    let wit_bindgen = wit_bindgen()?;
+    let bindgen = bindgen()?;
     let wasm_tools =
         venv("c-venv", &sdk.join("requirements-build.txt"))?.with_file_name("wasm-tools");
     let adapter = reactor_adapter()?;
     let stage = fresh_stage(&guest.name)?;
     let generated = stage.join("gen");
-    run(Command::new(&wit_bindgen)
-        .args(["c", "--world", "plugin", "--out-dir"])
-        .arg(&generated)
-        .arg(root().join("wit")))?;
+    run(Command::new(&bindgen)
+        .arg("c")
+        .arg(root().join("wit"))
+        .arg("plugin")
+        .arg(&generated))?;
     let mut sources = files_with_extension(&guest.dir, "c")?;
     sources.push(sdk.join("toolhost_guest.c"));
     sources.push(sdk.join("vendor/cjson/cJSON.c"));
@@ -433,7 +439,12 @@ fn fresh_stage(name: &str) -> Result<PathBuf> {
 /// builds it for `wasip1` as a reactor. Then as for C: embed the WIT, adapt.
 fn build_go(guest: &Guest, wasm: &Path) -> Result<()> {
     let sdk = root().join("guest-sdk/go");
-    let inputs = [guest.dir.clone(), sdk.clone(), root().join("wit")];
+    let inputs = [
+        guest.dir.clone(),
+        sdk.clone(),
+        root().join("wit"),
+        root().join("xtask/bindgen/Cargo.lock"),
+    ];
     if up_to_date(wasm, &inputs) {
         eprintln!("xtask: {} is up to date", wasm.display());
         return Ok(());
@@ -443,15 +454,16 @@ fn build_go(guest: &Guest, wasm: &Path) -> Result<()> {
         python.with_file_name("go"),
         python.with_file_name("wasm-tools"),
     );
-    let wit_bindgen = wit_bindgen()?;
+    let bindgen = bindgen()?;
     let runtime = go_runtime_package()?;
     let adapter = reactor_adapter()?;
     let module = go_module_path(&guest.dir)?;
     let stage = fresh_stage(&guest.name)?;
-    run(Command::new(&wit_bindgen)
-        .args(["go", "--world", "plugin", "--format=false", "--out-dir"])
-        .arg(&stage)
-        .arg(root().join("wit")))?;
+    run(Command::new(&bindgen)
+        .arg("go")
+        .arg(root().join("wit"))
+        .arg("plugin")
+        .arg(&stage))?;
     std::fs::copy(
         sdk.join("glue/tools.go"),
         stage.join("export_toolhost_plugin_tools/toolhost_glue.go"),
@@ -520,49 +532,44 @@ fn go_module_path(dir: &Path) -> Result<String> {
 
 /// `go.bytecodealliance.org/pkg`, the runtime package of the `wit-bindgen go`
 /// bindings. It ships inside the crates.io crate `wit-bindgen-go` (`src/pkg`),
-/// so cargo fetches it (`cargo metadata` on a stub manifest) and it is copied
-/// to `<target>/tools/go-pkg-VERSION`.
+/// which cargo has fetched for `xtask/bindgen`; copied to
+/// `<target>/tools/go-pkg-VERSION` so that a registry cache cleanup cannot
+/// break a build.
 fn go_runtime_package() -> Result<PathBuf> {
-    let tools = target_dir().join("tools");
-    let dest = tools.join(format!("go-pkg-{WIT_BINDGEN_VERSION}"));
-    if dest.join("go.mod").is_file() {
-        return Ok(dest);
-    }
-    let fetch = tools.join("go-pkg-fetch");
-    std::fs::create_dir_all(fetch.join("src"))?;
-    std::fs::write(
-        fetch.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"go-pkg-fetch\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
-             publish = false\n\n[dependencies]\nwit-bindgen-go = \"={WIT_BINDGEN_VERSION}\"\n\n\
-             [workspace]\n"
-        ),
-    )?;
-    std::fs::write(fetch.join("src/lib.rs"), "")?;
-    let mut metadata = cargo();
-    metadata
-        .args(["metadata", "--format-version", "1", "--manifest-path"])
-        .arg(fetch.join("Cargo.toml"));
-    eprintln!("xtask: running {metadata:?}");
-    let out = metadata.output().context("running cargo metadata")?;
-    if !out.status.success() {
+    let metadata = cargo()
+        .args([
+            "metadata",
+            "--locked",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(bindgen_manifest())
+        .output()
+        .context("running cargo metadata")?;
+    if !metadata.status.success() {
         bail!(
             "cargo metadata failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&metadata.stderr)
         );
     }
-    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let manifest = metadata["packages"]
+    let metadata: serde_json::Value = serde_json::from_slice(&metadata.stdout)?;
+    let package = metadata["packages"]
         .as_array()
         .into_iter()
         .flatten()
         .find(|package| package["name"] == "wit-bindgen-go")
-        .and_then(|package| package["manifest_path"].as_str())
-        .context("cargo metadata does not list wit-bindgen-go")?;
-    let source = Path::new(manifest)
-        .parent()
+        .context("xtask/bindgen does not depend on wit-bindgen-go")?;
+    let version = package["version"].as_str().unwrap_or_default();
+    let dest = target_dir().join(format!("tools/go-pkg-{version}"));
+    if dest.join("go.mod").is_file() {
+        return Ok(dest);
+    }
+    let source = package["manifest_path"]
+        .as_str()
+        .and_then(|manifest| Path::new(manifest).parent())
         .map(|crate_dir| crate_dir.join("src/pkg"))
-        .context("a manifest path has a parent")?;
+        .context("cargo metadata gives wit-bindgen-go's manifest path")?;
     copy_dir(&source, &dest)?;
     Ok(dest)
 }
@@ -644,35 +651,24 @@ fn is_root() -> bool {
         .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
 }
 
-/// The wit-bindgen CLI that generates the C and Go bindings.
-const WIT_BINDGEN_VERSION: &str = "0.63.0";
+/// `xtask/bindgen`: wit-bindgen's C and Go generators (0.63.0, pinned by its
+/// `Cargo.lock`) in a small binary. Built into `<target>/tools/bindgen` on
+/// first use (about a CPU-minute; `cargo install wit-bindgen-cli` with only
+/// those two generators takes about seven, as it also builds its test harness),
+/// then a no-op.
+fn bindgen_manifest() -> PathBuf {
+    root().join("xtask/bindgen/Cargo.toml")
+}
 
-/// `<target>/tools/bin/wit-bindgen`, installed from crates.io with only the C
-/// and Go generators the first time (a few minutes; `<target>/tools/build`
-/// keeps the compiled crates for a reinstall).
-fn wit_bindgen() -> Result<PathBuf> {
-    let tools = target_dir().join("tools");
-    let bin = tools.join("bin/wit-bindgen");
-    let installed = Command::new(&bin)
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains(WIT_BINDGEN_VERSION));
-    if installed {
-        return Ok(bin);
-    }
-    eprintln!(
-        "xtask: installing wit-bindgen-cli {WIT_BINDGEN_VERSION} (C and Go only) into {}",
-        tools.display()
-    );
+fn bindgen() -> Result<PathBuf> {
+    let build = target_dir().join("tools/bindgen");
     run(cargo()
-        .args(["install", "--locked", "--quiet", "--force"])
-        .arg(format!("wit-bindgen-cli@{WIT_BINDGEN_VERSION}"))
-        .args(["--no-default-features", "--features", "c,go", "--root"])
-        .arg(&tools)
+        .args(["build", "--locked", "--manifest-path"])
+        .arg(bindgen_manifest())
         .arg("--target-dir")
-        .arg(tools.join("build")))
-    .context("installing wit-bindgen-cli from crates.io")?;
-    Ok(bin)
+        .arg(&build))
+    .context("building xtask/bindgen (the C and Go bindings generator)")?;
+    Ok(build.join("debug/toolhost-bindgen"))
 }
 
 /// The WASI preview-1 reactor adapter of the host's wasmtime version, written
