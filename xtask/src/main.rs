@@ -5,7 +5,8 @@
 //!   (`tests/plugins/*` and `plugins/*` without a `Cargo.toml`) into
 //!   `<target>/polyglot/<name>.wasm`, with toolchains pinned by the repo. The host
 //!   tests load them from there (`toolhost_test_plugins::POLYGLOT`).
-//! - `sdk-test`: the guest SDKs' native unit tests (Python: pytest; JavaScript: `node --test`).
+//! - `sdk-test`: the guest SDKs' native unit tests (Python: pytest; JavaScript:
+//!   `node --test`; Go: `go test`).
 //! - `demo`: build the plugins and the `toolhost` CLI, then list and call tools.
 //! - `test`: build the non-Rust guests, run the SDK unit tests and every cargo test
 //!   (installs the wasm32-wasip2 target if missing), then `mcp-test`.
@@ -706,7 +707,8 @@ fn js_toolchain(sdk: &Path) -> Result<PathBuf> {
 }
 
 /// The guest SDKs' native unit tests (schema derivation, calls): Python with
-/// pytest, JavaScript with `node --test` (the WIT host import stubbed).
+/// pytest, JavaScript with `node --test` (the WIT host import stubbed), Go with
+/// `go test`.
 fn sdk_test() -> Result<()> {
     let sdk = root().join("guest-sdk/python");
     let python = venv("guest-venv", &sdk.join("requirements-build.txt"))?;
@@ -723,7 +725,17 @@ fn sdk_test() -> Result<()> {
             "--test-reporter=dot",
             "test/sdk.test.mjs",
         ]))
-    .context("the JavaScript SDK tests need Node.js 20.6 or later")
+    .context("the JavaScript SDK tests need Node.js 20.6 or later")?;
+    // The Go SDK is plain Go: its tests run natively (the host stubbed).
+    let go_sdk = root().join("guest-sdk/go");
+    let go = venv("go-venv", &go_sdk.join("requirements-build.txt"))?.with_file_name("go");
+    run(Command::new(go)
+        .current_dir(&go_sdk)
+        .args(["test", "."])
+        .env("GOPROXY", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOTOOLCHAIN", "local")
+        .env("GOCACHE", target_dir().join("go-cache")))
 }
 
 fn demo() -> Result<()> {
