@@ -57,7 +57,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 )
 
 // Tool declares one tool.
@@ -237,16 +236,28 @@ type Declaration struct {
 	LongRunning, Streaming                       bool
 }
 
-var (
-	tools     []Tool
-	validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-)
+var tools []Tool
+
+// validName: 1 to 64 ASCII letters, digits, `_` or `-`. (Not a regexp: package
+// initialization runs on every call, as every call gets a fresh instance.)
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for _, c := range []byte(name) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // Register declares tools; call it from an init function. It panics on a bad
 // or duplicate name, or a tool with neither or both of Run and Stream.
 func Register(ts ...Tool) {
 	for _, t := range ts {
-		if !validName.MatchString(t.Name) {
+		if !validName(t.Name) {
 			panic(fmt.Sprintf("tool name %q: use 1 to 64 ASCII letters, digits, '_' or '-'", t.Name))
 		}
 		if find(t.Name) != nil {
