@@ -30,6 +30,8 @@ async fn main() -> anyhow::Result<()> {
             toolhost_test_plugins::CONFORMANCE_JS,
         ),
         ("Python", toolhost_test_plugins::CONFORMANCE_PY),
+        ("C", toolhost_test_plugins::CONFORMANCE_C),
+        ("Go", toolhost_test_plugins::CONFORMANCE_GO),
     ];
     println!("| language | size | compile (no cache) | per call: median / p99 | fuel per call |");
     println!("| --- | --- | --- | --- | --- |");

@@ -5,7 +5,8 @@
 //!   (`tests/plugins/*` and `plugins/*` without a `Cargo.toml`) into
 //!   `<target>/polyglot/<name>.wasm`, with toolchains pinned by the repo. The host
 //!   tests load them from there (`toolhost_test_plugins::POLYGLOT`).
-//! - `sdk-test`: the guest SDKs' native unit tests (Python: pytest; JavaScript: `node --test`).
+//! - `sdk-test`: the guest SDKs' native unit tests (Python: pytest; JavaScript:
+//!   `node --test`; Go: `go test`).
 //! - `demo`: build the plugins and the `toolhost` CLI, then list and call tools.
 //! - `test`: build the non-Rust guests, run the SDK unit tests and every cargo test
 //!   (installs the wasm32-wasip2 target if missing), then `mcp-test`.
@@ -240,10 +241,8 @@ fn build_guests(names: &[String]) -> Result<Vec<(String, PathBuf)>> {
         match guest.language {
             Language::Python => build_python(guest, &wasm)?,
             Language::Js => build_js(guest, &wasm)?,
-            other => bail!(
-                "{}: no build recipe for {other:?} guests yet",
-                guest.dir.display()
-            ),
+            Language::C => build_c(guest, &wasm)?,
+            Language::Go => build_go(guest, &wasm)?,
         }
         let size = std::fs::metadata(&wasm).map(|m| m.len()).unwrap_or(0);
         eprintln!(
@@ -354,6 +353,345 @@ fn build_js(guest: &Guest, wasm: &Path) -> Result<()> {
         .arg(wasm))
 }
 
+/// A C guest: every `.c` file of the guest, the SDK (`guest-sdk/c`, with the
+/// vendored cJSON) and the `wit-bindgen c` bindings, compiled by clang for
+/// `wasm32-wasi` as a reactor, then made a component with the WASI preview-1
+/// reactor adapter (Debian's wasi-libc is preview-1 only).
+fn build_c(guest: &Guest, wasm: &Path) -> Result<()> {
+    let sdk = root().join("guest-sdk/c");
+    let inputs = [
+        guest.dir.clone(),
+        sdk.clone(),
+        root().join("wit"),
+        root().join("xtask/bindgen/Cargo.lock"),
+    ];
+    if up_to_date(wasm, &inputs) {
+        eprintln!("xtask: {} is up to date", wasm.display());
+        return Ok(());
+    }
+    ensure_c_toolchain()?;
+    let bindgen = bindgen()?;
+    let wasm_tools =
+        venv("c-venv", &sdk.join("requirements-build.txt"))?.with_file_name("wasm-tools");
+    let adapter = reactor_adapter()?;
+    let stage = fresh_stage(&guest.name)?;
+    let generated = stage.join("gen");
+    run(Command::new(&bindgen)
+        .arg("c")
+        .arg(root().join("wit"))
+        .arg("plugin")
+        .arg(&generated))?;
+    let mut sources = files_with_extension(&guest.dir, "c")?;
+    sources.push(sdk.join("toolhost_guest.c"));
+    sources.push(sdk.join("vendor/cjson/cJSON.c"));
+    sources.push(generated.join("plugin.c"));
+    let core = stage.join("core.wasm");
+    run(Command::new("clang-19")
+        .args([
+            "--target=wasm32-wasi",
+            "-Oz",
+            "-mexec-model=reactor",
+            "-std=c11",
+            "-Wall",
+            "-Werror",
+            "-Wl,--strip-all",
+        ])
+        .arg("-I")
+        .arg(&guest.dir)
+        .arg("-I")
+        .arg(&sdk)
+        .arg("-I")
+        .arg(sdk.join("vendor/cjson"))
+        .arg("-I")
+        .arg(&generated)
+        .args(&sources)
+        .arg(generated.join("plugin_component_type.o"))
+        .arg("-o")
+        .arg(&core))?;
+    run(Command::new(wasm_tools)
+        .args(["component", "new"])
+        .arg(&core)
+        .arg("--adapt")
+        .arg(format!("wasi_snapshot_preview1={}", adapter.display()))
+        .arg("-o")
+        .arg(wasm))
+}
+
+/// The files directly in `dir` whose name ends in `.extension`, sorted.
+fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_file() && path.extension().is_some_and(|e| e == extension) {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// An empty staging directory for one guest's build: `<target>/polyglot-build/NAME`.
+fn fresh_stage(name: &str) -> Result<PathBuf> {
+    let stage = target_dir().join("polyglot-build").join(name);
+    if stage.exists() {
+        std::fs::remove_dir_all(&stage).with_context(|| format!("removing {}", stage.display()))?;
+    }
+    std::fs::create_dir_all(&stage).with_context(|| format!("creating {}", stage.display()))?;
+    Ok(stage)
+}
+
+/// A Go guest: a Go package (its own module, `go.mod`) that registers tools
+/// with the SDK (`guest-sdk/go`, module `toolhost/guest`) from `init`. The
+/// `wit-bindgen go` bindings form the main module; the SDK's glue
+/// (`glue/tools.go`) goes into their export package, a generated `main`
+/// imports the guest, and Go (from PyPI, pinned in `requirements-build.txt`)
+/// builds it for `wasip1` as a reactor. Then as for C: embed the WIT, adapt.
+fn build_go(guest: &Guest, wasm: &Path) -> Result<()> {
+    let sdk = root().join("guest-sdk/go");
+    let inputs = [
+        guest.dir.clone(),
+        sdk.clone(),
+        root().join("wit"),
+        root().join("xtask/bindgen/Cargo.lock"),
+    ];
+    if up_to_date(wasm, &inputs) {
+        eprintln!("xtask: {} is up to date", wasm.display());
+        return Ok(());
+    }
+    let python = venv("go-venv", &sdk.join("requirements-build.txt"))?;
+    let (go, wasm_tools) = (
+        python.with_file_name("go"),
+        python.with_file_name("wasm-tools"),
+    );
+    let bindgen = bindgen()?;
+    let runtime = go_runtime_package()?;
+    let adapter = reactor_adapter()?;
+    let module = go_module_path(&guest.dir)?;
+    let stage = fresh_stage(&guest.name)?;
+    run(Command::new(&bindgen)
+        .arg("go")
+        .arg(root().join("wit"))
+        .arg("plugin")
+        .arg(&stage))?;
+    std::fs::copy(
+        sdk.join("glue/tools.go"),
+        stage.join("export_toolhost_plugin_tools/toolhost_glue.go"),
+    )?;
+    std::fs::write(
+        stage.join("toolhost_guest.go"),
+        format!(
+            "// Generated by xtask: links the guest's tools in.\npackage main\n\nimport _ {module:?}\n"
+        ),
+    )?;
+    let mut go_mod = std::fs::read_to_string(stage.join("go.mod"))?;
+    for (path, dir) in [
+        ("go.bytecodealliance.org/pkg", runtime.as_path()),
+        ("toolhost/guest", sdk.as_path()),
+        (module.as_str(), guest.dir.as_path()),
+    ] {
+        if path != "go.bytecodealliance.org/pkg" {
+            go_mod.push_str(&format!("\nrequire {path} v0.0.0\n"));
+        }
+        go_mod.push_str(&format!("replace {path} => {}\n", dir.display()));
+    }
+    std::fs::write(stage.join("go.mod"), go_mod)?;
+    let core = stage.join("core.wasm");
+    run(Command::new(&go)
+        .current_dir(&stage)
+        .args(["build", "-o"])
+        .arg(&core)
+        .args([
+            "-buildmode=c-shared",
+            "-ldflags=-checklinkname=0 -s -w",
+            ".",
+        ])
+        .env("GOOS", "wasip1")
+        .env("GOARCH", "wasm")
+        // No module proxy: every module is local (replace directives).
+        .env("GOPROXY", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOTOOLCHAIN", "local")
+        .env("GOCACHE", target_dir().join("go-cache")))?;
+    let embedded = stage.join("embedded.wasm");
+    run(Command::new(&wasm_tools)
+        .args(["component", "embed", "--world", "plugin"])
+        .arg(root().join("wit"))
+        .arg(&core)
+        .arg("-o")
+        .arg(&embedded))?;
+    run(Command::new(&wasm_tools)
+        .args(["component", "new"])
+        .arg(&embedded)
+        .arg("--adapt")
+        .arg(format!("wasi_snapshot_preview1={}", adapter.display()))
+        .arg("-o")
+        .arg(wasm))
+}
+
+/// The `module` path declared by `dir/go.mod`.
+fn go_module_path(dir: &Path) -> Result<String> {
+    let manifest = dir.join("go.mod");
+    std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("module "))
+        .map(|path| path.trim().trim_matches('"').to_owned())
+        .with_context(|| format!("no `module` line in {}", manifest.display()))
+}
+
+/// `go.bytecodealliance.org/pkg`, the runtime package of the `wit-bindgen go`
+/// bindings. It ships inside the crates.io crate `wit-bindgen-go` (`src/pkg`),
+/// which cargo has fetched for `xtask/bindgen`; copied to
+/// `<target>/tools/go-pkg-VERSION` so that a registry cache cleanup cannot
+/// break a build.
+fn go_runtime_package() -> Result<PathBuf> {
+    let metadata = cargo()
+        .args([
+            "metadata",
+            "--locked",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(bindgen_manifest())
+        .output()
+        .context("running cargo metadata")?;
+    if !metadata.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&metadata.stderr)
+        );
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&metadata.stdout)?;
+    let package = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|package| package["name"] == "wit-bindgen-go")
+        .context("xtask/bindgen does not depend on wit-bindgen-go")?;
+    let version = package["version"].as_str().unwrap_or_default();
+    let dest = target_dir().join(format!("tools/go-pkg-{version}"));
+    if dest.join("go.mod").is_file() {
+        return Ok(dest);
+    }
+    let source = package["manifest_path"]
+        .as_str()
+        .and_then(|manifest| Path::new(manifest).parent())
+        .map(|crate_dir| crate_dir.join("src/pkg"))
+        .context("cargo metadata gives wit-bindgen-go's manifest path")?;
+    copy_dir(&source, &dest)?;
+    Ok(dest)
+}
+
+/// Copies the directory tree `from` to `to`.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let path = entry?.path();
+        let dest = to.join(path.file_name().unwrap_or_default());
+        if path.is_dir() {
+            copy_dir(&path, &dest)?;
+        } else {
+            std::fs::copy(&path, &dest)
+                .with_context(|| format!("copying {} to {}", path.display(), dest.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The Debian packages a C guest needs: clang and wasm-ld for wasm32, wasi-libc
+/// (the sysroot) and compiler-rt's wasm32 builtins.
+const C_PACKAGES: [&str; 4] = [
+    "clang-19",
+    "lld-19",
+    "wasi-libc",
+    "libclang-rt-19-dev-wasm32",
+];
+
+/// Installs the missing [`C_PACKAGES`] with apt-get (through sudo unless root).
+fn ensure_c_toolchain() -> Result<()> {
+    let missing: Vec<&str> = C_PACKAGES
+        .into_iter()
+        .filter(|package| !debian_package_installed(package))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list = missing.join(" ");
+    eprintln!("xtask: C guests need the Debian packages {list}; installing them with apt-get");
+    let apt = || {
+        let mut cmd = if is_root() {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.arg("apt-get");
+            sudo
+        };
+        cmd.env("DEBIAN_FRONTEND", "noninteractive");
+        cmd
+    };
+    run(apt().args(["update", "-qq"]))
+        .and_then(|()| {
+            run(apt()
+                .args(["install", "-y", "-qq", "--no-install-recommends"])
+                .args(&missing))
+        })
+        .with_context(|| {
+            format!(
+                "cannot install the C toolchain; on Debian 12 run \
+                 `apt-get install --no-install-recommends {list}` as root"
+            )
+        })
+}
+
+fn debian_package_installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .is_ok_and(|out| {
+            out.status.success() && String::from_utf8_lossy(&out.stdout).ends_with(" installed")
+        })
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+/// `xtask/bindgen`: wit-bindgen's C and Go generators (0.63.0, pinned by its
+/// `Cargo.lock`) in a small binary. Built into `<target>/tools/bindgen` on
+/// first use (about a CPU-minute; `cargo install wit-bindgen-cli` with only
+/// those two generators takes about seven, as it also builds its test harness),
+/// then a no-op.
+fn bindgen_manifest() -> PathBuf {
+    root().join("xtask/bindgen/Cargo.toml")
+}
+
+fn bindgen() -> Result<PathBuf> {
+    let build = target_dir().join("tools/bindgen");
+    run(cargo()
+        .args(["build", "--locked", "--manifest-path"])
+        .arg(bindgen_manifest())
+        .arg("--target-dir")
+        .arg(&build))
+    .context("building xtask/bindgen (the C and Go bindings generator)")?;
+    Ok(build.join("debug/toolhost-bindgen"))
+}
+
+/// The WASI preview-1 reactor adapter of the host's wasmtime version, written
+/// from the `wasi-preview1-component-adapter-provider` crate to `<target>/tools`.
+fn reactor_adapter() -> Result<PathBuf> {
+    use wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER as ADAPTER;
+    let path = target_dir().join("tools/wasi_snapshot_preview1.reactor.wasm");
+    if std::fs::read(&path).ok().as_deref() != Some(ADAPTER) {
+        std::fs::create_dir_all(target_dir().join("tools"))?;
+        std::fs::write(&path, ADAPTER).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(path)
+}
+
 /// `<target>/js-toolchain` with the SDK's pinned npm packages (`npm ci`);
 /// reinstalls only when the lockfile changed.
 fn js_toolchain(sdk: &Path) -> Result<PathBuf> {
@@ -377,7 +715,8 @@ fn js_toolchain(sdk: &Path) -> Result<PathBuf> {
 }
 
 /// The guest SDKs' native unit tests (schema derivation, calls): Python with
-/// pytest, JavaScript with `node --test` (the WIT host import stubbed).
+/// pytest, JavaScript with `node --test` (the WIT host import stubbed), Go with
+/// `go test`.
 fn sdk_test() -> Result<()> {
     let sdk = root().join("guest-sdk/python");
     let python = venv("guest-venv", &sdk.join("requirements-build.txt"))?;
@@ -394,7 +733,17 @@ fn sdk_test() -> Result<()> {
             "--test-reporter=dot",
             "test/sdk.test.mjs",
         ]))
-    .context("the JavaScript SDK tests need Node.js 20.6 or later")
+    .context("the JavaScript SDK tests need Node.js 20.6 or later")?;
+    // The Go SDK is plain Go: its tests run natively (the host stubbed).
+    let go_sdk = root().join("guest-sdk/go");
+    let go = venv("go-venv", &go_sdk.join("requirements-build.txt"))?.with_file_name("go");
+    run(Command::new(go)
+        .current_dir(&go_sdk)
+        .args(["test", "."])
+        .env("GOPROXY", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOTOOLCHAIN", "local")
+        .env("GOCACHE", target_dir().join("go-cache")))
 }
 
 fn demo() -> Result<()> {

@@ -1,11 +1,12 @@
 //! One conformance suite, run against every language's build of the same tool
 //! set (`tests/plugins/conformance` in Rust, `conformance-py` in Python,
-//! `conformance-js` in JavaScript): declarations, nested objects, defaults, enums, tool errors,
+//! `conformance-js` in JavaScript, `conformance-c` in C, `conformance-go` in
+//! Go): declarations, nested objects, defaults, enums, tool errors,
 //! streams, binary parts, invocation state, call IDs and result wrapping.
 //!
 //! Every check runs once per language (`conformance::python::streams`, ...), so a
 //! difference shows up as a failing test with the language in its name. The one
-//! deliberate difference is [`Language::bug_is_a_failure`].
+//! deliberate difference is [`Language::bug`].
 //!
 //! The non-Rust guests are built by `cargo xtask guests` (which `cargo xtask
 //! test` runs first), not by cargo. If one is missing its tests **fail** with the
@@ -34,19 +35,45 @@ enum Language {
     Python,
     /// QuickJS (componentize-qjs).
     Js,
+    /// clang for wasm32-wasi, with the WASI reactor adapter.
+    C,
+    /// Go 1.27 (`GOOS=wasip1`), with the WASI reactor adapter.
+    Go,
+}
+
+/// How a bug (an unexpected error in the tool's code) reaches the caller.
+#[derive(Debug)]
+enum Bug {
+    /// `CallError::Panicked` whose message contains this.
+    Panicked(&'static str),
+    /// `CallError::Failed` whose message starts with this.
+    Failed(&'static str),
+    /// `CallError::Trapped` whose trap contains this.
+    Trapped(&'static str),
 }
 
 impl Language {
-    /// How a bug (an unexpected error in the tool's code) reaches the caller.
+    /// How the conformance tool `crash` reports its bug: the one deliberate
+    /// difference between the languages.
     ///
-    /// Rust: a panic; the guest traps and the host reports `Panicked` with the
-    /// message. Python and JavaScript: an uncaught exception would trap as
-    /// `unreachable` with its message lost, so the SDKs report it as a tool
-    /// failure (`Failed`, "<type>: <message>") and log the traceback. Deliberate.
-    fn bug_is_a_failure(self) -> bool {
+    /// - Rust: a panic; the guest traps and the host reports `Panicked` with the
+    ///   message.
+    /// - Go: the same: the SDK recovers the Go panic, hands its message to the
+    ///   host (`host.panicked`) and lets the guest trap.
+    /// - Python and JavaScript: an uncaught exception would trap as
+    ///   `unreachable` with its message lost, so the SDKs report it as a tool
+    ///   failure (`Failed`, "<type>: <message>") and log the traceback.
+    /// - C: nothing to catch; the integer division by zero is a wasm trap, which
+    ///   the host reports as `Trapped` with the trap's own wording. (A C tool
+    ///   that detects a bug itself calls `th_panic`, which reports `Panicked`.)
+    fn bug(self) -> Bug {
         match self {
-            Self::Rust => false,
-            Self::Python | Self::Js => true,
+            Self::Rust => Bug::Panicked("division by zero"),
+            Self::Go => Bug::Panicked("runtime error: integer divide by zero"),
+            Self::Python => Bug::Failed("ZeroDivisionError: division by zero"),
+            // QuickJS's own wording of the bug in `app.js`.
+            Self::Js => Bug::Failed("TypeError: "),
+            Self::C => Bug::Trapped("integer divide by zero"),
         }
     }
 }
@@ -308,19 +335,17 @@ async fn bugs(build: Build) {
         .call("crash", json!({"divisor": 0}))
         .await
         .unwrap_err();
-    match (build.language.bug_is_a_failure(), &err) {
-        (true, CallError::Failed { message, .. }) => {
-            let expected = match build.language {
-                Language::Python => "ZeroDivisionError: division by zero",
-                // QuickJS's own wording of the bug in `app.js`.
-                _ => "TypeError: ",
-            };
+    match (build.language.bug(), &err) {
+        (Bug::Panicked(expected), CallError::Panicked { message, .. }) => {
+            assert!(message.contains(expected), "{message}");
+        }
+        (Bug::Failed(expected), CallError::Failed { message, .. }) => {
             assert!(message.starts_with(expected), "{message}");
         }
-        (false, CallError::Panicked { message, .. }) => {
-            assert!(message.contains("division by zero"), "{message}");
+        (Bug::Trapped(expected), CallError::Trapped { trap, .. }) => {
+            assert!(trap.contains(expected), "{trap}");
         }
-        _ => panic!("{:?}: unexpected {err:?}", build.language),
+        (bug, _) => panic!("{:?}: expected {bug:?}, got {err:?}", build.language),
     }
     // The plugin goes on serving after a bug.
     let out = build.result("crash", json!({"divisor": 4})).await;
@@ -443,4 +468,6 @@ suite! {
     rust: toolhost_test_plugins::CONFORMANCE, Rust;
     python: toolhost_test_plugins::CONFORMANCE_PY, Python;
     js: toolhost_test_plugins::CONFORMANCE_JS, Js;
+    c: toolhost_test_plugins::CONFORMANCE_C, C;
+    go: toolhost_test_plugins::CONFORMANCE_GO, Go;
 }

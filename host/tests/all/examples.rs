@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 use toolhost::{CallError, MediaKind, Part, ToolCall};
-use toolhost_test_plugins::{CALC, CODEC, DATES_PY, JSON, STRINGS_JS, TEXT};
+use toolhost_test_plugins::{CALC, CHECKSUM_C, CODEC, DATES_PY, JSON, SEMVER_GO, STRINGS_JS, TEXT};
 
 use crate::plugin;
 
@@ -336,6 +336,171 @@ async fn strings_js_tools() {
         .await
         .unwrap_err();
     assert!(matches!(err, CallError::InvalidArguments { .. }), "{err:?}");
+}
+
+/// The C example (built by `cargo xtask guests`; see `conformance.rs`).
+#[tokio::test]
+async fn checksum_c_tools() {
+    assert!(
+        std::path::Path::new(CHECKSUM_C).is_file(),
+        "{CHECKSUM_C} is missing: run `cargo xtask guests`"
+    );
+    // Reference values: zlib's crc32 and adler32, and FNV-1a's published vectors.
+    for (algorithm, text, hex) in [
+        ("crc32", "hello", "3610a686"),
+        (
+            "crc32",
+            "The quick brown fox jumps over the lazy dog",
+            "414fa339",
+        ),
+        ("adler32", "Wikipedia", "11e60398"),
+        ("fnv1a", "", "811c9dc5"),
+        ("fnv1a", "a", "e40c292c"),
+    ] {
+        let out = result(
+            CHECKSUM_C,
+            "checksum",
+            json!({"text": text, "algorithm": algorithm}),
+        )
+        .await;
+        assert_eq!(out["hex"], hex, "{algorithm}({text:?})");
+        assert_eq!(
+            out["value"],
+            u32::from_str_radix(hex, 16).unwrap(),
+            "{algorithm}"
+        );
+    }
+    let out = result(CHECKSUM_C, "checksum", json!({"text": "hello"})).await;
+    assert_eq!(out["algorithm"], "crc32", "the default");
+
+    // RFC 4648's test vectors, both ways.
+    for (text, encoded) in [
+        ("", ""),
+        ("f", "MY======"),
+        ("fo", "MZXQ===="),
+        ("foo", "MZXW6==="),
+        ("foob", "MZXW6YQ="),
+        ("fooba", "MZXW6YTB"),
+        ("foobar", "MZXW6YTBOI======"),
+    ] {
+        let out = result(CHECKSUM_C, "base32", json!({"text": text})).await;
+        assert_eq!(out["text"], encoded, "{text:?}");
+        let out = result(
+            CHECKSUM_C,
+            "base32",
+            json!({"text": encoded.to_lowercase(), "mode": "decode"}),
+        )
+        .await;
+        assert_eq!(out["text"], text, "{encoded:?}");
+    }
+    let out = result(CHECKSUM_C, "base32", json!({"text": "ü ✓"})).await;
+    let back = result(
+        CHECKSUM_C,
+        "base32",
+        json!({"text": out["text"], "mode": "decode"}),
+    )
+    .await;
+    assert_eq!(back["text"], "ü ✓");
+    let err = call(
+        CHECKSUM_C,
+        "base32",
+        json!({"text": "MZ1W", "mode": "decode"}),
+    )
+    .await
+    .unwrap_err();
+    match err {
+        CallError::InvalidArguments { problems, .. } => assert_eq!(
+            problems,
+            ["`text` is not base32: unexpected character at position 2"]
+        ),
+        other => panic!("expected InvalidArguments, got {other:?}"),
+    }
+    // 0xff is not UTF-8: a failure, not a broken string.
+    let err = call(
+        CHECKSUM_C,
+        "base32",
+        json!({"text": "74======", "mode": "decode"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CallError::Failed { .. }), "{err:?}");
+}
+
+/// The Go example (built by `cargo xtask guests`; see `conformance.rs`).
+#[tokio::test]
+async fn semver_go_tools() {
+    assert!(
+        std::path::Path::new(SEMVER_GO).is_file(),
+        "{SEMVER_GO} is missing: run `cargo xtask guests`"
+    );
+    let out = result(
+        SEMVER_GO,
+        "semver_compare",
+        json!({"a": "1.0.0-alpha", "b": "1.0.0"}),
+    )
+    .await;
+    assert_eq!(out, json!({"order": -1, "a_is": "older"}));
+    let out = result(
+        SEMVER_GO,
+        "semver_compare",
+        json!({"a": "v2.1.0+build.5", "b": "2.1.0"}),
+    )
+    .await;
+    assert_eq!(out, json!({"order": 0, "a_is": "equal"}));
+
+    // semver.org's own example of precedence, shuffled.
+    let ordered = [
+        "1.0.0-alpha",
+        "1.0.0-alpha.1",
+        "1.0.0-alpha.beta",
+        "1.0.0-beta",
+        "1.0.0-beta.2",
+        "1.0.0-beta.11",
+        "1.0.0-rc.1",
+        "1.0.0",
+    ];
+    let mut shuffled = ordered.to_vec();
+    shuffled.reverse();
+    shuffled.swap(1, 5);
+    let out = result(SEMVER_GO, "semver_sort", json!({"versions": shuffled})).await;
+    assert_eq!(out["sorted"], json!(ordered));
+    let out = result(
+        SEMVER_GO,
+        "semver_sort",
+        json!({"versions": ["0.9.0", "0.10.0", "0.2.0"], "descending": true}),
+    )
+    .await;
+    assert_eq!(out["sorted"], json!(["0.10.0", "0.9.0", "0.2.0"]));
+
+    for (version, part, next) in [
+        ("1.4.2", "major", "2.0.0"),
+        ("1.4.2", "minor", "1.5.0"),
+        ("1.4.2+b7", "patch", "1.4.3"),
+        ("2.0.0-rc.1", "major", "2.0.0"),
+        ("2.1.0-rc.1", "major", "3.0.0"),
+        ("1.5.0-beta", "minor", "1.5.0"),
+        ("1.5.1-beta", "patch", "1.5.1"),
+    ] {
+        let out = result(
+            SEMVER_GO,
+            "semver_bump",
+            json!({"version": version, "part": part}),
+        )
+        .await;
+        assert_eq!(out["version"], next, "{version} {part}");
+    }
+    let err = call(SEMVER_GO, "semver_sort", json!({"versions": ["1.2"]}))
+        .await
+        .unwrap_err();
+    match err {
+        CallError::InvalidArguments { problems, .. } => {
+            assert!(
+                problems[0].starts_with("\"1.2\" is not a semantic version"),
+                "{problems:?}"
+            );
+        }
+        other => panic!("expected InvalidArguments, got {other:?}"),
+    }
 }
 
 #[tokio::test]

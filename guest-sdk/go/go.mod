@@ -1,0 +1,3 @@
+module toolhost/guest
+
+go 1.27

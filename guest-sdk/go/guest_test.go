@@ -1,0 +1,130 @@
+package guest
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func init() {
+	Register(
+		Tool{
+			Name: "double",
+			Run: func(_ *Context, raw json.RawMessage) (any, error) {
+				var args struct{ N int }
+				if err := Decode(raw, &args); err != nil {
+					return nil, err
+				}
+				if args.N < 0 {
+					return nil, Invalid("`n` must not be negative, not %d", args.N)
+				}
+				return args.N * 2, nil
+			},
+		},
+		Tool{
+			Name: "lines",
+			Stream: func(_ *Context, _ json.RawMessage, emit func(any)) error {
+				emit("a\n")
+				emit("b\n")
+				return nil
+			},
+		},
+		Tool{
+			Name: "mixed",
+			Stream: func(_ *Context, _ json.RawMessage, emit func(any)) error {
+				emit("x")
+				emit(map[string]int{"n": 1})
+				return nil
+			},
+		},
+		Tool{
+			Name: "picture",
+			Run: func(*Context, json.RawMessage) (any, error) {
+				return Output{JSON: map[string]string{"a": "<b>"}, Parts: []Part{Blob(Image, "image/png", []byte{1}, "")}}, nil
+			},
+		},
+		Tool{
+			Name: "bug",
+			Run: func(*Context, json.RawMessage) (any, error) {
+				var m map[string]int
+				m["boom"] = 1 // a nil map: a runtime panic
+				return nil, nil
+			},
+		},
+	)
+}
+
+func invoke(t *testing.T, tool, args string) (Result, error) {
+	t.Helper()
+	return Invoke(Call{CallID: "c", InvocationID: "i", Tool: tool, Arguments: args})
+}
+
+func TestDeclarations(t *testing.T) {
+	byName := map[string]Declaration{}
+	for _, d := range Declarations() {
+		byName[d.Name] = d
+	}
+	if d := byName["double"]; d.InputSchema != `{"type":"object"}` || d.Streaming {
+		t.Errorf("double: %+v", d)
+	}
+	if !byName["lines"].Streaming {
+		t.Error("lines streams")
+	}
+}
+
+func TestInvoke(t *testing.T) {
+	out, err := invoke(t, "double", `{"n": 21}`)
+	if err != nil || out.JSON == nil || *out.JSON != "42" {
+		t.Fatalf("double: %v %v", out, err)
+	}
+	_, err = invoke(t, "double", `{"n": -1}`)
+	if e, ok := err.(*ToolError); !ok || !e.InvalidArguments || e.Message != "`n` must not be negative, not -1" {
+		t.Errorf("invalid: %#v", err)
+	}
+	if _, err := invoke(t, "nope", `{}`); err == nil {
+		t.Error("an unknown tool is an error")
+	} else if _, ok := err.(*UnknownTool); !ok {
+		t.Errorf("unknown: %#v", err)
+	}
+	if _, err := invoke(t, "double", `[1]`); err == nil {
+		t.Error("arguments that are not an object are an error")
+	}
+	out, err = invoke(t, "picture", ``)
+	if err != nil || *out.JSON != `{"a":"<b>"}` || len(out.Parts) != 1 || out.Parts[0].Kind != BlobPart {
+		t.Errorf("picture: %+v %v", out, err)
+	}
+}
+
+func TestStreams(t *testing.T) {
+	out, err := invoke(t, "lines", `{}`)
+	if err != nil || *out.JSON != `"a\nb\n"` || len(out.Parts) != 1 || out.Parts[0].Text != "a\nb\n" {
+		t.Errorf("collected: %+v %v", out, err)
+	}
+	out, err = invoke(t, "mixed", `{}`)
+	if err != nil || out.JSON != nil || len(out.Parts) != 2 || out.Parts[1].Text != `{"n":1}` {
+		t.Errorf("mixed: %+v %v", out, err)
+	}
+	chunks, err := InvokeStream(Call{Tool: "lines", Arguments: `{}`})
+	if err != nil || len(chunks) != 2 || chunks[1].Text != "b\n" {
+		t.Errorf("streamed: %+v %v", chunks, err)
+	}
+	chunks, err = InvokeStream(Call{Tool: "double", Arguments: `{"n": 1}`})
+	if err != nil || len(chunks) != 1 || chunks[0].Kind != JSONPart || chunks[0].Text != "2" {
+		t.Errorf("a result as a stream: %+v %v", chunks, err)
+	}
+}
+
+func TestPanicsReachTheHost(t *testing.T) {
+	var reported string
+	saved := host
+	defer func() { host = saved }()
+	SetHost(Host{Panicked: func(message string) { reported = message }})
+	defer func() {
+		if recover() == nil {
+			t.Error("the panic goes on after it is reported")
+		}
+		if reported != "assignment to entry in nil map" {
+			t.Errorf("reported %q", reported)
+		}
+	}()
+	_, _ = invoke(t, "bug", `{}`)
+}
