@@ -10,14 +10,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
-use wasmtime::component::{Component, ResourceAny, ResourceTable};
+use wasmtime::component::{
+    Component, ComponentExportIndex, Instance, InstancePre, ResourceAny, ResourceTable,
+};
 use wasmtime::{Store, Trap, UpdateDeadline, WasmBacktrace};
 use wasmtime_wasi_http::WasiHttpCtx;
 
 use crate::Engine;
 use crate::bindings::v0_1::exports::toolhost::plugin::tools as wit;
 use crate::bindings::v0_1::toolhost::plugin::types::MediaKind as WitMediaKind;
-use crate::bindings::v0_1::{Plugin as WitPlugin, PluginPre as WitPluginPre};
+use crate::bindings::v0_1::{Plugin as WitPlugin, PluginIndices as WitPluginIndices};
 use crate::bindings::{TOOLS_INTERFACE, TOOLS_INTERFACE_PREFIX};
 use crate::engine::limits::{Limiter, Limits};
 use crate::error::{CallError, Exhausted, LoadError};
@@ -162,7 +164,12 @@ struct Inner {
     name: Arc<str>,
     path: PathBuf,
     engine: Engine,
-    pre: WitPluginPre<PluginState>,
+    pre: InstancePre<PluginState>,
+    /// Where the typed exports are, for the calls that use several of them.
+    indices: WitPluginIndices,
+    /// `invoke`, the one export a plain call needs: looked up and type-checked
+    /// alone per call, not with every other export.
+    invoke: ComponentExportIndex,
     tools: Vec<LoadedTool>,
     limits: Limits,
     grants: Arc<Grants>,
@@ -355,11 +362,16 @@ impl Plugin {
                     path: path.clone(),
                     reason: format!("{e:#}"),
                 })?;
-        let pre = WitPluginPre::new(instance_pre).map_err(|e| LoadError::WrongWorld {
+        let wrong_shape = |e: wasmtime::Error| LoadError::WrongWorld {
             path: path.clone(),
             expected: TOOLS_INTERFACE.to_owned(),
             found: format!("an export of another shape ({e:#})"),
-        })?;
+        };
+        let indices = WitPluginIndices::new(&instance_pre).map_err(wrong_shape)?;
+        let invoke = component
+            .get_export_index(None, TOOLS_INTERFACE)
+            .and_then(|tools| component.get_export_index(Some(&tools), "invoke"))
+            .ok_or_else(|| wrong_shape(wasmtime::format_err!("no `invoke` export")))?;
         let name: Arc<str> = match &options.name {
             Some(name) => name.as_str().into(),
             None => path
@@ -375,7 +387,9 @@ impl Plugin {
                 name,
                 path: path.clone(),
                 engine: engine.clone(),
-                pre,
+                pre: instance_pre,
+                indices,
+                invoke,
                 tools: Vec::new(),
                 limits: options.limits.clone(),
                 grants: Arc::new(grants),
@@ -409,9 +423,12 @@ impl Plugin {
             path: self.inner.path.clone(),
             reason: e.to_string(),
         };
-        let (mut store, bindings) = self
+        let (mut store, instance) = self
             .instantiate("(declarations)", "load", "load")
             .await
+            .map_err(reason)?;
+        let bindings = self
+            .bindings(&mut store, "(declarations)", &instance)
             .map_err(reason)?;
         let deadline = store.data().deadline;
         let result = timeout(
@@ -537,21 +554,26 @@ impl Plugin {
             return self.stream(call).await?.collect().await;
         }
         let name = tool.spec.name.as_str();
-        let (mut store, bindings, wit_call) = self.begin(tool, call).await?;
+        let (mut store, instance, wit_call) = self.begin(tool, call).await?;
         let deadline = store.data().deadline;
-        let result = timeout(
-            deadline,
-            bindings
-                .toolhost_plugin_tools()
-                .call_invoke(&mut store, &wit_call),
-        )
-        .await;
+        let invoke = instance
+            .get_typed_func::<(&wit::Call,), (Result<wit::Output, wit::ToolError>,)>(
+                &mut store,
+                &self.inner.invoke,
+            )
+            .map_err(|e| CallError::Host {
+                tool: name.to_owned(),
+                reason: format!("the `invoke` export: {e:#}"),
+            })?;
+        let result = timeout(deadline, invoke.call_async(&mut store, (&wit_call,)))
+            .await
+            .map(|called| called.map(|(output,)| output));
         let output = self.settle(&mut store, name, result)?;
         let usage = self.usage(&store);
         // The guest returned (a trap or an exhausted budget returned early
         // above and dropped the instance): it may serve the invocation again.
         if self.inner.reuse == Reuse::PerInvocation {
-            let idle = reuse::Idle { store, bindings };
+            let idle = reuse::Idle { store, instance };
             self.inner
                 .engine
                 .idle()
@@ -568,7 +590,7 @@ impl Plugin {
         &self,
         tool: &LoadedTool,
         call: ToolCall,
-    ) -> Result<(Store<PluginState>, WitPlugin, wit::Call), CallError> {
+    ) -> Result<(Store<PluginState>, Instance, wit::Call), CallError> {
         let arguments = self.prepare(tool, call.arguments)?;
         let idle = match self.inner.reuse {
             Reuse::Never => None,
@@ -578,10 +600,10 @@ impl Plugin {
                 .idle()
                 .take(self.inner.id, &call.invocation_id),
         };
-        let (store, bindings) = match idle {
+        let (store, instance) = match idle {
             Some(mut idle) => {
                 self.rearm(&mut idle.store, &tool.spec.name, &call.call_id)?;
-                (idle.store, idle.bindings)
+                (idle.store, idle.instance)
             }
             None => {
                 self.instantiate(&tool.spec.name, &call.call_id, &call.invocation_id)
@@ -594,7 +616,7 @@ impl Plugin {
             tool: tool.spec.name.clone(),
             arguments,
         };
-        Ok((store, bindings, wit_call))
+        Ok((store, instance, wit_call))
     }
 
     /// Starts a tool and returns its output as a stream of parts. A tool that
@@ -612,7 +634,8 @@ impl Plugin {
             return Ok(ToolStream::from_output(output));
         }
         let name = tool.spec.name.as_str();
-        let (mut store, bindings, wit_call) = self.begin(tool, call).await?;
+        let (mut store, instance, wit_call) = self.begin(tool, call).await?;
+        let bindings = self.bindings(&mut store, name, &instance)?;
         let deadline = store.data().deadline;
         let result = timeout(
             deadline,
@@ -644,7 +667,7 @@ impl Plugin {
         tool: &str,
         call_id: &str,
         invocation_id: &str,
-    ) -> Result<(Store<PluginState>, WitPlugin), CallError> {
+    ) -> Result<(Store<PluginState>, Instance), CallError> {
         let limits = &self.inner.limits;
         let engine = &self.inner.engine;
         let mut table = ResourceTable::new();
@@ -681,8 +704,24 @@ impl Plugin {
         self.arm(&mut store, tool)?;
         let deadline = store.data().deadline;
         let instantiated = timeout(deadline, self.inner.pre.instantiate_async(&mut store)).await;
-        let bindings = self.settle(&mut store, tool, instantiated)?;
-        Ok((store, bindings))
+        let instance = self.settle(&mut store, tool, instantiated)?;
+        Ok((store, instance))
+    }
+
+    /// Every typed export of an instance (type-checked when the plugin loaded).
+    fn bindings(
+        &self,
+        store: &mut Store<PluginState>,
+        tool: &str,
+        instance: &Instance,
+    ) -> Result<WitPlugin, CallError> {
+        self.inner
+            .indices
+            .load(store, instance)
+            .map_err(|e| CallError::Host {
+                tool: tool.to_owned(),
+                reason: format!("the plugin's exports: {e:#}"),
+            })
     }
 
     /// Which call a log line or a refusal belongs to.

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use wasmtime::Store;
+use wasmtime::component::Instance;
 
-use super::WitPlugin;
 use super::state::PluginState;
 
 /// A unique ID per loaded plugin version (never reused, unlike an address).
@@ -20,7 +20,7 @@ pub(crate) fn next_plugin_id() -> u64 {
 /// An instance between two calls of its invocation.
 pub(crate) struct Idle {
     pub(crate) store: Store<PluginState>,
-    pub(crate) bindings: WitPlugin,
+    pub(crate) instance: Instance,
 }
 
 struct Entry {
