@@ -1,7 +1,8 @@
 //! The conformance tool set in each guest language, measured in one run: size of
 //! the component, time to compile it (no code cache), and the full host path of
 //! a call (`Plugin::invoke` of `greet`: validation, fresh instance, call, result
-//! checks), with the fuel each call burns.
+//! checks), with the fuel each call burns; then the same calls on an instance
+//! reused within one invocation (`Reuse::PerInvocation`), and the speed-up.
 //!
 //! Run: `cargo xtask guests && cargo bench -p toolhost --bench languages`
 //! (`BENCH_ITERS` sets the number of calls; 200 by default).
@@ -9,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, ToolCall};
+use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, Reuse, ToolCall};
 
 #[path = "support/guests.rs"]
 mod guests;
@@ -33,8 +34,12 @@ async fn main() -> anyhow::Result<()> {
         ("C", toolhost_test_plugins::CONFORMANCE_C),
         ("Go", toolhost_test_plugins::CONFORMANCE_GO),
     ];
-    println!("| language | size | compile (no cache) | per call: median / p99 | fuel per call |");
-    println!("| --- | --- | --- | --- | --- |");
+    println!(
+        "| language | size | compile (no cache) | per call: median / p99 | fuel per call | reused per invocation: median / p99 | fresh / reused |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    let mut reusing = PluginOptions::default();
+    reusing.reuse(Reuse::PerInvocation);
     for (language, path) in builds {
         let found = guests::polyglot(path);
         let path = found.as_deref().and_then(|p| p.to_str()).unwrap_or(path);
@@ -48,24 +53,43 @@ async fn main() -> anyhow::Result<()> {
         // One call to warm up, and to check the result.
         let out = plugin.invoke(call()).await?;
         anyhow::ensure!(out.result == Some(json!({"text": "Hello, Ann! Hello, Ann!"})));
-        let mut samples = Vec::with_capacity(iters);
+        // The same component reusing one instance within an invocation (the
+        // compiled code is cached in memory by now: no second compile).
+        let reused = Plugin::load(&engine, path, &reusing).await?;
+        let turn = || call().with_invocation_id("bench-turn");
+        anyhow::ensure!(reused.invoke(turn()).await?.result == out.result);
+        // Interleaved, so load drift hits both alike.
+        let (mut fresh, mut shared) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
         for _ in 0..iters {
             let started = Instant::now();
             plugin.invoke(call()).await?;
-            samples.push(started.elapsed());
+            fresh.push(started.elapsed());
+            let started = Instant::now();
+            reused.invoke(turn()).await?;
+            shared.push(started.elapsed());
         }
-        samples.sort();
-        let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+        engine.end_invocation("bench-turn");
+        let (fresh, shared) = (quantiles(fresh), quantiles(shared));
         println!(
-            "| {language} | {:.2} MB | {:.2} s | {:.0} / {:.0} µs | {} |",
+            "| {language} | {:.2} MB | {:.2} s | {:.0} / {:.0} µs | {} | {:.0} / {:.0} µs | {:.1}× |",
             size as f64 / 1e6,
             compile.as_secs_f64(),
-            us(at(0.5)),
-            us(at(0.99)),
+            us(fresh.0),
+            us(fresh.1),
             out.usage.fuel,
+            us(shared.0),
+            us(shared.1),
+            us(fresh.0) / us(shared.0),
         );
     }
     Ok(())
+}
+
+/// Median and p99.
+fn quantiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    (at(0.5), at(0.99))
 }
 
 fn us(d: Duration) -> f64 {
