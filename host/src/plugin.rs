@@ -58,8 +58,9 @@ pub enum Reuse {
     /// The calls of one invocation (one invocation ID) share an instance, one
     /// call at a time; different invocations never share one. For runtimes
     /// whose start-up dominates a call (Python, JavaScript). Each call still
-    /// gets its own fuel, deadline and output cap. An instance is dropped when
-    /// a call traps, runs out of a budget or streams, when its invocation ends
+    /// gets its own fuel, deadline and output cap. A streaming call always gets
+    /// a fresh instance. An instance is dropped when a call traps or runs out
+    /// of a budget, when its invocation ends
     /// ([`Engine::end_invocation`]), or when the engine's set of idle instances
     /// is full ([`EngineConfig::max_idle_instances`](crate::EngineConfig::max_idle_instances)).
     PerInvocation,
@@ -592,13 +593,15 @@ impl Plugin {
         call: ToolCall,
     ) -> Result<(Store<PluginState>, Instance, wit::Call), CallError> {
         let arguments = self.prepare(tool, call.arguments)?;
+        // A stream keeps its instance to the end and does not return it, so it
+        // never takes the invocation's idle one.
         let idle = match self.inner.reuse {
-            Reuse::Never => None,
-            Reuse::PerInvocation => self
+            Reuse::PerInvocation if !tool.spec.streaming => self
                 .inner
                 .engine
                 .idle()
                 .take(self.inner.id, &call.invocation_id),
+            _ => None,
         };
         let (store, instance) = match idle {
             Some(mut idle) => {
