@@ -149,6 +149,8 @@ struct Inner {
     config: EngineConfig,
     invocations: Invocations,
     idle: IdleInstances,
+    /// How many plugins load their code in the background at once.
+    preload: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -231,6 +233,11 @@ impl Engine {
                 config: config.clone(),
                 invocations: Invocations::default(),
                 idle: IdleInstances::new(config.max_idle_instances),
+                // One load per core: a call that needs a plugin's code now
+                // loads it beside them, not behind every other plugin.
+                preload: Arc::new(tokio::sync::Semaphore::new(
+                    std::thread::available_parallelism().map_or(1, usize::from),
+                )),
             }),
         })
     }
@@ -268,6 +275,10 @@ impl Engine {
     pub fn end_invocation(&self, invocation_id: &str) {
         self.inner.invocations.end(invocation_id);
         self.inner.idle.end(invocation_id);
+    }
+
+    pub(crate) fn preload_gate(&self) -> Arc<tokio::sync::Semaphore> {
+        Arc::clone(&self.inner.preload)
     }
 
     pub(crate) fn idle(&self) -> &IdleInstances {

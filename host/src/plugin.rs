@@ -1,12 +1,13 @@
 //! A loaded plugin: a compiled, pre-instantiated component with its checked
 //! declarations, and every call of its tools, each in a fresh sandboxed instance.
 
+mod manifest;
 mod reuse;
 pub(crate) mod state;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -28,6 +29,7 @@ use crate::policy::stdio::StdioLog;
 use crate::policy::{CallTag, Capability, Grants};
 use crate::schema::Schema;
 use crate::tool::{MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage, wrap_result};
+use manifest::{Manifest, ManifestKey};
 pub(crate) use reuse::IdleInstances;
 use state::PluginState;
 
@@ -165,16 +167,64 @@ struct Inner {
     name: Arc<str>,
     path: PathBuf,
     engine: Engine,
+    /// The compiled, linked code. Set when the plugin loads, or, for a plugin
+    /// listed from its manifest, by the background preload or the first call
+    /// that needs it, whichever comes first. A failure is kept: every call
+    /// then reports it.
+    code: tokio::sync::OnceCell<Result<Code, String>>,
+    /// The component's bytes, until its code is loaded.
+    source: Mutex<Option<bytes::Bytes>>,
+    tools: Vec<LoadedTool>,
+    limits: Limits,
+    grants: Arc<Grants>,
+    imports: Vec<String>,
+}
+
+/// A component compiled and linked against the engine's linker.
+struct Code {
     pre: InstancePre<PluginState>,
     /// Where the typed exports are, for the calls that use several of them.
     indices: WitPluginIndices,
     /// `invoke`, the one export a plain call needs: looked up and type-checked
     /// alone per call, not with every other export.
     invoke: ComponentExportIndex,
-    tools: Vec<LoadedTool>,
-    limits: Limits,
-    grants: Arc<Grants>,
-    imports: Vec<String>,
+}
+
+impl Code {
+    /// Checks the component's world and links it. Also returns what it imports.
+    fn link(
+        engine: &Engine,
+        path: &Path,
+        component: &Component,
+    ) -> Result<(Self, Vec<String>), LoadError> {
+        let info = component_info(engine, component);
+        check_world(path, &info)?;
+        let pre = engine
+            .linker()
+            .instantiate_pre(component)
+            .map_err(|e| LoadError::Link {
+                path: path.to_owned(),
+                reason: format!("{e:#}"),
+            })?;
+        let wrong_shape = |e: wasmtime::Error| LoadError::WrongWorld {
+            path: path.to_owned(),
+            expected: TOOLS_INTERFACE.to_owned(),
+            found: format!("an export of another shape ({e:#})"),
+        };
+        let indices = WitPluginIndices::new(&pre).map_err(wrong_shape)?;
+        let invoke = component
+            .get_export_index(None, TOOLS_INTERFACE)
+            .and_then(|tools| component.get_export_index(Some(&tools), "invoke"))
+            .ok_or_else(|| wrong_shape(wasmtime::format_err!("no `invoke` export")))?;
+        Ok((
+            Self {
+                pre,
+                indices,
+                invoke,
+            },
+            info.imports,
+        ))
+    }
 }
 
 struct LoadedTool {
@@ -248,10 +298,10 @@ pub(crate) fn compile(engine: &Engine, path: &Path, bytes: &[u8]) -> Result<Comp
 async fn compile_off_runtime(
     engine: &Engine,
     path: &Path,
-    bytes: Vec<u8>,
+    bytes: impl AsRef<[u8]> + Send + 'static,
 ) -> Result<Component, LoadError> {
     let (engine, owned) = (engine.clone(), path.to_owned());
-    tokio::task::spawn_blocking(move || compile(&engine, &owned, &bytes))
+    tokio::task::spawn_blocking(move || compile(&engine, &owned, bytes.as_ref()))
         .await
         .map_err(|e| LoadError::Engine {
             path: path.to_owned(),
@@ -332,6 +382,11 @@ impl Plugin {
 
     /// Loads a plugin from bytes; `path` names it in errors (and, by default, gives its name).
     ///
+    /// With a cache directory, a component that loaded before is listed from
+    /// its manifest there (what it declared and imports) and its code loads in
+    /// the background: its first call waits for the code if it is not loaded
+    /// yet (see [`Plugin::ready`]).
+    ///
     /// # Errors
     /// As [`Plugin::load`].
     pub async fn from_bytes(
@@ -341,8 +396,33 @@ impl Plugin {
         options: &PluginOptions,
     ) -> Result<Self, LoadError> {
         check_header(&path, &bytes)?;
+        let grants = options.effective_grants(&path)?;
+        let bytes = bytes::Bytes::from(bytes);
+        let key = match engine.config().get_cache_dir() {
+            Some(dir) => {
+                let (dir, hashed) = (dir.to_owned(), bytes.clone());
+                tokio::task::spawn_blocking(move || ManifestKey::new(&dir, &hashed))
+                    .await
+                    .ok()
+            }
+            None => None,
+        };
+        if let Some(key) = &key
+            && let Some(manifest) = key.read().await
+        {
+            match Self::from_manifest(engine, &path, &bytes, manifest, options, grants.clone()) {
+                Ok(plugin) => {
+                    plugin.preload();
+                    return Ok(plugin);
+                }
+                Err(e) => tracing::warn!(
+                    manifest = %key.path().display(), error = %e,
+                    "ignoring a plugin manifest that does not check; loading the plugin in full"
+                ),
+            }
+        }
         let component = compile_off_runtime(engine, &path, bytes).await?;
-        Self::from_component(engine, path, &component, options).await
+        Self::from_compiled(engine, path, &component, options, grants, key.as_ref()).await
     }
 
     /// Loads a plugin from an already compiled component.
@@ -352,52 +432,25 @@ impl Plugin {
         component: &Component,
         options: &PluginOptions,
     ) -> Result<Self, LoadError> {
-        let info = component_info(engine, component);
-        check_world(&path, &info)?;
         let grants = options.effective_grants(&path)?;
-        let instance_pre =
-            engine
-                .linker()
-                .instantiate_pre(component)
-                .map_err(|e| LoadError::Link {
-                    path: path.clone(),
-                    reason: format!("{e:#}"),
-                })?;
-        let wrong_shape = |e: wasmtime::Error| LoadError::WrongWorld {
-            path: path.clone(),
-            expected: TOOLS_INTERFACE.to_owned(),
-            found: format!("an export of another shape ({e:#})"),
-        };
-        let indices = WitPluginIndices::new(&instance_pre).map_err(wrong_shape)?;
-        let invoke = component
-            .get_export_index(None, TOOLS_INTERFACE)
-            .and_then(|tools| component.get_export_index(Some(&tools), "invoke"))
-            .ok_or_else(|| wrong_shape(wasmtime::format_err!("no `invoke` export")))?;
-        let name: Arc<str> = match &options.name {
-            Some(name) => name.as_str().into(),
-            None => path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "plugin".to_owned())
-                .into(),
-        };
-        let mut plugin = Self {
-            inner: Arc::new(Inner {
-                id: reuse::next_plugin_id(),
-                reuse: options.reuse,
-                name,
-                path: path.clone(),
-                engine: engine.clone(),
-                pre: instance_pre,
-                indices,
-                invoke,
-                tools: Vec::new(),
-                limits: options.limits.clone(),
-                grants: Arc::new(grants),
-                imports: info.imports,
-            }),
-        };
+        Self::from_compiled(engine, path, component, options, grants, None).await
+    }
+
+    /// Links a compiled component, reads its declarations and, given a key,
+    /// stores its manifest.
+    async fn from_compiled(
+        engine: &Engine,
+        path: PathBuf,
+        component: &Component,
+        options: &PluginOptions,
+        grants: Grants,
+        key: Option<&ManifestKey>,
+    ) -> Result<Self, LoadError> {
+        let (code, imports) = Code::link(engine, &path, component)?;
+        let code = tokio::sync::OnceCell::new_with(Some(Ok(code)));
+        let mut plugin = Self::assemble(engine, &path, options, grants, imports, code, None);
         let declarations = plugin.read_declarations().await?;
+        let manifest = key.map(|_| Manifest::new(&plugin.inner.imports, &declarations));
         let tools = check_declarations(&path, declarations)?;
         // Nothing else holds the Arc yet: fill in the tools.
         match Arc::get_mut(&mut plugin.inner) {
@@ -409,14 +462,167 @@ impl Plugin {
                 });
             }
         }
-        for import in plugin.ungranted_imports() {
+        if let (Some(key), Some(manifest)) = (key, manifest) {
+            key.write(&manifest).await;
+        }
+        plugin.warn_ungranted();
+        Ok(plugin)
+    }
+
+    /// Lists a plugin from its manifest; its code loads later.
+    fn from_manifest(
+        engine: &Engine,
+        path: &Path,
+        bytes: &bytes::Bytes,
+        manifest: Manifest,
+        options: &PluginOptions,
+        grants: Grants,
+    ) -> Result<Self, LoadError> {
+        let imports = manifest.imports.clone();
+        let tools = check_declarations(path, manifest.declarations())?;
+        let source = Some(bytes.clone());
+        let mut plugin = Self::assemble(
+            engine,
+            path,
+            options,
+            grants,
+            imports,
+            tokio::sync::OnceCell::new(),
+            source,
+        );
+        match Arc::get_mut(&mut plugin.inner) {
+            Some(inner) => inner.tools = tools,
+            None => {
+                return Err(LoadError::Engine {
+                    path: path.to_owned(),
+                    reason: "plugin shared before it finished loading".into(),
+                });
+            }
+        }
+        plugin.warn_ungranted();
+        Ok(plugin)
+    }
+
+    fn assemble(
+        engine: &Engine,
+        path: &Path,
+        options: &PluginOptions,
+        grants: Grants,
+        imports: Vec<String>,
+        code: tokio::sync::OnceCell<Result<Code, String>>,
+        source: Option<bytes::Bytes>,
+    ) -> Self {
+        let name: Arc<str> = match &options.name {
+            Some(name) => name.as_str().into(),
+            None => path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "plugin".to_owned())
+                .into(),
+        };
+        Self {
+            inner: Arc::new(Inner {
+                id: reuse::next_plugin_id(),
+                reuse: options.reuse,
+                name,
+                path: path.to_owned(),
+                engine: engine.clone(),
+                code,
+                source: Mutex::new(source),
+                tools: Vec::new(),
+                limits: options.limits.clone(),
+                grants: Arc::new(grants),
+                imports,
+            }),
+        }
+    }
+
+    fn warn_ungranted(&self) {
+        for import in self.ungranted_imports() {
             tracing::warn!(
-                plugin = plugin.name(), interface = import,
+                plugin = self.name(), interface = import,
                 capability = %Capability::of_import(import),
                 "the plugin imports an interface it is not granted; its calls that use it will be refused"
             );
         }
-        Ok(plugin)
+    }
+
+    /// Loads the code of a plugin listed from its manifest in the background,
+    /// a few plugins at a time (the engine's preload gate), so that a start
+    /// with many plugins answers its first call without waiting for them all.
+    fn preload(&self) {
+        let plugin = Arc::downgrade(&self.inner);
+        let gate = self.inner.engine.preload_gate();
+        tokio::spawn(async move {
+            let Ok(_permit) = gate.acquire_owned().await else {
+                return;
+            };
+            // A plugin dropped meanwhile (reloaded, removed) needs no code.
+            if let Some(inner) = plugin.upgrade() {
+                let _ = Plugin { inner }.code().await;
+            }
+        });
+    }
+
+    /// Waits until the plugin's code is loaded. A plugin listed from its
+    /// manifest (a warm start from the cache directory) loads its code in the
+    /// background; its first call waits for it. Call this to wait up front.
+    ///
+    /// # Errors
+    /// [`LoadError::Engine`] if the code cannot be loaded: every call of the
+    /// plugin then fails with the same reason.
+    pub async fn ready(&self) -> Result<(), LoadError> {
+        self.code()
+            .await
+            .map(drop)
+            .map_err(|reason| LoadError::Engine {
+                path: self.inner.path.clone(),
+                reason,
+            })
+    }
+
+    /// The plugin's code, loaded now if it is not yet.
+    async fn code(&self) -> Result<&Code, String> {
+        let loaded = match self.inner.code.get() {
+            Some(loaded) => loaded,
+            None => self.inner.code.get_or_init(|| self.load_code()).await,
+        };
+        loaded.as_ref().map_err(Clone::clone)
+    }
+
+    /// Compiles (from the cache) and links the plugin's code from its bytes.
+    /// Cancellation-safe: the bytes go only once the outcome is kept.
+    async fn load_code(&self) -> Result<Code, String> {
+        let source = self.lock_source().clone();
+        let Some(bytes) = source else {
+            return Err("its code was never loaded and its bytes are gone".into());
+        };
+        let (engine, path) = (&self.inner.engine, &self.inner.path);
+        let loaded = match compile_off_runtime(engine, path, bytes).await {
+            Ok(component) => Code::link(engine, path, &component).map(|(code, _)| code),
+            Err(e) => Err(e),
+        };
+        *self.lock_source() = None;
+        loaded.map_err(|e| {
+            tracing::error!(plugin = self.name(), error = %e, "cannot load the plugin's code; its calls fail");
+            e.to_string()
+        })
+    }
+
+    fn lock_source(&self) -> std::sync::MutexGuard<'_, Option<bytes::Bytes>> {
+        // Only ever replaced whole: a poisoned lock holds a usable value.
+        self.inner
+            .source
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The code, for a call that runs it.
+    async fn code_for(&self, tool: &str) -> Result<&Code, CallError> {
+        self.code().await.map_err(|reason| CallError::Host {
+            tool: tool.to_owned(),
+            reason: format!("the plugin's code cannot be loaded: {reason}"),
+        })
     }
 
     async fn read_declarations(&self) -> Result<Vec<wit::Declaration>, LoadError> {
@@ -430,6 +636,7 @@ impl Plugin {
             .map_err(reason)?;
         let bindings = self
             .bindings(&mut store, "(declarations)", &instance)
+            .await
             .map_err(reason)?;
         let deadline = store.data().deadline;
         let result = timeout(
@@ -560,7 +767,7 @@ impl Plugin {
         let invoke = instance
             .get_typed_func::<(&wit::Call,), (Result<wit::Output, wit::ToolError>,)>(
                 &mut store,
-                &self.inner.invoke,
+                &self.code_for(name).await?.invoke,
             )
             .map_err(|e| CallError::Host {
                 tool: name.to_owned(),
@@ -638,7 +845,7 @@ impl Plugin {
         }
         let name = tool.spec.name.as_str();
         let (mut store, instance, wit_call) = self.begin(tool, call).await?;
-        let bindings = self.bindings(&mut store, name, &instance)?;
+        let bindings = self.bindings(&mut store, name, &instance).await?;
         let deadline = store.data().deadline;
         let result = timeout(
             deadline,
@@ -671,6 +878,7 @@ impl Plugin {
         call_id: &str,
         invocation_id: &str,
     ) -> Result<(Store<PluginState>, Instance), CallError> {
+        let code = self.code_for(tool).await?;
         let limits = &self.inner.limits;
         let engine = &self.inner.engine;
         let mut table = ResourceTable::new();
@@ -706,19 +914,20 @@ impl Plugin {
         store.limiter(|state| &mut state.limiter);
         self.arm(&mut store, tool)?;
         let deadline = store.data().deadline;
-        let instantiated = timeout(deadline, self.inner.pre.instantiate_async(&mut store)).await;
+        let instantiated = timeout(deadline, code.pre.instantiate_async(&mut store)).await;
         let instance = self.settle(&mut store, tool, instantiated)?;
         Ok((store, instance))
     }
 
     /// Every typed export of an instance (type-checked when the plugin loaded).
-    fn bindings(
+    async fn bindings(
         &self,
         store: &mut Store<PluginState>,
         tool: &str,
         instance: &Instance,
     ) -> Result<WitPlugin, CallError> {
-        self.inner
+        self.code_for(tool)
+            .await?
             .indices
             .load(store, instance)
             .map_err(|e| CallError::Host {
@@ -1273,4 +1482,57 @@ pub async fn inspect(
     let info = component_info(engine, &component);
     let plugin = Plugin::from_component(engine, path, &component, &PluginOptions::default()).await;
     Ok((info, plugin))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+    use super::*;
+
+    /// A plugin listed from its manifest whose code then fails to load: it is
+    /// listed, every call reports why, and `ready` says so too.
+    #[tokio::test]
+    async fn code_that_fails_after_a_manifest_listing_fails_every_call() {
+        let cache = tempfile::tempdir().unwrap();
+        let mut config = crate::EngineConfig::default();
+        config.cache_dir(Some(cache.path().to_owned()));
+        let engine = Engine::new(&config).unwrap();
+        // A component header, then garbage: it cannot compile.
+        let bytes = b"\0asm\x0d\0\x01\0 not a component body".to_vec();
+        let declared = wit::Declaration {
+            info: crate::bindings::v0_1::toolhost::plugin::types::ToolInfo {
+                name: "t".into(),
+                description: "listed".into(),
+                long_running: false,
+            },
+            input_schema: r#"{"type": "object"}"#.into(),
+            output_schema: None,
+            streaming: false,
+        };
+        ManifestKey::new(cache.path(), &bytes)
+            .write(&Manifest::new(&[], &[declared]))
+            .await;
+
+        let path = PathBuf::from("broken.wasm");
+        let plugin = Plugin::from_bytes(&engine, path, bytes, &PluginOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(plugin.tool("t").unwrap().description, "listed");
+        for _ in 0..2 {
+            let err = plugin
+                .invoke(ToolCall::new("t", serde_json::json!({})))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, CallError::Host { reason, .. } if reason.contains("malformed")),
+                "{err:?}"
+            );
+        }
+        let err = plugin.ready().await.unwrap_err();
+        assert!(
+            matches!(&err, LoadError::Engine { reason, .. } if reason.contains("malformed")),
+            "{err:?}"
+        );
+    }
 }

@@ -227,3 +227,138 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// An engine on its own compiled-code cache (a process restarted on it).
+fn engine_on(cache: &Path) -> toolhost::Engine {
+    let mut config = toolhost::EngineConfig::default();
+    config.cache_dir(Some(cache.to_owned()));
+    toolhost::Engine::new(&config).unwrap()
+}
+
+/// The one manifest a load left in `cache`.
+fn manifest_file(cache: &Path) -> PathBuf {
+    let manifests: Vec<PathBuf> = walk(&cache.join("manifests"));
+    assert_eq!(manifests.len(), 1, "one manifest: {manifests:?}");
+    manifests.into_iter().next().unwrap()
+}
+
+/// Rewrites the manifest's declaration of `add` with `edit`.
+fn edit_manifest(file: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let add = manifest["tools"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t["name"] == "add")
+        .expect("the manifest declares `add`");
+    edit(add);
+    std::fs::write(file, serde_json::to_vec(&manifest).unwrap()).unwrap();
+}
+
+#[tokio::test]
+async fn a_warm_start_lists_tools_from_the_manifest_and_loads_code_on_demand() {
+    let cache = tempfile::tempdir().unwrap();
+    let cold = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    let real = cold.tool("add").unwrap().description.clone();
+    let file = manifest_file(cache.path());
+    // Mark the manifest, to tell a listing from it apart from one from the guest.
+    edit_manifest(&file, |add| {
+        add["description"] = json!("listed from the manifest")
+    });
+
+    let warm = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        warm.tool("add").unwrap().description,
+        "listed from the manifest"
+    );
+    assert_ne!(real, "listed from the manifest");
+    assert_eq!(
+        warm.tools().map(|t| &t.name).collect::<Vec<_>>(),
+        cold.tools().map(|t| &t.name).collect::<Vec<_>>()
+    );
+    // The first call loads (or waits for) the code.
+    let out = warm
+        .invoke(ToolCall::new("add", json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
+    assert_eq!(out.result, Some(json!({"result": 3})));
+    warm.ready().await.unwrap();
+    // Arguments are still checked against the listed schema.
+    let err = warm
+        .invoke(ToolCall::new("add", json!({"a": "one"})))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::InvalidArguments { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_damaged_manifest_is_ignored_and_written_again() {
+    let cache = tempfile::tempdir().unwrap();
+    let cold = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    let file = manifest_file(cache.path());
+    let whole = std::fs::read(&file).unwrap();
+    // Half a file, as a crash mid-write would leave without the atomic rename.
+    std::fs::write(&file, &whole[..whole.len() / 2]).unwrap();
+    let warm = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        warm.tool("add").unwrap().description,
+        cold.tool("add").unwrap().description
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), whole, "written again, whole");
+}
+
+#[tokio::test]
+async fn a_manifest_that_does_not_check_is_ignored() {
+    let cache = tempfile::tempdir().unwrap();
+    let cold = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    let file = manifest_file(cache.path());
+    edit_manifest(&file, |add| {
+        add["description"] = json!("listed from the manifest");
+        add["input_schema"] = json!("{\"type\": \"object\", \"properties\": 7}");
+    });
+    let warm = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    let add = warm.tool("add").unwrap();
+    assert_eq!(add.description, cold.tool("add").unwrap().description);
+    assert_eq!(add.input_schema, cold.tool("add").unwrap().input_schema);
+}
+
+#[tokio::test]
+async fn a_changed_component_does_not_use_the_old_manifest() {
+    let cache = tempfile::tempdir().unwrap();
+    let engine = engine_on(cache.path());
+    Plugin::load(&engine, ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    edit_manifest(&manifest_file(cache.path()), |add| {
+        add["description"] = json!("listed from the manifest")
+    });
+    // The same component with one more custom section: other bytes, another key.
+    let mut bytes = std::fs::read(ECHO).unwrap();
+    bytes.extend_from_slice(&[0, 4, 3, b'a', b'b', b'c']);
+    let changed = Plugin::from_bytes(
+        &engine_on(cache.path()),
+        PathBuf::from("echo.wasm"),
+        bytes,
+        &PluginOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_ne!(
+        changed.tool("add").unwrap().description,
+        "listed from the manifest"
+    );
+    assert_eq!(walk(&cache.path().join("manifests")).len(), 2);
+}

@@ -1,0 +1,158 @@
+//! What a plugin declared the last time it loaded, kept in the cache directory
+//! next to its compiled code, so that a warm start lists a plugin's tools
+//! without loading its code first.
+//!
+//! A manifest is keyed by a SHA-256 of the component's bytes, this host's
+//! version and its WIT contract: the same bytes loaded by the same host link
+//! and declare the same way. Only plugins that loaded cleanly get one. A
+//! manifest that cannot be read, parsed or checked is ignored (the plugin then
+//! loads in full, and its manifest is written again): it is only a shortcut.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::bindings::v0_1::exports::toolhost::plugin::tools as wit;
+use crate::bindings::v0_1::toolhost::plugin::types::ToolInfo;
+
+/// Bumped when the manifest's format or meaning changes.
+const FORMAT: &str = "toolhost-manifest-1";
+
+/// The contract the declarations were read through.
+const WIT: &str = include_str!("../../../wit/plugin.wit");
+
+/// The manifest of one component's bytes, in one cache directory.
+#[derive(Debug, Clone)]
+pub(crate) struct ManifestKey {
+    file: PathBuf,
+}
+
+impl ManifestKey {
+    /// The key of `bytes` in `cache_dir`. Hashes the bytes: call off the async runtime.
+    pub(crate) fn new(cache_dir: &Path, bytes: &[u8]) -> Self {
+        let mut hash = Sha256::new();
+        for part in [FORMAT, env!("CARGO_PKG_VERSION"), WIT] {
+            hash.update((part.len() as u64).to_le_bytes());
+            hash.update(part.as_bytes());
+        }
+        hash.update(bytes);
+        let mut name = String::with_capacity(64 + 5);
+        for byte in hash.finalize() {
+            let _ = write!(name, "{byte:02x}");
+        }
+        name.push_str(".json");
+        Self {
+            file: cache_dir.join("manifests").join(name),
+        }
+    }
+
+    /// The manifest's file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.file
+    }
+
+    /// The stored manifest, if there is a readable one.
+    pub(crate) async fn read(&self) -> Option<Manifest> {
+        let text = match tokio::fs::read(&self.file).await {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(manifest = %self.file.display(), error = %e, "cannot read a plugin manifest; loading the plugin in full");
+                return None;
+            }
+        };
+        match serde_json::from_slice(&text) {
+            Ok(manifest) => Some(manifest),
+            Err(e) => {
+                tracing::warn!(manifest = %self.file.display(), error = %e, "ignoring a damaged plugin manifest; loading the plugin in full");
+                None
+            }
+        }
+    }
+
+    /// Stores `manifest`, atomically (a temporary file renamed into place), so
+    /// a reader never sees half of one. Failures are logged, not returned: the
+    /// manifest is only a shortcut for the next start.
+    pub(crate) async fn write(&self, manifest: &Manifest) {
+        if let Err(e) = self.try_write(manifest).await {
+            tracing::debug!(manifest = %self.file.display(), error = %e, "cannot store a plugin manifest");
+        }
+    }
+
+    async fn try_write(&self, manifest: &Manifest) -> std::io::Result<()> {
+        let text = serde_json::to_vec(manifest).map_err(std::io::Error::other)?;
+        if let Some(dir) = self.file.parent() {
+            tokio::fs::create_dir_all(dir).await?;
+        }
+        let temp = self.file.with_extension(format!(
+            "tmp-{}-{}",
+            std::process::id(),
+            super::reuse::next_plugin_id()
+        ));
+        tokio::fs::write(&temp, text).await?;
+        let renamed = tokio::fs::rename(&temp, &self.file).await;
+        if renamed.is_err() {
+            let _ = tokio::fs::remove_file(&temp).await;
+        }
+        renamed
+    }
+}
+
+/// What a plugin declared, and what it imports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    /// Every interface the component imports.
+    pub(crate) imports: Vec<String>,
+    /// Its declarations, as the guest returned them.
+    pub(crate) tools: Vec<Declared>,
+}
+
+/// One declaration, as the guest returned it (checked again when read).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Declared {
+    name: String,
+    description: String,
+    long_running: bool,
+    streaming: bool,
+    input_schema: String,
+    output_schema: Option<String>,
+}
+
+impl Manifest {
+    /// The manifest of a plugin that just loaded.
+    pub(crate) fn new(imports: &[String], declarations: &[wit::Declaration]) -> Self {
+        Self {
+            imports: imports.to_vec(),
+            tools: declarations
+                .iter()
+                .map(|d| Declared {
+                    name: d.info.name.clone(),
+                    description: d.info.description.clone(),
+                    long_running: d.info.long_running,
+                    streaming: d.streaming,
+                    input_schema: d.input_schema.clone(),
+                    output_schema: d.output_schema.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The declarations, to be checked as if the guest had just returned them.
+    pub(crate) fn declarations(self) -> Vec<wit::Declaration> {
+        self.tools
+            .into_iter()
+            .map(|d| wit::Declaration {
+                info: ToolInfo {
+                    name: d.name,
+                    description: d.description,
+                    long_running: d.long_running,
+                },
+                input_schema: d.input_schema,
+                output_schema: d.output_schema,
+                streaming: d.streaming,
+            })
+            .collect()
+    }
+}
