@@ -881,10 +881,13 @@ fn test() -> Result<()> {
 
 /// `toolhost new` end to end: for each language, a project in
 /// `<target>/new-test/`, built by its own `build.sh`, then called through the
-/// `toolhost` binary. Reuses the toolchains `guests` installed (Python venv,
-/// npm cache) and one cargo target dir, so a rerun is quick.
+/// `toolhost` binary (a greeting, and an argument the tool refuses). Reuses
+/// the toolchains `guests` installed (Python, C and Go venvs, npm cache, Go
+/// build cache, Debian C packages), one cargo target dir and one compiled-code
+/// cache, so a rerun is quick.
 fn new_test() -> Result<()> {
     ensure_wasm_target()?;
+    ensure_c_toolchain()?;
     // Same feature unification as `cargo test --workspace`: nothing to rebuild after it.
     run(cargo().args(["test", "--workspace", "--no-run"]))?;
     let target = target_dir();
@@ -894,15 +897,28 @@ fn new_test() -> Result<()> {
         std::fs::remove_dir_all(&scratch)
             .with_context(|| format!("removing {}", scratch.display()))?;
     }
-    let python = venv(
-        "guest-venv",
-        &root().join("guest-sdk/python/requirements-build.txt"),
-    )?;
-    let py_venv = python
-        .parent()
-        .and_then(Path::parent)
-        .context("the guest venv's python has no venv directory")?;
-    for lang in ["rust", "python", "js"] {
+    let venv_dir = |name: &str, requirements: &str| -> Result<PathBuf> {
+        let python = venv(name, &root().join(requirements))?;
+        python
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_owned)
+            .with_context(|| format!("the {name} python has no venv directory"))
+    };
+    let py_venv = venv_dir("guest-venv", "guest-sdk/python/requirements-build.txt")?;
+    let c_venv = venv_dir("c-venv", "guest-sdk/c/requirements-build.txt")?;
+    let go_venv = venv_dir("go-venv", "guest-sdk/go/requirements-build.txt")?;
+    let call = |project: &Path, arguments: &str| -> Result<std::process::Output> {
+        Command::new(&toolhost)
+            .arg("--cache-dir")
+            .arg(target.join("new-test-cache"))
+            .arg("--plugins")
+            .arg(project)
+            .args(["call", "greet", arguments])
+            .output()
+            .context("running toolhost call")
+    };
+    for lang in ["rust", "python", "js", "go", "c"] {
         let name = format!("hello-{lang}");
         let started = std::time::Instant::now();
         run(Command::new(&toolhost)
@@ -912,25 +928,39 @@ fn new_test() -> Result<()> {
         run(Command::new("sh")
             .arg(project.join("build.sh"))
             .env("CARGO_TARGET_DIR", target.join("new-test-cargo"))
-            .env("TOOLHOST_PY_VENV", py_venv))?;
-        let output = Command::new(&toolhost)
-            .arg("--no-cache")
-            .arg("--plugins")
-            .arg(&project)
-            .args(["call", "greet", r#"{"name": "Ada", "excited": true}"#])
-            .output()
-            .context("running toolhost call")?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        if !output.status.success() || !stdout.contains("Hello, Ada!") {
+            .env("TOOLHOST_PY_VENV", &py_venv)
+            .env("TOOLHOST_C_VENV", &c_venv)
+            .env("TOOLHOST_GO_VENV", &go_venv)
+            .env("GOCACHE", target.join("go-cache")))?;
+        let built = started.elapsed();
+        let output = call(&project, r#"{"name": "Ada", "excited": true}"#)?;
+        let result: Option<serde_json::Value> = serde_json::from_slice(&output.stdout).ok();
+        if !output.status.success()
+            || result != Some(serde_json::json!({"greeting": "Hello, Ada!"}))
+        {
             bail!(
-                "{lang}: `toolhost call greet` in a new project gave {}:\n{stdout}\n{}",
+                "{lang}: `toolhost call greet` in a new project gave {}:\n{}\n{}",
                 output.status,
+                String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr)
             );
         }
+        let refused = call(&project, r#"{"name": " "}"#)?;
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        if refused.status.success()
+            || !stderr.contains("invalid arguments for `greet`: `name` must not be empty")
+        {
+            bail!(
+                "{lang}: `greet` with a blank name should be refused as invalid arguments; \
+                 it gave {}:\n{}\n{stderr}",
+                refused.status,
+                String::from_utf8_lossy(&refused.stdout)
+            );
+        }
         eprintln!(
-            "xtask: toolhost new --lang {lang}: built and called in {:.1} s",
-            started.elapsed().as_secs_f64()
+            "xtask: toolhost new --lang {lang}: built in {:.1} s, called in {:.1} s",
+            built.as_secs_f64(),
+            (started.elapsed() - built).as_secs_f64()
         );
     }
     Ok(())
