@@ -208,7 +208,7 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                     contents: Contents::Binary(ADAPTER),
                     executable: false,
                 },
-                file(".gitignore", "*.wasm\n/build/\n"),
+                file(".gitignore", "/*.wasm\n/build/\n"),
             ]);
             files.extend(vendored![
                 "requirements-build.txt" => "guest-sdk/go/requirements-build.txt",
@@ -257,7 +257,7 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                     contents: Contents::Binary(ADAPTER),
                     executable: false,
                 },
-                file(".gitignore", "*.wasm\n/build/\n"),
+                file(".gitignore", "/*.wasm\n/build/\n"),
             ]);
             files.extend(vendored![
                 "requirements-build.txt" => "guest-sdk/c/requirements-build.txt",
@@ -325,9 +325,10 @@ fn readme(lang: Lang) -> String {
             "src/app.c",
             "toolhost-guest/ (the C guest SDK, cJSON, the generated WIT bindings and \
              the WASI adapter)",
-            "clang for wasm32 with wasi-libc (Debian 12: `apt-get install clang-19 \
-             lld-19 wasi-libc libclang-rt-19-dev-wasm32`) and wasm-tools, which the \
-             script installs from PyPI into a venv if it is missing",
+            "clang for wasm32 with wasm-ld, wasi-libc and compiler-rt, on Debian 12 \
+             `apt-get install clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32`; \
+             and wasm-tools, which the script installs from PyPI into a venv if it is \
+             missing",
         ),
     };
     format!(
@@ -511,6 +512,9 @@ mod tests {
                 let Contents::Text(_) = file.contents else {
                     let written = std::fs::read(root.join(file.path)).unwrap();
                     assert_eq!(written, ADAPTER, "{lang:?} {}", file.path);
+                    // The build needs it: git must not ignore it as an output.
+                    let ignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
+                    assert!(!ignore.lines().any(|l| l == "*.wasm"), "{lang:?}: {ignore}");
                     continue;
                 };
                 let text = std::fs::read_to_string(root.join(file.path)).unwrap();
