@@ -32,8 +32,10 @@
  * `th_json` and `th_blob`; the SDK runs the function to the end when the stream
  * starts and hands the chunks out one by one as the host pulls them.
  *
- * Build: `cargo xtask guests NAME` (clang for wasm32-wasi, cJSON from
- * `vendor/cjson`, bindings from `wit-bindgen c`, the WASI reactor adapter).
+ * Build: `cargo xtask guests NAME` in this repository, or `./build.sh` in a
+ * project from `toolhost new NAME --lang c` (clang for wasm32-wasi, cJSON from
+ * `vendor/cjson`, the `wit-bindgen c` bindings in `gen/`, `wasm-tools
+ * component embed`, the WASI reactor adapter).
  */
 #ifndef TOOLHOST_GUEST_H
 #define TOOLHOST_GUEST_H

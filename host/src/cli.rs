@@ -107,7 +107,8 @@ enum Command {
     /// Create a plugin project in NAME/ that builds with `./build.sh`: a
     /// sample tool, the guest SDK of the language and the WIT contract.
     New {
-        /// The plugin's name: lowercase letters, digits and `-` (the component is NAME.wasm).
+        /// The plugin's name: lowercase letters, digits and `-` (the component is
+        /// NAME.wasm; Go: the package is NAME without `-`, and may not be a Go keyword).
         name: String,
         /// The language of the project.
         #[arg(long, value_enum, default_value = "rust")]

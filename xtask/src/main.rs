@@ -7,9 +7,14 @@
 //!   tests load them from there (`toolhost_test_plugins::POLYGLOT`).
 //! - `sdk-test`: the guest SDKs' native unit tests (Python: pytest; JavaScript:
 //!   `node --test`; Go: `go test`).
+//! - `bindings [--check]`: regenerate the C and Go bindings of `wit/` that the
+//!   guest SDKs commit (`guest-sdk/c/gen`, `guest-sdk/go/bindings`) and the Go
+//!   bindings' runtime package (`guest-sdk/go/witpkg`); `--check` fails if they
+//!   differ from fresh ones instead.
 //! - `demo`: build the plugins and the `toolhost` CLI, then list and call tools.
-//! - `test`: build the non-Rust guests, run the SDK unit tests and every cargo test
-//!   (installs the wasm32-wasip2 target if missing), then `mcp-test`.
+//! - `test`: check the committed bindings (`bindings --check`), build the
+//!   non-Rust guests, run the SDK unit tests and every cargo test (installs the
+//!   wasm32-wasip2 target if missing), then `new-test` and `mcp-test`.
 //! - `new-test`: `toolhost new` end to end: a project in each language, built
 //!   by its own `build.sh`, then called through the `toolhost` binary.
 //! - `mcp-test`: the MCP end-to-end tests (`tests/mcp`): the official Python MCP SDK
@@ -31,6 +36,7 @@ fn main() -> Result<()> {
         "plugins" => build_plugins().map(drop),
         "guests" => build_guests(&std::env::args().skip(2).collect::<Vec<_>>()).map(drop),
         "sdk-test" => sdk_test(),
+        "bindings" => bindings(std::env::args().nth(2).as_deref() == Some("--check")),
         "demo" => demo(),
         "test" => test(),
         "mcp-test" => mcp_test(std::env::args().skip(2).collect()),
@@ -39,7 +45,7 @@ fn main() -> Result<()> {
         "ci" => ci(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <plugins|guests [NAME...]|sdk-test|demo|test|new-test|mcp-test [PYTEST ARGS]|bench [NAME...]|ci>"
+                "usage: cargo xtask <plugins|guests [NAME...]|sdk-test|bindings [--check]|demo|test|new-test|mcp-test [PYTEST ARGS]|bench [NAME...]|ci>"
             );
             bail!("unknown task `{task}`")
         }
@@ -354,33 +360,23 @@ fn build_js(guest: &Guest, wasm: &Path) -> Result<()> {
 }
 
 /// A C guest: every `.c` file of the guest, the SDK (`guest-sdk/c`, with the
-/// vendored cJSON) and the `wit-bindgen c` bindings, compiled by clang for
-/// `wasm32-wasi` as a reactor, then made a component with the WASI preview-1
-/// reactor adapter (Debian's wasi-libc is preview-1 only).
+/// vendored cJSON and the `wit-bindgen c` bindings in `gen/`), compiled by
+/// clang for `wasm32-wasi` as a reactor; then the WIT is embedded and the
+/// module made a component with the WASI preview-1 reactor adapter (Debian's
+/// wasi-libc is preview-1 only).
 fn build_c(guest: &Guest, wasm: &Path) -> Result<()> {
     let sdk = root().join("guest-sdk/c");
-    let inputs = [
-        guest.dir.clone(),
-        sdk.clone(),
-        root().join("wit"),
-        root().join("xtask/bindgen/Cargo.lock"),
-    ];
+    let inputs = [guest.dir.clone(), sdk.clone(), root().join("wit")];
     if up_to_date(wasm, &inputs) {
         eprintln!("xtask: {} is up to date", wasm.display());
         return Ok(());
     }
     ensure_c_toolchain()?;
-    let bindgen = bindgen()?;
     let wasm_tools =
         venv("c-venv", &sdk.join("requirements-build.txt"))?.with_file_name("wasm-tools");
     let adapter = reactor_adapter()?;
     let stage = fresh_stage(&guest.name)?;
-    let generated = stage.join("gen");
-    run(Command::new(&bindgen)
-        .arg("c")
-        .arg(root().join("wit"))
-        .arg("plugin")
-        .arg(&generated))?;
+    let generated = sdk.join("gen");
     let mut sources = files_with_extension(&guest.dir, "c")?;
     sources.push(sdk.join("toolhost_guest.c"));
     sources.push(sdk.join("vendor/cjson/cJSON.c"));
@@ -405,12 +401,18 @@ fn build_c(guest: &Guest, wasm: &Path) -> Result<()> {
         .arg("-I")
         .arg(&generated)
         .args(&sources)
-        .arg(generated.join("plugin_component_type.o"))
         .arg("-o")
         .arg(&core))?;
+    let embedded = stage.join("embedded.wasm");
+    run(Command::new(&wasm_tools)
+        .args(["component", "embed", "--world", "plugin"])
+        .arg(root().join("wit"))
+        .arg(&core)
+        .arg("-o")
+        .arg(&embedded))?;
     run(Command::new(wasm_tools)
         .args(["component", "new"])
-        .arg(&core)
+        .arg(&embedded)
         .arg("--adapt")
         .arg(format!("wasi_snapshot_preview1={}", adapter.display()))
         .arg("-o")
@@ -442,18 +444,15 @@ fn fresh_stage(name: &str) -> Result<PathBuf> {
 
 /// A Go guest: a Go package (its own module, `go.mod`) that registers tools
 /// with the SDK (`guest-sdk/go`, module `toolhost/guest`) from `init`. The
-/// `wit-bindgen go` bindings form the main module; the SDK's glue
-/// (`glue/tools.go`) goes into their export package, a generated `main`
-/// imports the guest, and Go (from PyPI, pinned in `requirements-build.txt`)
-/// builds it for `wasip1` as a reactor. Then as for C: embed the WIT, adapt.
+/// `wit-bindgen go` bindings (`guest-sdk/go/bindings`) form the main module;
+/// the SDK's glue (`glue/tools.go`) goes into their export package, a
+/// generated `main` imports the guest, and Go (from PyPI, pinned in
+/// `requirements-build.txt`) builds it for `wasip1` as a reactor, with the
+/// bindings' runtime package from `guest-sdk/go/witpkg`. Then as for C: embed
+/// the WIT, adapt.
 fn build_go(guest: &Guest, wasm: &Path) -> Result<()> {
     let sdk = root().join("guest-sdk/go");
-    let inputs = [
-        guest.dir.clone(),
-        sdk.clone(),
-        root().join("wit"),
-        root().join("xtask/bindgen/Cargo.lock"),
-    ];
+    let inputs = [guest.dir.clone(), sdk.clone(), root().join("wit")];
     if up_to_date(wasm, &inputs) {
         eprintln!("xtask: {} is up to date", wasm.display());
         return Ok(());
@@ -463,16 +462,11 @@ fn build_go(guest: &Guest, wasm: &Path) -> Result<()> {
         python.with_file_name("go"),
         python.with_file_name("wasm-tools"),
     );
-    let bindgen = bindgen()?;
-    let runtime = go_runtime_package()?;
+    let runtime = sdk.join("witpkg");
     let adapter = reactor_adapter()?;
     let module = go_module_path(&guest.dir)?;
     let stage = fresh_stage(&guest.name)?;
-    run(Command::new(&bindgen)
-        .arg("go")
-        .arg(root().join("wit"))
-        .arg("plugin")
-        .arg(&stage))?;
+    copy_dir(&sdk.join("bindings"), &stage)?;
     std::fs::copy(
         sdk.join("glue/tools.go"),
         stage.join("export_toolhost_plugin_tools/toolhost_glue.go"),
@@ -540,11 +534,9 @@ fn go_module_path(dir: &Path) -> Result<String> {
 }
 
 /// `go.bytecodealliance.org/pkg`, the runtime package of the `wit-bindgen go`
-/// bindings. It ships inside the crates.io crate `wit-bindgen-go` (`src/pkg`),
-/// which cargo has fetched for `xtask/bindgen`; copied to
-/// `<target>/tools/go-pkg-VERSION` so that a registry cache cleanup cannot
-/// break a build.
-fn go_runtime_package() -> Result<PathBuf> {
+/// bindings: `src/pkg` of the crates.io crate `wit-bindgen-go`, which cargo
+/// has fetched for `xtask/bindgen`.
+fn go_runtime_source() -> Result<PathBuf> {
     let metadata = cargo()
         .args([
             "metadata",
@@ -569,18 +561,107 @@ fn go_runtime_package() -> Result<PathBuf> {
         .flatten()
         .find(|package| package["name"] == "wit-bindgen-go")
         .context("xtask/bindgen does not depend on wit-bindgen-go")?;
-    let version = package["version"].as_str().unwrap_or_default();
-    let dest = target_dir().join(format!("tools/go-pkg-{version}"));
-    if dest.join("go.mod").is_file() {
-        return Ok(dest);
-    }
-    let source = package["manifest_path"]
+    package["manifest_path"]
         .as_str()
         .and_then(|manifest| Path::new(manifest).parent())
         .map(|crate_dir| crate_dir.join("src/pkg"))
-        .context("cargo metadata gives wit-bindgen-go's manifest path")?;
-    copy_dir(&source, &dest)?;
-    Ok(dest)
+        .context("cargo metadata gives wit-bindgen-go's manifest path")
+}
+
+/// Writes generated files into a directory (the second argument), with the
+/// `xtask/bindgen` binary (the first) if it needs it.
+type Generate = fn(&Path, &Path) -> Result<()>;
+
+/// The generated files the guest SDKs commit, so that their builds (and the
+/// projects `toolhost new` writes) need no bindings generator: where each
+/// lives, and how to make it afresh into a directory.
+const GENERATED: [(&str, Generate); 3] = [
+    ("guest-sdk/c/gen", |bindgen, out| {
+        run(Command::new(bindgen)
+            .arg("c")
+            .arg(root().join("wit"))
+            .arg("plugin")
+            .arg(out))
+    }),
+    ("guest-sdk/go/bindings", |bindgen, out| {
+        run(Command::new(bindgen)
+            .arg("go")
+            .arg(root().join("wit"))
+            .arg("plugin")
+            .arg(out))
+    }),
+    // Only what the bindings import (wit/...), its go.mod and its license.
+    ("guest-sdk/go/witpkg", |_, out| {
+        let source = go_runtime_source()?;
+        std::fs::create_dir_all(out)?;
+        for file in ["go.mod", "LICENSE"] {
+            std::fs::copy(source.join(file), out.join(file))
+                .with_context(|| format!("copying {}", source.join(file).display()))?;
+        }
+        copy_dir(&source.join("wit"), &out.join("wit"))
+    }),
+];
+
+/// `bindings`: rewrites the [`GENERATED`] files (after a change to `wit/` or a
+/// wit-bindgen update in `xtask/bindgen`); with `check`, fails if any differs
+/// from what they would be instead (`cargo xtask test` runs that, so they
+/// never drift).
+fn bindings(check: bool) -> Result<()> {
+    let bindgen = bindgen()?;
+    let fresh = target_dir().join("bindings-fresh");
+    if fresh.exists() {
+        std::fs::remove_dir_all(&fresh).with_context(|| format!("removing {}", fresh.display()))?;
+    }
+    let mut stale = Vec::new();
+    for (dir, generate) in GENERATED {
+        let made = fresh.join(dir);
+        generate(&bindgen, &made)?;
+        let committed = root().join(dir);
+        if check {
+            if tree(&made)? != tree(&committed)? {
+                stale.push(dir);
+            }
+        } else {
+            if committed.exists() {
+                std::fs::remove_dir_all(&committed)
+                    .with_context(|| format!("removing {}", committed.display()))?;
+            }
+            copy_dir(&made, &committed)?;
+            eprintln!("xtask: wrote {dir}");
+        }
+    }
+    if !stale.is_empty() {
+        bail!(
+            "stale generated files in {} (fresh ones are in {}): \
+             run `cargo xtask bindings` and commit the result",
+            stale.join(", "),
+            fresh.display()
+        );
+    }
+    Ok(())
+}
+
+/// Every file under `dir` (relative path → contents); empty if `dir` is missing.
+fn tree(dir: &Path) -> Result<std::collections::BTreeMap<PathBuf, Vec<u8>>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(path) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&path) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).unwrap_or(&path).to_owned();
+                let contents =
+                    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+                files.insert(relative, contents);
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// Copies the directory tree `from` to `to`.
@@ -661,8 +742,8 @@ fn is_root() -> bool {
 }
 
 /// `xtask/bindgen`: wit-bindgen's C and Go generators (0.63.0, pinned by its
-/// `Cargo.lock`) in a small binary. Built into `<target>/tools/bindgen` on
-/// first use (about a CPU-minute; `cargo install wit-bindgen-cli` with only
+/// `Cargo.lock`) in a small binary, for [`bindings`]. Built into
+/// `<target>/tools/bindgen` on first use (about a CPU-minute; `cargo install wit-bindgen-cli` with only
 /// those two generators takes about seven, as it also builds its test harness),
 /// then a no-op.
 fn bindgen_manifest() -> PathBuf {
@@ -789,6 +870,7 @@ fn demo() -> Result<()> {
 
 fn test() -> Result<()> {
     ensure_wasm_target()?;
+    bindings(true)?;
     // The host's conformance tests load these; without them they fail.
     build_guests(&[])?;
     sdk_test()?;
@@ -799,10 +881,13 @@ fn test() -> Result<()> {
 
 /// `toolhost new` end to end: for each language, a project in
 /// `<target>/new-test/`, built by its own `build.sh`, then called through the
-/// `toolhost` binary. Reuses the toolchains `guests` installed (Python venv,
-/// npm cache) and one cargo target dir, so a rerun is quick.
+/// `toolhost` binary (a greeting, and an argument the tool refuses). Reuses
+/// the toolchains `guests` installed (Python, C and Go venvs, npm cache, Go
+/// build cache, Debian C packages), one cargo target dir and one compiled-code
+/// cache, so a rerun is quick.
 fn new_test() -> Result<()> {
     ensure_wasm_target()?;
+    ensure_c_toolchain()?;
     // Same feature unification as `cargo test --workspace`: nothing to rebuild after it.
     run(cargo().args(["test", "--workspace", "--no-run"]))?;
     let target = target_dir();
@@ -812,15 +897,28 @@ fn new_test() -> Result<()> {
         std::fs::remove_dir_all(&scratch)
             .with_context(|| format!("removing {}", scratch.display()))?;
     }
-    let python = venv(
-        "guest-venv",
-        &root().join("guest-sdk/python/requirements-build.txt"),
-    )?;
-    let py_venv = python
-        .parent()
-        .and_then(Path::parent)
-        .context("the guest venv's python has no venv directory")?;
-    for lang in ["rust", "python", "js"] {
+    let venv_dir = |name: &str, requirements: &str| -> Result<PathBuf> {
+        let python = venv(name, &root().join(requirements))?;
+        python
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_owned)
+            .with_context(|| format!("the {name} python has no venv directory"))
+    };
+    let py_venv = venv_dir("guest-venv", "guest-sdk/python/requirements-build.txt")?;
+    let c_venv = venv_dir("c-venv", "guest-sdk/c/requirements-build.txt")?;
+    let go_venv = venv_dir("go-venv", "guest-sdk/go/requirements-build.txt")?;
+    let call = |project: &Path, arguments: &str| -> Result<std::process::Output> {
+        Command::new(&toolhost)
+            .arg("--cache-dir")
+            .arg(target.join("new-test-cache"))
+            .arg("--plugins")
+            .arg(project)
+            .args(["call", "greet", arguments])
+            .output()
+            .context("running toolhost call")
+    };
+    for lang in ["rust", "python", "js", "go", "c"] {
         let name = format!("hello-{lang}");
         let started = std::time::Instant::now();
         run(Command::new(&toolhost)
@@ -830,25 +928,39 @@ fn new_test() -> Result<()> {
         run(Command::new("sh")
             .arg(project.join("build.sh"))
             .env("CARGO_TARGET_DIR", target.join("new-test-cargo"))
-            .env("TOOLHOST_PY_VENV", py_venv))?;
-        let output = Command::new(&toolhost)
-            .arg("--no-cache")
-            .arg("--plugins")
-            .arg(&project)
-            .args(["call", "greet", r#"{"name": "Ada", "excited": true}"#])
-            .output()
-            .context("running toolhost call")?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        if !output.status.success() || !stdout.contains("Hello, Ada!") {
+            .env("TOOLHOST_PY_VENV", &py_venv)
+            .env("TOOLHOST_C_VENV", &c_venv)
+            .env("TOOLHOST_GO_VENV", &go_venv)
+            .env("GOCACHE", target.join("go-cache")))?;
+        let built = started.elapsed();
+        let output = call(&project, r#"{"name": "Ada", "excited": true}"#)?;
+        let result: Option<serde_json::Value> = serde_json::from_slice(&output.stdout).ok();
+        if !output.status.success()
+            || result != Some(serde_json::json!({"greeting": "Hello, Ada!"}))
+        {
             bail!(
-                "{lang}: `toolhost call greet` in a new project gave {}:\n{stdout}\n{}",
+                "{lang}: `toolhost call greet` in a new project gave {}:\n{}\n{}",
                 output.status,
+                String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr)
             );
         }
+        let refused = call(&project, r#"{"name": " "}"#)?;
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        if refused.status.success()
+            || !stderr.contains("invalid arguments for `greet`: `name` must not be empty")
+        {
+            bail!(
+                "{lang}: `greet` with a blank name should be refused as invalid arguments; \
+                 it gave {}:\n{}\n{stderr}",
+                refused.status,
+                String::from_utf8_lossy(&refused.stdout)
+            );
+        }
         eprintln!(
-            "xtask: toolhost new --lang {lang}: built and called in {:.1} s",
-            started.elapsed().as_secs_f64()
+            "xtask: toolhost new --lang {lang}: built in {:.1} s, called in {:.1} s",
+            built.as_secs_f64(),
+            (started.elapsed() - built).as_secs_f64()
         );
     }
     Ok(())

@@ -1,9 +1,10 @@
 //go:build wasip1
 
 // The WIT `tools` exports over the Go SDK (package toolhost/guest). `cargo
-// xtask guests` copies this file into the package that `wit-bindgen go`
-// generates for the export (`export_toolhost_plugin_tools`), which is where
-// the bindings expect the exported functions and the `chunks` resource type.
+// xtask guests` (and `toolhost new --lang go`) copies this file into the
+// package that `wit-bindgen go` generates for the export
+// (`bindings/export_toolhost_plugin_tools`), which is where the bindings
+// expect the exported functions and the `chunks` resource type.
 // The build tag keeps it out of native builds of the SDK.
 package export_toolhost_plugin_tools
 

@@ -18,22 +18,38 @@ pub(crate) enum Lang {
     Python,
     /// JavaScript, with `toolhost-guest.js` (componentize-qjs, QuickJS).
     Js,
+    /// Go, with the `toolhost/guest` package (Go 1.27 for wasip1, wasm-tools).
+    Go,
+    /// C, with `toolhost_guest.h` and cJSON (clang for wasm32-wasi, wasm-tools).
+    C,
 }
 
 const WIT: &str = include_str!("../../../wit/plugin.wit");
 
-/// A file of the project: its path inside it, and its text (with `{{name}}`
-/// and `{{crate_name}}` still to fill in).
+/// The WASI preview-1 reactor adapter of our wasmtime version: C and Go
+/// projects build wasip1 modules and adapt them into components with it.
+const ADAPTER: &[u8] =
+    wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER;
+
+/// A file of the project: its path inside it, and its contents.
 struct File {
     path: &'static str,
-    text: String,
+    contents: Contents,
     executable: bool,
+}
+
+enum Contents {
+    /// Text with `{{name}}`, `{{crate_name}}`, `{{go_package}}` and
+    /// `{{go_module}}` still to fill in.
+    Text(String),
+    /// Bytes written as they are.
+    Binary(&'static [u8]),
 }
 
 fn file(path: &'static str, text: impl Into<String>) -> File {
     File {
         path,
-        text: text.into(),
+        contents: Contents::Text(text.into()),
         executable: false,
     }
 }
@@ -41,9 +57,43 @@ fn file(path: &'static str, text: impl Into<String>) -> File {
 fn script(path: &'static str, text: &str) -> File {
     File {
         path,
-        text: text.to_owned(),
+        contents: Contents::Text(text.to_owned()),
         executable: true,
     }
+}
+
+/// Files copied from this repository: `vendored!["to" => "from", ...]`, with
+/// `from` relative to the repository root.
+macro_rules! vendored {
+    ($($to:literal => $from:literal),* $(,)?) => {
+        [$(file($to, include_str!(concat!("../../../", $from)))),*]
+    };
+}
+
+/// `go.mod` of the Go SDK's generated bindings (`guest-sdk/go/bindings`, the
+/// module `wit_component`), placed as the project's main module: they import
+/// its tools through `plugin.go` and find everything by `replace`. Written as
+/// `go build` would tidy it, so that building does not rewrite it.
+fn go_bindings_go_mod() -> Result<String> {
+    let generated = include_str!("../../../guest-sdk/go/bindings/go.mod");
+    let runtime = generated
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("go.bytecodealliance.org/pkg "))
+        .context("the bundled Go bindings' go.mod requires no go.bytecodealliance.org/pkg")?;
+    // The runtime package (witpkg/go.mod) needs Go 1.27.1.
+    Ok(format!(
+        "module wit_component\n\n\
+         go 1.27.1\n\n\
+         // Written by `toolhost new`: everything is vendored in this project.\n\
+         require (\n\
+         \tgo.bytecodealliance.org/pkg {runtime}\n\
+         \t{{{{go_module}}}} v0.0.0\n\
+         \ttoolhost/guest v0.0.0\n\
+         )\n\n\
+         replace go.bytecodealliance.org/pkg => ../witpkg\n\n\
+         replace toolhost/guest => ..\n\n\
+         replace {{{{go_module}}}} => ../..\n"
+    ))
 }
 
 /// The files of a new project in `lang`.
@@ -142,6 +192,85 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                 file(".gitignore", "*.wasm\nnode_modules/\n"),
             ]);
         }
+        Lang::Go => {
+            files.extend([
+                file("go.mod", include_str!("../../templates/go/go.mod.tmpl")),
+                file("tools.go", include_str!("../../templates/go/tools.go.tmpl")),
+                script("build.sh", include_str!("../../templates/go/build.sh.tmpl")),
+                file("toolhost-guest/bindings/go.mod", go_bindings_go_mod()?),
+                file(
+                    "toolhost-guest/bindings/plugin.go",
+                    "// Links the plugin's tools in (its init registers them).\n\
+                     package main\n\nimport _ \"{{go_module}}\"\n",
+                ),
+                File {
+                    path: "toolhost-guest/wasi_snapshot_preview1.reactor.wasm",
+                    contents: Contents::Binary(ADAPTER),
+                    executable: false,
+                },
+                file(".gitignore", "/*.wasm\n/build/\n"),
+            ]);
+            files.extend(vendored![
+                "requirements-build.txt" => "guest-sdk/go/requirements-build.txt",
+                "toolhost-guest/go.mod" => "guest-sdk/go/go.mod",
+                "toolhost-guest/guest.go" => "guest-sdk/go/guest.go",
+                "toolhost-guest/bindings/export_toolhost_plugin_tools/toolhost_glue.go" =>
+                    "guest-sdk/go/glue/tools.go",
+                "toolhost-guest/bindings/wit_exports.go" => "guest-sdk/go/bindings/wit_exports.go",
+                "toolhost-guest/bindings/export_toolhost_plugin_tools/wit_bindings.go" =>
+                    "guest-sdk/go/bindings/export_toolhost_plugin_tools/wit_bindings.go",
+                "toolhost-guest/bindings/export_toolhost_plugin_tools/empty.s" =>
+                    "guest-sdk/go/bindings/export_toolhost_plugin_tools/empty.s",
+                "toolhost-guest/bindings/toolhost_plugin_host/wit_bindings.go" =>
+                    "guest-sdk/go/bindings/toolhost_plugin_host/wit_bindings.go",
+                "toolhost-guest/bindings/toolhost_plugin_host/empty.s" =>
+                    "guest-sdk/go/bindings/toolhost_plugin_host/empty.s",
+                "toolhost-guest/bindings/toolhost_plugin_tools/wit_bindings.go" =>
+                    "guest-sdk/go/bindings/toolhost_plugin_tools/wit_bindings.go",
+                "toolhost-guest/bindings/toolhost_plugin_tools/empty.s" =>
+                    "guest-sdk/go/bindings/toolhost_plugin_tools/empty.s",
+                "toolhost-guest/bindings/toolhost_plugin_types/wit_bindings.go" =>
+                    "guest-sdk/go/bindings/toolhost_plugin_types/wit_bindings.go",
+                "toolhost-guest/bindings/toolhost_plugin_types/empty.s" =>
+                    "guest-sdk/go/bindings/toolhost_plugin_types/empty.s",
+                "toolhost-guest/witpkg/go.mod" => "guest-sdk/go/witpkg/go.mod",
+                "toolhost-guest/witpkg/LICENSE" => "guest-sdk/go/witpkg/LICENSE",
+                "toolhost-guest/witpkg/wit/async/async.go" => "guest-sdk/go/witpkg/wit/async/async.go",
+                "toolhost-guest/witpkg/wit/async/empty.s" => "guest-sdk/go/witpkg/wit/async/empty.s",
+                "toolhost-guest/witpkg/wit/runtime/runtime.go" =>
+                    "guest-sdk/go/witpkg/wit/runtime/runtime.go",
+                "toolhost-guest/witpkg/wit/runtime/empty.s" => "guest-sdk/go/witpkg/wit/runtime/empty.s",
+                "toolhost-guest/witpkg/wit/types/future.go" => "guest-sdk/go/witpkg/wit/types/future.go",
+                "toolhost-guest/witpkg/wit/types/option.go" => "guest-sdk/go/witpkg/wit/types/option.go",
+                "toolhost-guest/witpkg/wit/types/result.go" => "guest-sdk/go/witpkg/wit/types/result.go",
+                "toolhost-guest/witpkg/wit/types/stream.go" => "guest-sdk/go/witpkg/wit/types/stream.go",
+                "toolhost-guest/witpkg/wit/types/tuple.go" => "guest-sdk/go/witpkg/wit/types/tuple.go",
+                "toolhost-guest/witpkg/wit/types/unit.go" => "guest-sdk/go/witpkg/wit/types/unit.go",
+            ]);
+        }
+        Lang::C => {
+            files.extend([
+                file("src/app.c", include_str!("../../templates/c/app.c.tmpl")),
+                script("build.sh", include_str!("../../templates/c/build.sh.tmpl")),
+                File {
+                    path: "toolhost-guest/wasi_snapshot_preview1.reactor.wasm",
+                    contents: Contents::Binary(ADAPTER),
+                    executable: false,
+                },
+                file(".gitignore", "/*.wasm\n/build/\n"),
+            ]);
+            files.extend(vendored![
+                "requirements-build.txt" => "guest-sdk/c/requirements-build.txt",
+                "toolhost-guest/toolhost_guest.h" => "guest-sdk/c/toolhost_guest.h",
+                "toolhost-guest/toolhost_guest.c" => "guest-sdk/c/toolhost_guest.c",
+                "toolhost-guest/gen/plugin.h" => "guest-sdk/c/gen/plugin.h",
+                "toolhost-guest/gen/plugin.c" => "guest-sdk/c/gen/plugin.c",
+                "toolhost-guest/vendor/cjson/cJSON.h" => "guest-sdk/c/vendor/cjson/cJSON.h",
+                "toolhost-guest/vendor/cjson/cJSON.c" => "guest-sdk/c/vendor/cjson/cJSON.c",
+                "toolhost-guest/vendor/cjson/LICENSE" => "guest-sdk/c/vendor/cjson/LICENSE",
+                "toolhost-guest/vendor/cjson/README.md" => "guest-sdk/c/vendor/cjson/README.md",
+            ]);
+        }
     }
     files.push(file("README.md", readme(lang)));
     Ok(files)
@@ -185,6 +314,22 @@ fn readme(lang: Lang) -> String {
             "src/toolhost-guest.js (the JavaScript guest SDK)",
             "Node.js and npm; the script installs componentize-qjs once (npm ci)",
         ),
+        Lang::Go => (
+            "tools.go",
+            "toolhost-guest/ (the Go guest SDK, its generated WIT bindings and their \
+             runtime package, and the WASI adapter)",
+            "Go 1.27.1 or later and wasm-tools; the script installs both from PyPI \
+             into a venv if they are missing",
+        ),
+        Lang::C => (
+            "src/app.c",
+            "toolhost-guest/ (the C guest SDK, cJSON, the generated WIT bindings and \
+             the WASI adapter)",
+            "clang for wasm32 with wasm-ld, wasi-libc and compiler-rt, on Debian 12 \
+             `apt-get install clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32`; \
+             and wasm-tools, which the script installs from PyPI into a venv if it is \
+             missing",
+        ),
     };
     format!(
         "# {{{{name}}}}\n\n\
@@ -215,10 +360,59 @@ fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The Go package name of a plugin named `name`: its letters and digits
+/// (`weather-tools` → `weathertools`, as Go names packages).
+fn go_package(name: &str) -> Result<String> {
+    let package: String = name.chars().filter(|c| *c != '-').collect();
+    // Go keywords cannot name a package, and a `main` package is a program
+    // that the bindings' `main` cannot import.
+    const RESERVED: [&str; 26] = [
+        "break",
+        "case",
+        "chan",
+        "const",
+        "continue",
+        "default",
+        "defer",
+        "else",
+        "fallthrough",
+        "for",
+        "func",
+        "go",
+        "goto",
+        "if",
+        "import",
+        "interface",
+        "map",
+        "package",
+        "range",
+        "return",
+        "select",
+        "struct",
+        "switch",
+        "type",
+        "var",
+        "main",
+    ];
+    if RESERVED.contains(&package.as_str()) {
+        bail!(
+            "`{name}` cannot name a Go plugin: its package would be `{package}`, which Go \
+             reserves; choose another name, like `{package}-tools`"
+        );
+    }
+    Ok(package)
+}
+
 /// Writes the project `dir/name` and returns its path. Refuses to touch an
 /// existing non-empty directory.
 pub(crate) fn create(name: &str, lang: Lang, dir: &Path) -> Result<PathBuf> {
     check_name(name)?;
+    // Only Go needs more of the name than `check_name` gives: C uses it in
+    // strings and file names alone.
+    let go_package = match lang {
+        Lang::Go => go_package(name)?,
+        _ => String::new(),
+    };
     let root = dir.join(name);
     if root
         .read_dir()
@@ -230,17 +424,26 @@ pub(crate) fn create(name: &str, lang: Lang, dir: &Path) -> Result<PathBuf> {
         );
     }
     let crate_name = name.replace('-', "_");
+    // A path with a dot in its first element is never taken for the standard
+    // library's (a plugin named `time` must not become the package `time`).
+    let go_module = format!("toolhost.local/{name}");
     for file in files(lang)? {
         let path = root.join(file.path);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
-        let text = file
-            .text
-            .replace("{{name}}", name)
-            .replace("{{crate_name}}", &crate_name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        let written = match &file.contents {
+            Contents::Text(text) => std::fs::write(
+                &path,
+                text.replace("{{name}}", name)
+                    .replace("{{crate_name}}", &crate_name)
+                    .replace("{{go_package}}", &go_package)
+                    .replace("{{go_module}}", &go_module),
+            ),
+            Contents::Binary(bytes) => std::fs::write(&path, bytes),
+        };
+        written.with_context(|| format!("writing {}", path.display()))?;
         if file.executable {
             make_executable(&path)?;
         }
@@ -285,13 +488,42 @@ mod tests {
     }
 
     #[test]
+    fn go_package_names_are_mapped_or_refused() {
+        assert_eq!(go_package("weather-tools").unwrap(), "weathertools");
+        assert_eq!(go_package("time").unwrap(), "time");
+        for bad in ["go", "func", "ma-p", "main"] {
+            let err = go_package(bad).unwrap_err().to_string();
+            assert!(err.contains("reserves"), "{bad}: {err}");
+        }
+        let scratch = std::env::temp_dir().join(format!("toolhost-new-go-{}", std::process::id()));
+        assert!(create("map", Lang::Go, &scratch).is_err());
+        assert!(!scratch.join("map").exists(), "a refused name wrote files");
+        // Rust, Python, JavaScript and C do not use the name as a Go identifier.
+        create("map", Lang::C, &scratch).unwrap();
+        std::fs::remove_dir_all(&scratch).unwrap();
+    }
+
+    #[test]
     fn every_language_writes_a_filled_in_project() {
         let scratch = std::env::temp_dir().join(format!("toolhost-new-{}", std::process::id()));
-        for lang in [Lang::Rust, Lang::Python, Lang::Js] {
+        for lang in Lang::value_variants().iter().copied() {
             let root = create("my-tools", lang, &scratch.join(format!("{lang:?}"))).unwrap();
             for file in files(lang).unwrap() {
+                let Contents::Text(_) = file.contents else {
+                    let written = std::fs::read(root.join(file.path)).unwrap();
+                    assert_eq!(written, ADAPTER, "{lang:?} {}", file.path);
+                    // The build needs it: git must not ignore it as an output.
+                    let ignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
+                    assert!(!ignore.lines().any(|l| l == "*.wasm"), "{lang:?}: {ignore}");
+                    continue;
+                };
                 let text = std::fs::read_to_string(root.join(file.path)).unwrap();
-                for placeholder in ["{{name}}", "{{crate_name}}"] {
+                for placeholder in [
+                    "{{name}}",
+                    "{{crate_name}}",
+                    "{{go_package}}",
+                    "{{go_module}}",
+                ] {
                     assert!(
                         !text.contains(placeholder),
                         "{lang:?} {}: {placeholder}",
@@ -310,6 +542,15 @@ mod tests {
         assert_eq!(lock["packages"][""]["name"], "my-tools");
         let cargo = std::fs::read_to_string(scratch.join("Rust/my-tools/Cargo.toml")).unwrap();
         assert!(cargo.contains("name = \"my-tools\""), "{cargo}");
+        let go = std::fs::read_to_string(scratch.join("Go/my-tools/tools.go")).unwrap();
+        assert!(go.contains("\npackage mytools\n"), "{go}");
+        let bindings =
+            std::fs::read_to_string(scratch.join("Go/my-tools/toolhost-guest/bindings/go.mod"))
+                .unwrap();
+        assert!(
+            bindings.contains("replace toolhost.local/my-tools => ../..\n"),
+            "{bindings}"
+        );
         std::fs::remove_dir_all(&scratch).unwrap();
     }
 }

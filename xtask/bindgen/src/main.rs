@@ -1,6 +1,9 @@
 //! `toolhost-bindgen c|go WIT_DIR WORLD OUT_DIR`: writes the C or Go bindings
 //! of a world, as `wit-bindgen c|go --world WORLD --out-dir OUT_DIR WIT_DIR`
-//! does, with wit-bindgen's default options (Go: not gofmt'ed).
+//! does, with wit-bindgen's default options except: C without the
+//! `*_component_type.o` object (the build embeds the WIT with `wasm-tools
+//! component embed` instead, so the committed bindings are all text), Go not
+//! gofmt'ed.
 
 use std::path::Path;
 
@@ -14,7 +17,11 @@ fn main() -> Result<()> {
         bail!("usage: toolhost-bindgen c|go WIT_DIR WORLD OUT_DIR");
     };
     let mut generator: Box<dyn WorldGenerator> = match language.as_str() {
-        "c" => wit_bindgen_c::Opts::default().build(),
+        "c" => wit_bindgen_c::Opts {
+            no_object_file: true,
+            ..Default::default()
+        }
+        .build(),
         "go" => wit_bindgen_go::Opts {
             format: wit_bindgen_go::Format::False,
             ..Default::default()
