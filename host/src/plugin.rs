@@ -400,8 +400,8 @@ impl Plugin {
         let bytes = bytes::Bytes::from(bytes);
         let key = match engine.config().get_cache_dir() {
             Some(dir) => {
-                let (dir, hashed) = (dir.to_owned(), bytes.clone());
-                tokio::task::spawn_blocking(move || ManifestKey::new(&dir, &hashed))
+                let (dir, hashed, wasm) = (dir.to_owned(), bytes.clone(), engine.wasm().clone());
+                tokio::task::spawn_blocking(move || ManifestKey::new(&dir, &wasm, &hashed))
                     .await
                     .ok()
             }
@@ -1510,7 +1510,7 @@ mod tests {
             output_schema: None,
             streaming: false,
         };
-        ManifestKey::new(cache.path(), &bytes)
+        ManifestKey::new(cache.path(), engine.wasm(), &bytes)
             .write(&Manifest::new(&[], &[declared]))
             .await;
 

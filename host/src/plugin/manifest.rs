@@ -3,8 +3,9 @@
 //! without loading its code first.
 //!
 //! A manifest is keyed by a SHA-256 of the component's bytes, this host's
-//! version and its WIT contract: the same bytes loaded by the same host link
-//! and declare the same way. Only plugins that loaded cleanly get one. A
+//! version, its WIT contract and the engine's compatibility hash (wasmtime's
+//! version and settings): the same bytes loaded by the same host link and
+//! declare the same way. Only plugins that loaded cleanly get one. A
 //! manifest that cannot be read, parsed or checked is ignored (the plugin then
 //! loads in full, and its manifest is written again): it is only a shortcut.
 
@@ -30,13 +31,29 @@ pub(crate) struct ManifestKey {
 }
 
 impl ManifestKey {
-    /// The key of `bytes` in `cache_dir`. Hashes the bytes: call off the async runtime.
-    pub(crate) fn new(cache_dir: &Path, bytes: &[u8]) -> Self {
+    /// The key of `bytes` in `cache_dir`, for an engine whose compiled code
+    /// is compatible with `engine` (the same wasmtime version and settings).
+    /// Hashes the bytes: call off the async runtime.
+    pub(crate) fn new(cache_dir: &Path, engine: &wasmtime::Engine, bytes: &[u8]) -> Self {
+        /// Feeds what `Hash` writes into the SHA-256.
+        struct Feed<'a>(&'a mut Sha256);
+        impl std::hash::Hasher for Feed<'_> {
+            fn write(&mut self, bytes: &[u8]) {
+                self.0.update(bytes);
+            }
+            fn finish(&self) -> u64 {
+                0
+            }
+        }
         let mut hash = Sha256::new();
         for part in [FORMAT, env!("CARGO_PKG_VERSION"), WIT] {
             hash.update((part.len() as u64).to_le_bytes());
             hash.update(part.as_bytes());
         }
+        std::hash::Hash::hash(
+            &engine.precompile_compatibility_hash(),
+            &mut Feed(&mut hash),
+        );
         hash.update(bytes);
         let mut name = String::with_capacity(64 + 5);
         for byte in hash.finalize() {
