@@ -2,6 +2,7 @@
 //! and the on-disk cache of compiled code.
 
 pub(crate) mod limits;
+mod loader;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,6 +13,8 @@ use wasmtime::component::{HasSelf, Linker};
 use crate::bindings;
 use crate::plugin::IdleInstances;
 use crate::plugin::state::{Invocations, PluginState};
+use loader::Loader;
+pub(crate) use loader::LoaderFailed;
 
 /// How the process-wide [`Engine`] is set up.
 ///
@@ -151,6 +154,8 @@ struct Inner {
     idle: IdleInstances,
     /// How many plugins load their code in the background at once.
     preload: Arc<tokio::sync::Semaphore>,
+    /// Where plugins are hashed and compiled.
+    loader: Loader,
 }
 
 impl std::fmt::Debug for Engine {
@@ -226,6 +231,11 @@ impl Engine {
             .map_err(|e| EngineError::Config(e.to_string()))?;
         spawn_epoch_ticker(&wasm, config.epoch_tick)
             .map_err(|e| EngineError::Config(format!("cannot start the epoch ticker: {e}")))?;
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        // One loader thread more than the background preloads take, so a call
+        // that needs a plugin's code now does not queue behind them.
+        let loader = Loader::new(cores + 1)
+            .map_err(|e| EngineError::Config(format!("cannot start the loader threads: {e}")))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 wasm,
@@ -233,11 +243,9 @@ impl Engine {
                 config: config.clone(),
                 invocations: Invocations::default(),
                 idle: IdleInstances::new(config.max_idle_instances),
-                // One load per core: a call that needs a plugin's code now
-                // loads it beside them, not behind every other plugin.
-                preload: Arc::new(tokio::sync::Semaphore::new(
-                    std::thread::available_parallelism().map_or(1, usize::from),
-                )),
+                // One load per core.
+                preload: Arc::new(tokio::sync::Semaphore::new(cores)),
+                loader,
             }),
         })
     }
@@ -275,6 +283,24 @@ impl Engine {
     pub fn end_invocation(&self, invocation_id: &str) {
         self.inner.invocations.end(invocation_id);
         self.inner.idle.end(invocation_id);
+    }
+
+    /// Runs blocking load work (hashing, compiling) on the engine's loader threads.
+    pub(crate) async fn load_blocking<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, LoaderFailed> {
+        self.inner.loader.run(job).await
+    }
+
+    /// Reads a plugin file on a loader thread (see [`loader`]).
+    pub(crate) async fn read_file(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let path = path.to_owned();
+        self.load_blocking(move || std::fs::read(path))
+            .await
+            .unwrap_or_else(|LoaderFailed| {
+                Err(std::io::Error::other("the engine is shutting down"))
+            })
     }
 
     pub(crate) fn preload_gate(&self) -> Arc<tokio::sync::Semaphore> {

@@ -294,18 +294,20 @@ pub(crate) fn compile(engine: &Engine, path: &Path, bytes: &[u8]) -> Result<Comp
     })
 }
 
-/// Compiles on a blocking thread, so the async runtime keeps serving meanwhile.
+/// Compiles on a loader thread, so the async runtime keeps serving meanwhile.
 async fn compile_off_runtime(
     engine: &Engine,
     path: &Path,
     bytes: impl AsRef<[u8]> + Send + 'static,
 ) -> Result<Component, LoadError> {
-    let (engine, owned) = (engine.clone(), path.to_owned());
-    tokio::task::spawn_blocking(move || compile(&engine, &owned, bytes.as_ref()))
+    let (compiler, owned) = (engine.clone(), path.to_owned());
+    engine
+        .load_blocking(move || compile(&compiler, &owned, bytes.as_ref()))
         .await
-        .map_err(|e| LoadError::Engine {
+        .map_err(|_| LoadError::Engine {
             path: path.to_owned(),
-            reason: format!("compilation task failed: {e}"),
+            reason: "compilation failed: the engine is shutting down, or the compiler panicked"
+                .into(),
         })?
 }
 
@@ -371,7 +373,8 @@ impl Plugin {
         options: &PluginOptions,
     ) -> Result<Self, LoadError> {
         let path = path.as_ref().to_owned();
-        let bytes = tokio::fs::read(&path)
+        let bytes = engine
+            .read_file(&path)
             .await
             .map_err(|source| LoadError::Io {
                 path: path.clone(),
@@ -401,7 +404,8 @@ impl Plugin {
         let key = match engine.config().get_cache_dir() {
             Some(dir) => {
                 let (dir, hashed, wasm) = (dir.to_owned(), bytes.clone(), engine.wasm().clone());
-                tokio::task::spawn_blocking(move || ManifestKey::new(&dir, &wasm, &hashed))
+                engine
+                    .load_blocking(move || ManifestKey::new(&dir, &wasm, &hashed))
                     .await
                     .ok()
             }

@@ -620,7 +620,7 @@ async fn load_settled(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let (seen, bytes) = match settle(path).await {
+        let (seen, bytes) = match settle(engine, path).await {
             Ok(Some(settled)) => settled,
             Ok(None) => return Outcome::Gone,
             Err(source) => {
@@ -662,7 +662,7 @@ async fn load_settled(
 
 /// Waits until a file's size and times are unchanged across two checks
 /// [`SETTLE_INTERVAL`] apart, and reads it; `None` if it is gone.
-async fn settle(path: &Path) -> std::io::Result<Option<(Fingerprint, Vec<u8>)>> {
+async fn settle(engine: &Engine, path: &Path) -> std::io::Result<Option<(Fingerprint, Vec<u8>)>> {
     let Some(mut last) = fingerprint(path).await? else {
         return Ok(None);
     };
@@ -678,7 +678,7 @@ async fn settle(path: &Path) -> std::io::Result<Option<(Fingerprint, Vec<u8>)>> 
             last = now;
             continue;
         }
-        let bytes = match tokio::fs::read(path).await {
+        let bytes = match engine.read_file(path).await {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
