@@ -572,23 +572,24 @@ fn go_runtime_source() -> Result<PathBuf> {
 /// `xtask/bindgen` binary (the first) if it needs it.
 type Generate = fn(&Path, &Path) -> Result<()>;
 
+/// Generates `lang`'s bindings of the `plugin` world into `out`.
+fn bindgen_run(bindgen: &Path, lang: &str, out: &Path) -> Result<()> {
+    run(Command::new(bindgen)
+        .arg(lang)
+        .arg(root().join("wit"))
+        .arg("plugin")
+        .arg(out))
+}
+
 /// The generated files the guest SDKs commit, so that their builds (and the
 /// projects `toolhost new` writes) need no bindings generator: where each
 /// lives, and how to make it afresh into a directory.
 const GENERATED: [(&str, Generate); 3] = [
     ("guest-sdk/c/gen", |bindgen, out| {
-        run(Command::new(bindgen)
-            .arg("c")
-            .arg(root().join("wit"))
-            .arg("plugin")
-            .arg(out))
+        bindgen_run(bindgen, "c", out)
     }),
     ("guest-sdk/go/bindings", |bindgen, out| {
-        run(Command::new(bindgen)
-            .arg("go")
-            .arg(root().join("wit"))
-            .arg("plugin")
-            .arg(out))
+        bindgen_run(bindgen, "go", out)
     }),
     // Only what the bindings import (wit/...), its go.mod and its license.
     ("guest-sdk/go/witpkg", |_, out| {
