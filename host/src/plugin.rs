@@ -362,6 +362,9 @@ fn valid_tool_name(name: &str) -> bool {
 impl Plugin {
     /// Loads a plugin file: reads, checks and compiles it (from the cache when
     /// possible), links it, reads its declarations once and compiles their schemas.
+    /// A component that loaded before with the same cache directory is listed
+    /// from its manifest instead, and its code loads in the background (see
+    /// [`Plugin::from_bytes`]).
     ///
     /// # Errors
     /// A [`LoadError`] naming the file and what is wrong: not WebAssembly, a core
