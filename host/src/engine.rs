@@ -62,7 +62,8 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 
 impl EngineConfig {
     /// Where compiled code is cached (keyed by the component's content hash, the
-    /// wasmtime version and this configuration). `None` disables the cache.
+    /// wasmtime version and this configuration), in `code/`, with each loaded
+    /// plugin's manifest in `manifests/`. `None` disables both.
     pub fn cache_dir(&mut self, dir: Option<PathBuf>) -> &mut Self {
         self.cache_dir = dir;
         self
@@ -210,8 +211,11 @@ impl Engine {
                 dir: dir.clone(),
                 reason: e.to_string(),
             })?;
+            // wasmtime's cache gets a directory of its own: its cleanup
+            // removes whatever it does not recognize in its tree, such as the
+            // plugin manifests kept beside it.
             let mut cache_config = wasmtime::CacheConfig::new();
-            cache_config.with_directory(&dir);
+            cache_config.with_directory(dir.join("code"));
             let cache = wasmtime::Cache::new(cache_config).map_err(|e| EngineError::Cache {
                 dir: dir.clone(),
                 reason: e.to_string(),

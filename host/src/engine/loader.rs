@@ -68,3 +68,36 @@ fn work(queue: &Mutex<Receiver<Job>>) {
         let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_job_fails_alone_and_the_threads_keep_serving() {
+        let loader = Loader::new(1).unwrap();
+        assert_eq!(loader.run(|| 2 + 2).await.unwrap(), 4);
+        let panicked = loader
+            .run(|| -> u32 { panic!("a bug in a dependency") })
+            .await;
+        assert!(panicked.is_err());
+        // The one thread survived the panic.
+        assert_eq!(loader.run(|| "still here").await.unwrap(), "still here");
+    }
+
+    #[tokio::test]
+    async fn jobs_run_on_the_loader_threads() {
+        let loader = Loader::new(2).unwrap();
+        let name = loader
+            .run(|| std::thread::current().name().map(str::to_owned))
+            .await
+            .unwrap();
+        assert!(
+            name.as_deref()
+                .is_some_and(|n| n.starts_with("toolhost-load-")),
+            "{name:?}"
+        );
+    }
+}

@@ -362,3 +362,48 @@ async fn a_changed_component_does_not_use_the_old_manifest() {
     );
     assert_eq!(walk(&cache.path().join("manifests")).len(), 2);
 }
+
+#[tokio::test]
+async fn a_plugins_directory_restarts_warm_from_its_manifests() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(ECHO, dir.path().join("echo.wasm")).unwrap();
+    std::fs::copy(RAW, dir.path().join("raw.wasm")).unwrap();
+    let options = PluginOptions::default();
+    let cold = toolhost::PluginDir::open(&engine_on(cache.path()), dir.path(), options.clone())
+        .await
+        .unwrap();
+    for status in cold.status() {
+        assert!(
+            matches!(status.state, toolhost::LoadState::Loaded { .. }),
+            "{status:?}"
+        );
+    }
+    let manifests = walk(&cache.path().join("manifests"));
+    assert_eq!(manifests.len(), 2, "{manifests:?}");
+    let warm = toolhost::PluginDir::open(&engine_on(cache.path()), dir.path(), options)
+        .await
+        .unwrap();
+    let names = |set: &toolhost::PluginDir| {
+        let mut names: Vec<String> = set
+            .plugins()
+            .iter()
+            .flat_map(|p| p.tools().map(|t| format!("{}.{}", p.name(), t.name)))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&warm), names(&cold));
+    let out = toolhost::ToolsetExt::invoke(
+        &warm,
+        &toolhost::Context::new(),
+        "add",
+        json!({"a": 2, "b": 3}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.result, Some(json!({"result": 5})));
+    for plugin in warm.plugins() {
+        plugin.ready().await.unwrap();
+    }
+}
