@@ -455,7 +455,14 @@ impl Plugin {
     ) -> Result<Self, LoadError> {
         let (code, imports) = Code::link(engine, &path, component)?;
         let code = tokio::sync::OnceCell::new_with(Some(Ok(code)));
-        let mut plugin = Self::assemble(engine, &path, options, grants, imports, code, None);
+        let mut plugin = Self::assemble(
+            engine,
+            &path,
+            options,
+            (grants, imports, Vec::new()),
+            code,
+            None,
+        );
         let declarations = plugin.read_declarations().await?;
         let manifest = key.map(|_| Manifest::new(&plugin.inner.imports, &declarations));
         let tools = check_declarations(&path, declarations)?;
@@ -487,35 +494,25 @@ impl Plugin {
     ) -> Result<Self, LoadError> {
         let imports = manifest.imports.clone();
         let tools = check_declarations(path, manifest.declarations())?;
-        let source = Some(bytes.clone());
-        let mut plugin = Self::assemble(
+        let plugin = Self::assemble(
             engine,
             path,
             options,
-            grants,
-            imports,
+            (grants, imports, tools),
             tokio::sync::OnceCell::new(),
-            source,
+            Some(bytes.clone()),
         );
-        match Arc::get_mut(&mut plugin.inner) {
-            Some(inner) => inner.tools = tools,
-            None => {
-                return Err(LoadError::Engine {
-                    path: path.to_owned(),
-                    reason: "plugin shared before it finished loading".into(),
-                });
-            }
-        }
         plugin.warn_ungranted();
         Ok(plugin)
     }
 
+    /// A plugin from its parts: what it may reach, imports and declares, and
+    /// its code (or the bytes to load it from).
     fn assemble(
         engine: &Engine,
         path: &Path,
         options: &PluginOptions,
-        grants: Grants,
-        imports: Vec<String>,
+        (grants, imports, tools): (Grants, Vec<String>, Vec<LoadedTool>),
         code: tokio::sync::OnceCell<Result<Code, String>>,
         source: Option<bytes::Bytes>,
     ) -> Self {
@@ -536,7 +533,7 @@ impl Plugin {
                 engine: engine.clone(),
                 code,
                 source: Mutex::new(source),
-                tools: Vec::new(),
+                tools,
                 limits: options.limits.clone(),
                 grants: Arc::new(grants),
                 imports,
