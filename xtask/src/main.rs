@@ -403,11 +403,23 @@ fn build_c(guest: &Guest, wasm: &Path) -> Result<()> {
         .args(&sources)
         .arg("-o")
         .arg(&core))?;
+    componentize(&wasm_tools, &core, &stage, &adapter, wasm)
+}
+
+/// Makes a component of a preview-1 core module `core`: embeds the WIT's
+/// `plugin` world, then adapts it to preview 2 with the reactor `adapter`.
+fn componentize(
+    wasm_tools: &Path,
+    core: &Path,
+    stage: &Path,
+    adapter: &Path,
+    wasm: &Path,
+) -> Result<()> {
     let embedded = stage.join("embedded.wasm");
-    run(Command::new(&wasm_tools)
+    run(Command::new(wasm_tools)
         .args(["component", "embed", "--world", "plugin"])
         .arg(root().join("wit"))
-        .arg(&core)
+        .arg(core)
         .arg("-o")
         .arg(&embedded))?;
     run(Command::new(wasm_tools)
@@ -506,20 +518,7 @@ fn build_go(guest: &Guest, wasm: &Path) -> Result<()> {
         .env("GOFLAGS", "-mod=mod")
         .env("GOTOOLCHAIN", "local")
         .env("GOCACHE", target_dir().join("go-cache")))?;
-    let embedded = stage.join("embedded.wasm");
-    run(Command::new(&wasm_tools)
-        .args(["component", "embed", "--world", "plugin"])
-        .arg(root().join("wit"))
-        .arg(&core)
-        .arg("-o")
-        .arg(&embedded))?;
-    run(Command::new(&wasm_tools)
-        .args(["component", "new"])
-        .arg(&embedded)
-        .arg("--adapt")
-        .arg(format!("wasi_snapshot_preview1={}", adapter.display()))
-        .arg("-o")
-        .arg(wasm))
+    componentize(&wasm_tools, &core, &stage, &adapter, wasm)
 }
 
 /// The `module` path declared by `dir/go.mod`.
