@@ -96,6 +96,19 @@ fn go_bindings_go_mod() -> Result<String> {
     ))
 }
 
+/// What a Go or C project adds to its preview-1 module: the reactor adapter
+/// that makes it a preview-2 component, and a `.gitignore` for the build.
+fn preview1_files() -> [File; 2] {
+    [
+        File {
+            path: "toolhost-guest/wasi_snapshot_preview1.reactor.wasm",
+            contents: Contents::Binary(ADAPTER),
+            executable: false,
+        },
+        file(".gitignore", "/*.wasm\n/build/\n"),
+    ]
+}
+
 /// The files of a new project in `lang`.
 fn files(lang: Lang) -> Result<Vec<File>> {
     let mut files = vec![file("wit/plugin.wit", WIT)];
@@ -203,13 +216,8 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                     "// Links the plugin's tools in (its init registers them).\n\
                      package main\n\nimport _ \"{{go_module}}\"\n",
                 ),
-                File {
-                    path: "toolhost-guest/wasi_snapshot_preview1.reactor.wasm",
-                    contents: Contents::Binary(ADAPTER),
-                    executable: false,
-                },
-                file(".gitignore", "/*.wasm\n/build/\n"),
             ]);
+            files.extend(preview1_files());
             files.extend(vendored![
                 "requirements-build.txt" => "guest-sdk/go/requirements-build.txt",
                 "toolhost-guest/go.mod" => "guest-sdk/go/go.mod",
@@ -252,13 +260,8 @@ fn files(lang: Lang) -> Result<Vec<File>> {
             files.extend([
                 file("src/app.c", include_str!("../../templates/c/app.c.tmpl")),
                 script("build.sh", include_str!("../../templates/c/build.sh.tmpl")),
-                File {
-                    path: "toolhost-guest/wasi_snapshot_preview1.reactor.wasm",
-                    contents: Contents::Binary(ADAPTER),
-                    executable: false,
-                },
-                file(".gitignore", "/*.wasm\n/build/\n"),
             ]);
+            files.extend(preview1_files());
             files.extend(vendored![
                 "requirements-build.txt" => "guest-sdk/c/requirements-build.txt",
                 "toolhost-guest/toolhost_guest.h" => "guest-sdk/c/toolhost_guest.h",
