@@ -52,6 +52,11 @@ struct Cli {
     #[arg(long, global = true)]
     max_output: Option<u64>,
 
+    /// Guest memory all calls together may hold, in MiB [default: half the
+    /// machine's memory]; past it a call waits briefly, then fails as busy.
+    #[arg(long, global = true)]
+    max_guest_memory_mib: Option<u64>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -127,10 +132,29 @@ enum Command {
     },
 }
 
+/// Log fields as tracing's default formatter writes them (`message`, then
+/// `name=value`), with control characters escaped: text a plugin or a client
+/// chose (an error message, a tool name, a trap's backtrace) stays on its own
+/// log line and cannot forge another or drive the terminal.
+fn log_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
+    use tracing_subscriber::field::MakeExt as _;
+    tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let value = format!("{value:?}");
+        let text = toolhost::escape_control(&value);
+        if field.name() == "message" {
+            write!(writer, "{text}")
+        } else {
+            write!(writer, "{field}={text}")
+        }
+    })
+    .delimited(" ")
+}
+
 /// Runs the CLI; prints a one-line error and exits non-zero on failure.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
+        .fmt_fields(log_fields())
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
@@ -157,8 +181,10 @@ pub(crate) fn main() -> ExitCode {
     }
 }
 
+/// The error on one line, with any other control character (a plugin's or a
+/// client's text may hold one) escaped.
 fn one_line(err: &anyhow::Error) -> String {
-    format!("{err:#}").replace('\n', " ")
+    toolhost::escape_control(&format!("{err:#}").replace('\n', " ")).into_owned()
 }
 
 /// The configuration file: `--config`, else `./toolhost.toml` when present.
@@ -183,6 +209,12 @@ fn engine(cli: &Cli, config: &Config) -> Result<Engine> {
         engine_config.cache_dir(None);
     } else if let Some(dir) = cli.cache_dir.as_ref().or(config.cache_dir.as_ref()) {
         engine_config.cache_dir(Some(dir.clone()));
+    }
+    if let Some(mib) = cli
+        .max_guest_memory_mib
+        .or(config.engine.max_guest_memory_mib)
+    {
+        engine_config.max_guest_memory(Some(mib.saturating_mul(1 << 20)));
     }
     Ok(Engine::new(&engine_config)?)
 }
@@ -691,14 +723,7 @@ impl PartWriter {
             } => {
                 let dir = self.dir()?;
                 self.count += 1;
-                let file_name = name
-                    .as_deref()
-                    .and_then(|n| Path::new(n).file_name())
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| format!("part-{}.{}", self.count, extension(&mime_type)));
-                let path = dir.join(file_name);
-                std::fs::write(&path, &data)
-                    .with_context(|| format!("writing {}", path.display()))?;
+                let path = create_new_file(&dir, name.as_deref(), self.count, &mime_type, &data)?;
                 let kind = match kind {
                     MediaKind::Image => "image",
                     MediaKind::Audio => "audio",
@@ -726,10 +751,63 @@ impl PartWriter {
                     .unwrap_or_default()
             )),
         };
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        match &self.requested {
+            Some(_) => std::fs::create_dir_all(&dir),
+            // A fresh directory of our own: fail rather than use one that
+            // someone else made at that name first.
+            None => std::fs::create_dir(&dir),
+        }
+        .with_context(|| format!("creating {}", dir.display()))?;
         self.dir = Some(dir.clone());
         Ok(dir)
     }
+}
+
+/// Writes a blob into `dir` as a new file: under its own name's last
+/// component if it has a usable one (else `part-N.EXT`), with `-2`, `-3`, ...
+/// before the extension while that name is taken. Never overwrites a file and
+/// never follows a link already in the directory (`O_CREAT | O_EXCL`).
+fn create_new_file(
+    dir: &Path,
+    name: Option<&str>,
+    count: usize,
+    mime_type: &str,
+    data: &[u8],
+) -> Result<PathBuf> {
+    let name = name
+        .and_then(|n| Path::new(n).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .unwrap_or_else(|| format!("part-{count}.{}", extension(mime_type)));
+    let (stem, ext) = match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => (stem.to_owned(), format!(".{ext}")),
+        _ => (name.clone(), String::new()),
+    };
+    for n in 1..=1000 {
+        let candidate = if n == 1 {
+            name.clone()
+        } else {
+            format!("{stem}-{n}{ext}")
+        };
+        let path = dir.join(&candidate);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut file) => {
+                file.write_all(data)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+        }
+    }
+    bail!(
+        "cannot write `{name}` into {}: that name and 999 numbered variants are taken",
+        dir.display()
+    )
 }
 
 fn extension(mime: &str) -> &str {

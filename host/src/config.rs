@@ -82,6 +82,9 @@ pub struct Config {
     /// The MCP server (`toolhost serve`).
     #[serde(default)]
     pub serve: ServeConfig,
+    /// What all plugins and calls share (the engine).
+    #[serde(default)]
+    pub engine: EngineSettings,
     /// The file this was read from: grants' relative paths are relative to it.
     #[serde(skip)]
     source: Option<PathBuf>,
@@ -107,6 +110,16 @@ pub struct ServeConfig {
     pub token_file: Option<PathBuf>,
 }
 
+/// Engine-wide settings (`[engine]`); unset ones keep their default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct EngineSettings {
+    /// Guest linear memory all calls together may hold, in MiB [default: half
+    /// the machine's memory]; past it a call waits briefly, then fails as busy.
+    pub max_guest_memory_mib: Option<u64>,
+}
+
 /// Limits as written in the file; unset ones keep their default.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -120,7 +133,8 @@ pub struct LimitsConfig {
     pub timeout_ms: Option<u64>,
     /// Output per call, in bytes.
     pub max_output_bytes: Option<u64>,
-    /// Guest stdout and stderr logged per call, in bytes (the rest is dropped).
+    /// Guest stdout, stderr and `log` messages logged per call, in bytes (the
+    /// rest is dropped).
     pub max_stdio_bytes: Option<u64>,
     /// Table elements per table.
     pub table_elements: Option<u64>,

@@ -13,6 +13,7 @@ use wasmtime::component::{HasSelf, Linker};
 use crate::bindings;
 use crate::plugin::IdleInstances;
 use crate::plugin::state::{Invocations, PluginState};
+use limits::MemoryBudget;
 use loader::Loader;
 pub(crate) use loader::LoaderFailed;
 
@@ -34,6 +35,8 @@ pub struct EngineConfig {
     max_concurrent_instances: u32,
     keep_resident: usize,
     max_idle_instances: usize,
+    max_guest_memory: Option<u64>,
+    memory_wait: Duration,
 }
 
 impl Default for EngineConfig {
@@ -46,6 +49,8 @@ impl Default for EngineConfig {
             max_concurrent_instances: 1000,
             keep_resident: 1 << 20,
             max_idle_instances: 16,
+            max_guest_memory: None,
+            memory_wait: Duration::from_secs(1),
         }
     }
 }
@@ -116,10 +121,41 @@ impl EngineConfig {
         self
     }
 
+    /// The most linear memory, in bytes, all calls together may hold (idle
+    /// instances kept for reuse included). `None` (the default) takes half of
+    /// the machine's memory, or of the process's cgroup limit if lower. A call
+    /// whose memory would grow past it waits up to
+    /// [`memory_wait`](Self::memory_wait) for other calls to release memory,
+    /// then fails with the retryable [`CallError::Busy`](crate::CallError::Busy).
+    pub fn max_guest_memory(&mut self, bytes: Option<u64>) -> &mut Self {
+        self.max_guest_memory = bytes;
+        self
+    }
+
+    /// How long a call waits for guest memory when the engine's budget
+    /// ([`max_guest_memory`](Self::max_guest_memory)) is in use (default 1 s;
+    /// never past the call's own deadline).
+    pub fn memory_wait(&mut self, wait: Duration) -> &mut Self {
+        self.memory_wait = wait;
+        self
+    }
+
     /// The configured cache directory, if any.
     pub fn get_cache_dir(&self) -> Option<&Path> {
         self.cache_dir.as_deref()
     }
+}
+
+/// Guest linear memory across all calls of an engine, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GuestMemory {
+    /// Held now (running calls and idle instances).
+    pub in_use: u64,
+    /// The most held at once since the engine started.
+    pub peak: u64,
+    /// The budget ([`EngineConfig::max_guest_memory`]).
+    pub budget: u64,
 }
 
 /// The engine could not be created.
@@ -157,6 +193,8 @@ struct Inner {
     preload: Arc<tokio::sync::Semaphore>,
     /// Where plugins are hashed and compiled.
     loader: Loader,
+    /// Guest linear memory, all stores together.
+    memory: Arc<MemoryBudget>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -250,6 +288,12 @@ impl Engine {
                 // One load per core.
                 preload: Arc::new(tokio::sync::Semaphore::new(cores)),
                 loader,
+                memory: Arc::new(MemoryBudget::new(
+                    config
+                        .max_guest_memory
+                        .unwrap_or_else(limits::default_memory_budget),
+                    config.memory_wait,
+                )),
             }),
         })
     }
@@ -311,6 +355,21 @@ impl Engine {
         Arc::clone(&self.inner.preload)
     }
 
+    pub(crate) fn memory_budget(&self) -> &Arc<MemoryBudget> {
+        &self.inner.memory
+    }
+
+    /// The guest linear memory all calls hold now, the most they held at
+    /// once, and the budget ([`EngineConfig::max_guest_memory`]).
+    pub fn guest_memory(&self) -> GuestMemory {
+        let memory = &self.inner.memory;
+        GuestMemory {
+            in_use: memory.used(),
+            peak: memory.peak(),
+            budget: memory.limit(),
+        }
+    }
+
     pub(crate) fn idle(&self) -> &IdleInstances {
         &self.inner.idle
     }
@@ -318,6 +377,12 @@ impl Engine {
     /// How many instances wait idle for their invocation's next call.
     pub fn idle_instances(&self) -> usize {
         self.inner.idle.len()
+    }
+
+    /// The bytes of scratch state all invocations hold now (keys, values and
+    /// a fixed overhead per key), for metrics and tests.
+    pub fn invocation_state_bytes(&self) -> usize {
+        self.inner.invocations.total_bytes()
     }
 
     /// The scratch state an invocation holds now (for inspection and tests).

@@ -3,6 +3,27 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The longest message a plugin may put in an error (`tool-error`, a panic):
+/// the rest is cut, and the cut is marked. Error text reaches a model's
+/// context, a client's response and the host's log.
+pub(crate) const MAX_ERROR_MESSAGE_BYTES: usize = 4 << 10;
+
+/// `text` cut to at most `max` bytes (on a character boundary), marked with
+/// how much was cut.
+pub(crate) fn cut(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let dropped = text.len() - end;
+    text.truncate(end);
+    text.push_str(&format!("… [cut: {dropped} more bytes]"));
+    text
+}
+
 /// A budget a call may run out of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -244,6 +265,18 @@ pub enum CallError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The host is at an engine-wide limit (guest memory, instance slots): the
+    /// call stopped or never started, through no fault of its own. Retryable:
+    /// see [`CallError::is_retryable`].
+    #[error("tool `{tool}` (plugin `{plugin}`) could not run now: {reason}; retry shortly")]
+    Busy {
+        /// The plugin.
+        plugin: String,
+        /// The tool.
+        tool: String,
+        /// Which engine-wide limit.
+        reason: crate::Busy,
+    },
     /// The host could not set up the call (not the plugin's or the caller's fault).
     #[error("tool `{tool}`: host error: {reason}")]
     Host {
@@ -279,5 +312,11 @@ impl CallError {
             self,
             Self::UnknownTool { .. } | Self::InvalidArguments { .. }
         )
+    }
+
+    /// True if the same call may succeed when retried shortly, unchanged
+    /// ([`CallError::Busy`]).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Busy { .. })
     }
 }

@@ -37,6 +37,7 @@ mod bindings;
 mod config;
 mod engine;
 mod error;
+mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod plugin;
@@ -47,12 +48,13 @@ mod tool;
 mod toolset;
 
 pub use config::{
-    AliasConfig, Config, ConfigError, ConfirmConfig, FilterConfig, LimitsConfig, PluginConfig,
-    ServeConfig,
+    AliasConfig, Config, ConfigError, ConfirmConfig, EngineSettings, FilterConfig, LimitsConfig,
+    PluginConfig, ServeConfig,
 };
-pub use engine::limits::Limits;
-pub use engine::{Engine, EngineConfig, EngineError, default_cache_dir};
+pub use engine::limits::{Busy, Limits};
+pub use engine::{Engine, EngineConfig, EngineError, GuestMemory, default_cache_dir};
 pub use error::{CallError, Exhausted, LoadError};
+pub use log::escape_control;
 #[cfg(feature = "mcp")]
 pub use mcp::{HttpOptions, McpError, McpServer};
 pub use plugin::{ComponentInfo, Plugin, PluginOptions, Reuse, ToolStream, inspect};

@@ -22,7 +22,7 @@ use crate::bindings::v0_1::exports::toolhost::plugin::tools as wit;
 use crate::bindings::v0_1::toolhost::plugin::types::MediaKind as WitMediaKind;
 use crate::bindings::v0_1::{Plugin as WitPlugin, PluginIndices as WitPluginIndices};
 use crate::bindings::{TOOLS_INTERFACE, TOOLS_INTERFACE_PREFIX};
-use crate::engine::limits::{Limiter, Limits};
+use crate::engine::limits::{Busy, Limiter, Limits};
 use crate::error::{CallError, Exhausted, LoadError};
 use crate::policy::http::HttpHooks;
 use crate::policy::stdio::StdioLog;
@@ -903,6 +903,7 @@ impl Plugin {
             stdio,
             invocation_id: invocation_id.to_owned(),
             invocations: engine.invocations().clone(),
+            scratch: None,
             wasi,
             http: WasiHttpCtx::new(),
             http_hooks: HttpHooks {
@@ -910,12 +911,12 @@ impl Plugin {
                 grants: Arc::clone(&self.inner.grants),
             },
             table,
-            limiter: Limiter::new(limits),
+            limiter: Limiter::new(limits, Arc::clone(engine.memory_budget())),
             panic_message: None,
             deadline: Instant::now(),
         };
         let mut store = Store::new(engine.wasm(), state);
-        store.limiter(|state| &mut state.limiter);
+        store.limiter_async(|state| &mut state.limiter);
         self.arm(&mut store, tool)?;
         let deadline = store.data().deadline;
         let instantiated = timeout(deadline, code.pre.instantiate_async(&mut store)).await;
@@ -955,6 +956,7 @@ impl Plugin {
         let limit = limits.get_deadline();
         let deadline = Instant::now() + limit;
         store.data_mut().deadline = deadline;
+        store.data_mut().limiter.deadline = deadline;
         store
             .set_fuel(limits.get_fuel())
             .map_err(|e| CallError::Host {
@@ -1039,6 +1041,13 @@ impl Plugin {
         if let Some(&budget) = err.downcast_ref::<Exhausted>() {
             return exhausted(budget);
         }
+        if let Some(&reason) = err.downcast_ref::<Busy>() {
+            return CallError::Busy {
+                plugin,
+                tool,
+                reason,
+            };
+        }
         if let Some(full) = err.downcast_ref::<state::StateFull>() {
             return CallError::Failed {
                 plugin,
@@ -1076,10 +1085,10 @@ impl Plugin {
             .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
             .is_some()
         {
-            return CallError::Host {
+            return CallError::Busy {
+                plugin,
                 tool,
-                reason: "too many calls in flight (the instance pool is full); retry shortly"
-                    .into(),
+                reason: Busy::Instances,
             };
         }
         if let Some(message) = store.data_mut().panic_message.take() {
@@ -1105,21 +1114,27 @@ impl Plugin {
         }
     }
 
+    /// The tool's own error, its message cut to a size a model's context (and
+    /// the host's log) can take.
     fn tool_error(&self, tool: &str, err: wit::ToolError) -> CallError {
+        let cut = |message| crate::error::cut(message, crate::error::MAX_ERROR_MESSAGE_BYTES);
         match err {
             wit::ToolError::InvalidArguments(message) => CallError::InvalidArguments {
                 tool: tool.to_owned(),
-                problems: vec![message],
+                problems: vec![cut(message)],
             },
             wit::ToolError::Failed(message) => CallError::Failed {
                 plugin: self.inner.name.to_string(),
                 tool: tool.to_owned(),
-                message,
+                message: cut(message),
             },
             wit::ToolError::UnknownTool(message) => CallError::InvalidOutput {
                 plugin: self.inner.name.to_string(),
                 tool: tool.to_owned(),
-                reason: format!("the plugin declared this tool but does not know it: {message}"),
+                reason: format!(
+                    "the plugin declared this tool but does not know it: {}",
+                    cut(message)
+                ),
             },
         }
     }
@@ -1262,6 +1277,9 @@ fn wrapped_stack_address(err: &wasmtime::Error) -> bool {
         (u64::from(u32::MAX) - (1 << 20)..=u64::from(u32::MAX)).contains(&address)
     })
 }
+
+/// What each chunk of a stream counts toward the output cap beyond its bytes.
+pub(crate) const CHUNK_OVERHEAD_BYTES: usize = 256;
 
 fn wit_part_size(part: &wit::Part) -> usize {
     match part {
@@ -1456,7 +1474,9 @@ impl GuestStream {
             Ok(Ok(None)) => return None,
             Ok(Ok(Some(chunk))) => chunk,
         };
-        self.emitted += wit_part_size(&chunk) as u64;
+        // Every chunk costs the host (a message, a progress notification)
+        // even when empty: each counts a fixed overhead toward the output cap.
+        self.emitted += (wit_part_size(&chunk) + CHUNK_OVERHEAD_BYTES) as u64;
         if let Err(e) = plugin.check_output_size(tool, self.emitted) {
             return Some(Err(e));
         }

@@ -72,17 +72,26 @@ impl Schema {
         if self.validator.is_valid(value) {
             return Vec::new();
         }
-        self.validator
-            .iter_errors(value)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                if path.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{path}: {e}")
-                }
-            })
-            .collect()
+        let mut problems: Vec<String> = Vec::new();
+        let mut more = 0_usize;
+        for e in self.validator.iter_errors(value) {
+            if problems.len() == MAX_PROBLEMS {
+                more += 1;
+                continue;
+            }
+            let path = e.instance_path().to_string();
+            let problem = if path.is_empty() {
+                e.to_string()
+            } else {
+                format!("{path}: {e}")
+            };
+            // A message quotes the value, which may be huge.
+            problems.push(crate::error::cut(problem, MAX_PROBLEM_BYTES));
+        }
+        if more > 0 {
+            problems.push(format!("and {more} more problems"));
+        }
+        problems
     }
 
     /// Coerces obvious slips where the schema says what the value must be, as
@@ -93,6 +102,12 @@ impl Schema {
         coerce(&self.raw, &self.raw, value, 0);
     }
 }
+
+/// The most problems listed for one value (the rest are counted), so an error
+/// stays small enough for a model's context.
+const MAX_PROBLEMS: usize = 16;
+/// The longest one problem's text.
+const MAX_PROBLEM_BYTES: usize = 512;
 
 /// How deep coercion follows nested schemas (and `$ref` cycles).
 const MAX_DEPTH: usize = 32;

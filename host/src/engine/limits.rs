@@ -1,6 +1,9 @@
-//! Per-call budgets: fuel, memory, tables, instances, deadline and output size.
+//! Per-call budgets (fuel, memory, tables, instances, deadline and output
+//! size) and the engine-wide budget of guest memory.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::error::Exhausted;
 
@@ -72,7 +75,9 @@ impl Limits {
         self
     }
 
-    /// The most bytes a call may return (JSON plus parts, or all chunks of a stream).
+    /// The most bytes a call may return (JSON plus parts, or all chunks of a
+    /// stream, each chunk counting 256 bytes more than its size, so a flood of
+    /// empty chunks reaches the cap too).
     pub fn output_bytes(&mut self, bytes: u64) -> &mut Self {
         self.output_bytes = bytes;
         self
@@ -121,32 +126,50 @@ impl Limits {
     }
 }
 
-/// Enforces [`Limits`] inside a store. Growing past a limit traps with a typed
-/// [`Exhausted`] error (rather than a failed `memory.grow` the guest might
-/// misreport), so the host can name the limit that was hit.
+/// Enforces [`Limits`] inside a store, and the engine-wide [`MemoryBudget`].
+/// Growing past a per-call limit traps with a typed [`Exhausted`] error (rather
+/// than a failed `memory.grow` the guest might misreport), so the host can
+/// name the limit that was hit; growing past the engine's budget waits briefly
+/// for other calls to give memory back, then traps with [`Busy`].
 pub(crate) struct Limiter {
     /// The largest size a memory was allowed to grow to.
     pub(crate) peak_memory: u64,
     memory_bytes: u64,
     table_elements: u64,
     instances: usize,
+    budget: Arc<MemoryBudget>,
+    /// Bytes of linear memory this store holds from the engine's budget.
+    held: u64,
+    /// When the call must be over: a wait for memory never outlasts it.
+    pub(crate) deadline: Instant,
 }
 
 impl Limiter {
-    pub(crate) fn new(limits: &Limits) -> Self {
+    pub(crate) fn new(limits: &Limits, budget: Arc<MemoryBudget>) -> Self {
         Self {
             peak_memory: 0,
             memory_bytes: limits.memory_bytes,
             table_elements: limits.table_elements,
             instances: usize::try_from(limits.instances).unwrap_or(usize::MAX),
+            budget,
+            held: 0,
+            deadline: Instant::now() + limits.deadline,
         }
     }
 }
 
-impl wasmtime::ResourceLimiter for Limiter {
-    fn memory_growing(
+impl Drop for Limiter {
+    fn drop(&mut self) {
+        // The store (and with it every memory this limiter let grow) is gone.
+        self.budget.release(self.held);
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl wasmtime::ResourceLimiterAsync for Limiter {
+    async fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
@@ -156,11 +179,14 @@ impl wasmtime::ResourceLimiter for Limiter {
             }
             .into());
         }
+        let more = (desired as u64).saturating_sub(current as u64);
+        self.budget.reserve(more, self.deadline).await?;
+        self.held += more;
         self.peak_memory = self.peak_memory.max(desired as u64);
         Ok(true)
     }
 
-    fn table_growing(
+    async fn table_growing(
         &mut self,
         _current: usize,
         desired: usize,
@@ -185,5 +211,149 @@ impl wasmtime::ResourceLimiter for Limiter {
 
     fn memories(&self) -> usize {
         self.instances
+    }
+}
+
+/// The engine-wide budget of guest linear memory: every store's memories
+/// together (instances kept idle for reuse included). Admission control for
+/// memory: a call whose growth would pass it waits up to
+/// [`EngineConfig::memory_wait`](crate::EngineConfig::memory_wait) for other
+/// calls to give memory back, then fails with [`Busy`].
+#[derive(Debug)]
+pub(crate) struct MemoryBudget {
+    limit: u64,
+    wait: Duration,
+    used: AtomicU64,
+    peak: AtomicU64,
+    released: tokio::sync::Notify,
+}
+
+impl MemoryBudget {
+    pub(crate) fn new(limit: u64, wait: Duration) -> Self {
+        Self {
+            limit,
+            wait,
+            used: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+            released: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// The bytes held now.
+    pub(crate) fn used(&self) -> u64 {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// The most bytes ever held at once.
+    pub(crate) fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Acquire)
+    }
+
+    /// The budget.
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn try_reserve(&self, bytes: u64) -> bool {
+        let reserved = self
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|&total| total <= self.limit)
+            });
+        match reserved {
+            Ok(before) => {
+                self.peak.fetch_max(before + bytes, Ordering::AcqRel);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Takes `bytes` from the budget, waiting (up to the configured wait, and
+    /// never past `deadline`) for other calls to release enough.
+    async fn reserve(&self, bytes: u64, deadline: Instant) -> Result<(), Busy> {
+        if bytes == 0 || self.try_reserve(bytes) {
+            return Ok(());
+        }
+        let busy = Busy::Memory { limit: self.limit };
+        if bytes > self.limit {
+            // Never fits, however long it waits.
+            return Err(busy);
+        }
+        let give_up = tokio::time::Instant::from_std(deadline.min(Instant::now() + self.wait));
+        loop {
+            // Registered before the check, so a release in between still wakes it.
+            let released = self.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            if self.try_reserve(bytes) {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(give_up, released).await.is_err() {
+                return if self.try_reserve(bytes) {
+                    Ok(())
+                } else {
+                    Err(busy)
+                };
+            }
+        }
+    }
+
+    fn release(&self, bytes: u64) {
+        if bytes > 0 {
+            self.used.fetch_sub(bytes, Ordering::AcqRel);
+            self.released.notify_waiters();
+        }
+    }
+}
+
+/// The host is at an engine-wide limit: the call could not go on now, but may
+/// succeed if retried shortly. Traps the guest; becomes
+/// [`CallError::Busy`](crate::CallError::Busy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Busy {
+    /// All calls together hold the engine's budget of guest memory.
+    #[error("the host's guest-memory budget ({limit} bytes) is in use by other calls")]
+    Memory {
+        /// The engine-wide budget in bytes.
+        limit: u64,
+    },
+    /// All invocations together hold the engine's budget of scratch state.
+    #[error("the host's invocation-state budget ({limit} bytes) is in use by other invocations")]
+    State {
+        /// The engine-wide budget in bytes.
+        limit: u64,
+    },
+    /// Every instance slot of the engine's pool is in use.
+    #[error("every instance slot is in use (too many calls in flight)")]
+    Instances,
+}
+
+/// Half the memory this process may use: the machine's, or its cgroup's limit
+/// if lower. 4 GiB where neither can be read.
+pub(crate) fn default_memory_budget() -> u64 {
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+                .map(|kib| kib.saturating_mul(1024))
+        });
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok());
+    match (machine, cgroup) {
+        (Some(m), Some(c)) => m.min(c) / 2,
+        (Some(m), None) => m / 2,
+        (None, Some(c)) => c / 2,
+        (None, None) => 4 << 30,
     }
 }

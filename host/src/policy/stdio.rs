@@ -1,6 +1,8 @@
-//! A guest's stdout and stderr: line by line into the host's log, tagged with
-//! plugin, tool and call ID, and capped per call. They never reach the host's
-//! own stdout (which may be an MCP stdio channel).
+//! What a guest writes to the host's log: its stdout and stderr, line by line,
+//! and the messages of its `log` import, tagged with plugin, tool and call ID,
+//! under one cap per call, with control characters escaped so no guest text
+//! can forge a log line. None of it reaches the host's own stdout (which may
+//! be an MCP stdio channel).
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -33,8 +35,9 @@ impl Stream {
     }
 }
 
-/// The stdio of one call. Bytes past the cap (shared by both streams) are
-/// counted and dropped, and the guest is not told: it goes on as if written.
+/// The log output of one call. Bytes past the cap (shared by both streams and
+/// the `log` import) are counted and dropped, and the guest is not told: it
+/// goes on as if written.
 #[derive(Clone)]
 pub(crate) struct StdioLog {
     state: Arc<Mutex<State>>,
@@ -71,6 +74,65 @@ impl StdioLog {
         state.dropped = 0;
     }
 
+    /// A message of the guest's `log` import at `level` (`cut`: the guest's
+    /// message was longer); it counts toward the same cap as stdout and
+    /// stderr (only if the level is logged at all).
+    pub(crate) fn log(&self, level: tracing::Level, message: &str, cut: bool) {
+        let enabled = match level {
+            tracing::Level::TRACE => {
+                tracing::enabled!(target: "toolhost::plugin", tracing::Level::TRACE)
+            }
+            tracing::Level::DEBUG => {
+                tracing::enabled!(target: "toolhost::plugin", tracing::Level::DEBUG)
+            }
+            tracing::Level::INFO => {
+                tracing::enabled!(target: "toolhost::plugin", tracing::Level::INFO)
+            }
+            tracing::Level::WARN => {
+                tracing::enabled!(target: "toolhost::plugin", tracing::Level::WARN)
+            }
+            tracing::Level::ERROR => {
+                tracing::enabled!(target: "toolhost::plugin", tracing::Level::ERROR)
+            }
+        };
+        if !enabled {
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let take = state.admit(message.len());
+        if take == 0 && !message.is_empty() {
+            return;
+        }
+        let mut end = take;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        let text = crate::log::escape_control(&message[..end]);
+        let cut = if cut || end < message.len() {
+            "…"
+        } else {
+            ""
+        };
+        let (plugin, tool, call) = (&*state.call.plugin, &state.call.tool, &state.call.call_id);
+        match level {
+            tracing::Level::TRACE => {
+                tracing::trace!(target: "toolhost::plugin", plugin, tool, call, "{text}{cut}")
+            }
+            tracing::Level::DEBUG => {
+                tracing::debug!(target: "toolhost::plugin", plugin, tool, call, "{text}{cut}")
+            }
+            tracing::Level::INFO => {
+                tracing::info!(target: "toolhost::plugin", plugin, tool, call, "{text}{cut}")
+            }
+            tracing::Level::WARN => {
+                tracing::warn!(target: "toolhost::plugin", plugin, tool, call, "{text}{cut}")
+            }
+            tracing::Level::ERROR => {
+                tracing::error!(target: "toolhost::plugin", plugin, tool, call, "{text}{cut}")
+            }
+        }
+    }
+
     pub(crate) fn sink(&self, stream: Stream) -> Sink {
         Sink {
             state: Arc::clone(&self.state),
@@ -80,21 +142,27 @@ impl StdioLog {
 }
 
 impl State {
-    fn accept(&mut self, stream: Stream, bytes: &[u8]) {
+    /// How many of `len` bytes fit under the cap; the rest are counted as dropped.
+    fn admit(&mut self, len: usize) -> usize {
         let room = self.limit.saturating_sub(self.kept);
-        let take = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
-        if take < bytes.len() {
+        let take = usize::try_from(room).unwrap_or(usize::MAX).min(len);
+        if take < len {
             if self.dropped == 0 {
                 tracing::warn!(
                     target: "toolhost::plugin",
                     plugin = %self.call.plugin, tool = %self.call.tool, call = %self.call.call_id,
                     limit = self.limit,
-                    "guest stdio reached its cap; further output of this call is dropped"
+                    "guest log output reached its cap; further output of this call is dropped"
                 );
             }
-            self.dropped += (bytes.len() - take) as u64;
+            self.dropped += (len - take) as u64;
         }
         self.kept += take as u64;
+        take
+    }
+
+    fn accept(&mut self, stream: Stream, bytes: &[u8]) {
+        let take = self.admit(bytes.len());
         let index = stream as usize;
         for &byte in &bytes[..take] {
             if byte == b'\n' {
@@ -111,7 +179,7 @@ impl State {
     fn emit(&mut self, stream: Stream) {
         let line = std::mem::take(&mut self.lines[stream as usize]);
         let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches('\r');
+        let text = crate::log::escape_control(text.trim_end_matches('\r'));
         let (plugin, tool, call) = (&*self.call.plugin, &self.call.tool, &self.call.call_id);
         match stream {
             Stream::Stdout => {
@@ -143,7 +211,7 @@ impl State {
                 target: "toolhost::plugin",
                 plugin = %self.call.plugin, tool = %self.call.tool, call = %self.call.call_id,
                 kept = self.kept, dropped = self.dropped,
-                "guest stdio was capped: {} bytes dropped", self.dropped
+                "guest log output (stdout, stderr, log) was capped: {} bytes dropped", self.dropped
             );
         }
     }

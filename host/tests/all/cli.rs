@@ -345,3 +345,93 @@ fn status_shows_loaded_and_failed_plugins() {
     assert_eq!(echo["state"], "loaded");
     assert!(stderr(&out).contains("1 plugin file(s) failed"));
 }
+
+#[test]
+fn out_dir_never_overwrites_a_file_or_follows_a_link() {
+    let dir = plugins_dir();
+    let out_dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("precious.txt");
+    std::fs::write(&target, "outside the out dir").unwrap();
+    // `pixel`'s image has no name: it is written as part-1.png, unless taken.
+    std::os::unix::fs::symlink(&target, out_dir.path().join("part-1.png")).unwrap();
+    std::fs::write(out_dir.path().join("part-1-2.png"), "already here").unwrap();
+    let out = toolhost(
+        dir.path(),
+        &[
+            "call",
+            "pixel",
+            "{}",
+            "--out-dir",
+            out_dir.path().to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout_json(&out);
+    let image = printed["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "image")
+        .unwrap();
+    let file = Path::new(image["file"].as_str().unwrap());
+    assert_eq!(file, out_dir.path().join("part-1-3.png"));
+    assert!(std::fs::read(file).unwrap().starts_with(b"\x89PNG"));
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "outside the out dir"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out_dir.path().join("part-1-2.png")).unwrap(),
+        "already here"
+    );
+}
+
+fn greedy_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        toolhost_test_plugins::GREEDY,
+        dir.path().join("greedy.wasm"),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn guest_and_error_text_cannot_forge_log_lines() {
+    let dir = greedy_dir();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["--no-cache", "call", "forge"])
+        .env("TOOLHOST_LOG", "info")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    let forged: Vec<&str> = err.lines().filter(|l| l.contains("FORGED-BY")).collect();
+    assert!(forged.len() >= 3, "log, stderr and the error: {err}");
+    for line in &forged {
+        assert!(
+            line.contains("honest start")
+                || line.contains("stderr start")
+                || line.contains("failing"),
+            "a forged line: {line:?}"
+        );
+        assert!(!line.contains('\u{1b}') && !line.contains('\r'), "{line:?}");
+    }
+}
+
+#[test]
+fn a_huge_error_message_is_cut() {
+    let dir = greedy_dir();
+    let out = toolhost(
+        dir.path(),
+        &["call", "loud_error", r#"{"bytes": 10000000}"#],
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("loud start zzz"), "{err:.200}");
+    assert!(err.contains("[cut: "), "{err:.200}");
+    assert!(err.len() < 6000, "{} bytes on stderr", err.len());
+}

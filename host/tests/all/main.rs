@@ -12,6 +12,7 @@ mod loading;
 mod network;
 mod reload;
 mod reuse;
+mod shared;
 mod tools;
 mod toolsets;
 
