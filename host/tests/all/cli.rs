@@ -112,10 +112,9 @@ fn call_streams_chunks_as_json_lines() {
     assert_eq!(lines[0]["text"], "2\n");
 }
 
-#[test]
-fn call_writes_binary_parts_to_files() {
+/// Calls `pixel` with `--out-dir`; returns the file its image was written to.
+fn write_pixel(out_dir: &Path) -> std::path::PathBuf {
     let dir = plugins_dir();
-    let out_dir = tempfile::tempdir().unwrap();
     let out = toolhost(
         dir.path(),
         &[
@@ -123,7 +122,7 @@ fn call_writes_binary_parts_to_files() {
             "pixel",
             "{}",
             "--out-dir",
-            out_dir.path().to_str().unwrap(),
+            out_dir.to_str().unwrap(),
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -134,9 +133,16 @@ fn call_writes_binary_parts_to_files() {
         .iter()
         .find(|p| p["type"] == "image")
         .unwrap();
-    let file = image["file"].as_str().unwrap();
-    assert!(file.starts_with(out_dir.path().to_str().unwrap()));
-    assert!(std::fs::read(file).unwrap().starts_with(b"\x89PNG"));
+    let file = std::path::PathBuf::from(image["file"].as_str().unwrap());
+    assert!(std::fs::read(&file).unwrap().starts_with(b"\x89PNG"));
+    file
+}
+
+#[test]
+fn call_writes_binary_parts_to_files() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let file = write_pixel(out_dir.path());
+    assert!(file.starts_with(out_dir.path()));
 }
 
 #[test]
@@ -348,7 +354,6 @@ fn status_shows_loaded_and_failed_plugins() {
 
 #[test]
 fn out_dir_never_overwrites_a_file_or_follows_a_link() {
-    let dir = plugins_dir();
     let out_dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("precious.txt");
@@ -356,27 +361,8 @@ fn out_dir_never_overwrites_a_file_or_follows_a_link() {
     // `pixel`'s image has no name: it is written as part-1.png, unless taken.
     std::os::unix::fs::symlink(&target, out_dir.path().join("part-1.png")).unwrap();
     std::fs::write(out_dir.path().join("part-1-2.png"), "already here").unwrap();
-    let out = toolhost(
-        dir.path(),
-        &[
-            "call",
-            "pixel",
-            "{}",
-            "--out-dir",
-            out_dir.path().to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let printed = stdout_json(&out);
-    let image = printed["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["type"] == "image")
-        .unwrap();
-    let file = Path::new(image["file"].as_str().unwrap());
+    let file = write_pixel(out_dir.path());
     assert_eq!(file, out_dir.path().join("part-1-3.png"));
-    assert!(std::fs::read(file).unwrap().starts_with(b"\x89PNG"));
     assert_eq!(
         std::fs::read_to_string(&target).unwrap(),
         "outside the out dir"
