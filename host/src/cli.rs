@@ -184,6 +184,7 @@ fn engine(cli: &Cli, config: &Config) -> Result<Engine> {
     } else if let Some(dir) = cli.cache_dir.as_ref().or(config.cache_dir.as_ref()) {
         engine_config.cache_dir(Some(dir.clone()));
     }
+    config.load.apply(&mut engine_config);
     Ok(Engine::new(&engine_config)?)
 }
 

@@ -47,8 +47,8 @@ mod tool;
 mod toolset;
 
 pub use config::{
-    AliasConfig, Config, ConfigError, ConfirmConfig, FilterConfig, LimitsConfig, PluginConfig,
-    ServeConfig,
+    AliasConfig, Config, ConfigError, ConfirmConfig, FilterConfig, LimitsConfig, LoadConfig,
+    PluginConfig, ServeConfig,
 };
 pub use engine::limits::Limits;
 pub use engine::{Engine, EngineConfig, EngineError, default_cache_dir};
