@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::EngineConfig;
 use crate::engine::limits::Limits;
 use crate::plugin::Reuse;
 use crate::policy::{Grants, GrantsConfig};
@@ -40,6 +41,12 @@ pub struct ConfigError {
 /// [plugin.codec.limits]             # per plugin (by name), over the defaults
 /// timeout_ms = 30_000
 ///
+/// [load]                            # loading plugins (every plugin)
+/// timeout_ms = 5_000                # instantiating + reading declarations
+/// max_tools = 256
+/// max_schema_bytes = 262_144        # one input or output schema
+/// max_declaration_bytes = 4_194_304 # all of a plugin's declarations
+///
 /// [filter]                          # which tools are visible (glob patterns)
 /// allow = ["*"]
 /// deny = ["fail"]
@@ -67,6 +74,9 @@ pub struct Config {
     /// Limits for every plugin.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// Limits on loading plugins.
+    #[serde(default)]
+    pub load: LoadConfig,
     /// Per-plugin settings, by plugin name.
     #[serde(default)]
     pub plugin: BTreeMap<String, PluginConfig>,
@@ -140,6 +150,41 @@ pub struct LimitsConfig {
     pub table_elements: Option<u64>,
     /// Core instances, memories and tables per call.
     pub instances: Option<u32>,
+}
+
+/// Limits on loading a plugin, as written in the file (see
+/// [`EngineConfig::load_deadline`] and the methods after it); unset ones keep
+/// their default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LoadConfig {
+    /// How long a plugin's guest code may run while it loads, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// The most tools one plugin may declare.
+    pub max_tools: Option<usize>,
+    /// The largest input or output schema of one tool, in bytes.
+    pub max_schema_bytes: Option<usize>,
+    /// The most bytes all of one plugin's declarations may take.
+    pub max_declaration_bytes: Option<usize>,
+}
+
+impl LoadConfig {
+    /// Sets the limits given here on an engine configuration.
+    pub fn apply(&self, config: &mut EngineConfig) {
+        if let Some(ms) = self.timeout_ms {
+            config.load_deadline(Duration::from_millis(ms));
+        }
+        if let Some(n) = self.max_tools {
+            config.max_tools(n);
+        }
+        if let Some(bytes) = self.max_schema_bytes {
+            config.max_schema_bytes(bytes);
+        }
+        if let Some(bytes) = self.max_declaration_bytes {
+            config.max_declaration_bytes(bytes);
+        }
+    }
 }
 
 /// Settings of one plugin.
@@ -298,6 +343,23 @@ impl Config {
                 ));
             }
         }
+        let load = [
+            ("timeout_ms", self.load.timeout_ms),
+            ("max_tools", self.load.max_tools.map(|n| n as u64)),
+            (
+                "max_schema_bytes",
+                self.load.max_schema_bytes.map(|n| n as u64),
+            ),
+            (
+                "max_declaration_bytes",
+                self.load.max_declaration_bytes.map(|n| n as u64),
+            ),
+        ];
+        for (key, value) in load {
+            if value == Some(0) {
+                return Err(error(format!("load.{key}"), "must be greater than 0"));
+            }
+        }
         for (key, values) in [
             ("serve.allowed_hosts", &self.serve.allowed_hosts),
             ("serve.allowed_origins", &self.serve.allowed_origins),
@@ -444,6 +506,11 @@ fuel = 2_000_000_000
 memory_mib = 256
 [plugin.codec.limits]
 timeout_ms = 30_000
+[load]
+timeout_ms = 5_000
+max_tools = 256
+max_schema_bytes = 262_144
+max_declaration_bytes = 4_194_304
 [filter]
 allow = ["*"]
 deny = ["fail"]
@@ -461,5 +528,9 @@ content = "text"
         assert_eq!(config.aliases.tools["wc"], "word_count");
         assert_eq!(config.aliases.arguments["word_count"]["content"], "text");
         assert_eq!(config.confirm.tools, ["batch_digest"]);
+        let mut engine = EngineConfig::default();
+        config.load.apply(&mut engine);
+        assert_eq!(engine.get_load_deadline(), Duration::from_secs(5));
+        assert_eq!(engine.get_max_schema_bytes(), 262_144);
     }
 }

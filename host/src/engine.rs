@@ -37,6 +37,30 @@ pub struct EngineConfig {
     max_idle_instances: usize,
     max_guest_memory: Option<u64>,
     memory_wait: Duration,
+    load: LoadLimits,
+}
+
+/// What loading a plugin may take: the deadline of its guest code at load
+/// (instantiating it and reading its declarations) and the size of what it
+/// declares. Checked before any schema is compiled, for declarations read from
+/// the guest and from a cache manifest alike.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct LoadLimits {
+    pub(crate) deadline: Duration,
+    pub(crate) max_tools: usize,
+    pub(crate) max_schema_bytes: usize,
+    pub(crate) max_declaration_bytes: usize,
+}
+
+impl Default for LoadLimits {
+    fn default() -> Self {
+        Self {
+            deadline: Duration::from_secs(5),
+            max_tools: 256,
+            max_schema_bytes: 256 << 10,
+            max_declaration_bytes: 4 << 20,
+        }
+    }
 }
 
 impl Default for EngineConfig {
@@ -51,6 +75,7 @@ impl Default for EngineConfig {
             max_idle_instances: 16,
             max_guest_memory: None,
             memory_wait: Duration::from_secs(1),
+            load: LoadLimits::default(),
         }
     }
 }
@@ -68,7 +93,14 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 impl EngineConfig {
     /// Where compiled code is cached (keyed by the component's content hash, the
     /// wasmtime version and this configuration), in `code/`, with each loaded
-    /// plugin's manifest in `manifests/`. `None` disables both.
+    /// plugin's manifest in `manifests/` and the plugins that failed to load
+    /// in `failures/`. `None` disables all three.
+    ///
+    /// Trust it like the `toolhost` binary itself: the compiled code in it
+    /// runs natively in this process, unchecked, so only the user running the
+    /// host may be able to write to it. Manifests are a shortcut, not a
+    /// source of truth: they are held to the load limits when read, and
+    /// reconciled with the component once its code loads.
     pub fn cache_dir(&mut self, dir: Option<PathBuf>) -> &mut Self {
         self.cache_dir = dir;
         self
@@ -140,9 +172,65 @@ impl EngineConfig {
         self
     }
 
+    /// How long a plugin's guest code may run while it loads: instantiating
+    /// it and reading its declarations (default 5 s; compiling is not
+    /// counted). Past it the plugin fails to load with
+    /// [`LoadError::Timeout`](crate::LoadError::Timeout), without delaying the
+    /// other plugins; with a cache directory the failure is remembered, so a
+    /// restart does not wait again. Calls have their own deadline
+    /// ([`Limits::deadline`](crate::Limits::deadline)).
+    pub fn load_deadline(&mut self, deadline: Duration) -> &mut Self {
+        self.load.deadline = deadline;
+        self
+    }
+
+    /// The most tools one plugin may declare (default 256).
+    pub fn max_tools(&mut self, n: usize) -> &mut Self {
+        self.load.max_tools = n;
+        self
+    }
+
+    /// The largest input or output schema one tool may declare, in bytes of
+    /// JSON text (default 256 KiB).
+    pub fn max_schema_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.load.max_schema_bytes = bytes;
+        self
+    }
+
+    /// The most bytes one plugin's declarations may take together: names,
+    /// descriptions and schemas (default 4 MiB).
+    pub fn max_declaration_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.load.max_declaration_bytes = bytes;
+        self
+    }
+
     /// The configured cache directory, if any.
     pub fn get_cache_dir(&self) -> Option<&Path> {
         self.cache_dir.as_deref()
+    }
+
+    /// The load deadline ([`EngineConfig::load_deadline`]).
+    pub fn get_load_deadline(&self) -> Duration {
+        self.load.deadline
+    }
+
+    /// The most tools a plugin may declare.
+    pub fn get_max_tools(&self) -> usize {
+        self.load.max_tools
+    }
+
+    /// The largest schema a tool may declare, in bytes.
+    pub fn get_max_schema_bytes(&self) -> usize {
+        self.load.max_schema_bytes
+    }
+
+    /// The most bytes a plugin's declarations may take together.
+    pub fn get_max_declaration_bytes(&self) -> usize {
+        self.load.max_declaration_bytes
+    }
+
+    pub(crate) fn load_limits(&self) -> &LoadLimits {
+        &self.load
     }
 }
 

@@ -163,6 +163,87 @@ pub enum LoadError {
         #[source]
         source: crate::config::ConfigError,
     },
+    /// The plugin declares more tools than the engine allows
+    /// ([`EngineConfig::max_tools`](crate::EngineConfig::max_tools)).
+    #[error(
+        "{path}: declares {count} tools, more than the limit of {limit} (load limit `max_tools`)"
+    )]
+    TooManyTools {
+        /// The plugin file.
+        path: PathBuf,
+        /// How many it declares.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// One tool's input or output schema is larger than the engine allows
+    /// ([`EngineConfig::max_schema_bytes`](crate::EngineConfig::max_schema_bytes)).
+    #[error(
+        "{path}: tool `{tool}`: its {which} schema is {bytes} bytes, more than the limit of {limit} (load limit `max_schema_bytes`)"
+    )]
+    SchemaTooLarge {
+        /// The plugin file.
+        path: PathBuf,
+        /// The tool's declared name.
+        tool: String,
+        /// `input` or `output`.
+        which: &'static str,
+        /// The schema's size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// All declarations together (names, descriptions, schemas) are larger
+    /// than the engine allows
+    /// ([`EngineConfig::max_declaration_bytes`](crate::EngineConfig::max_declaration_bytes)).
+    #[error(
+        "{path}: its declarations take {bytes} bytes, more than the limit of {limit} (load limit `max_declaration_bytes`)"
+    )]
+    DeclarationsTooLarge {
+        /// The plugin file.
+        path: PathBuf,
+        /// Their total size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Instantiating the plugin and reading its declarations took longer than
+    /// the load deadline ([`EngineConfig::load_deadline`](crate::EngineConfig::load_deadline)).
+    #[error("{path}: listing its tools took longer than the load deadline of {limit:?}")]
+    Timeout {
+        /// The plugin file.
+        path: PathBuf,
+        /// The load deadline.
+        limit: Duration,
+    },
+    /// These very bytes failed to load before, with the same host and
+    /// settings, and the failure was remembered in the cache directory: the
+    /// plugin is not compiled or run again. Changing the file, the host or
+    /// the plugin's settings (limits, grants, load limits) retries it, as does
+    /// deleting the record.
+    #[error("{path}: failed to load before and nothing changed since (to retry, change the plugin or its settings, or delete {}): {reason}", record.display())]
+    Remembered {
+        /// The plugin file.
+        path: PathBuf,
+        /// Why it failed then.
+        reason: String,
+        /// The record in the cache directory.
+        record: PathBuf,
+    },
+    /// The plugin was listed from a cache manifest that does not match what
+    /// the component declares (the manifest was edited or damaged, or the
+    /// declarations depend on something else than the component's bytes).
+    /// The manifest has been rewritten; load the plugin again (a
+    /// [`PluginDir`](crate::PluginDir) does so by itself).
+    #[error("{path}: the cache manifest it was listed from ({}) does not match the component: {reason}; load it again", manifest.display())]
+    StaleManifest {
+        /// The plugin file.
+        path: PathBuf,
+        /// The manifest.
+        manifest: PathBuf,
+        /// What differs.
+        reason: String,
+    },
     /// The engine failed in a way that is not the plugin's fault.
     #[error("{path}: {reason}")]
     Engine {
@@ -187,6 +268,12 @@ impl LoadError {
             | Self::Declarations { path, .. }
             | Self::InvalidTool { path, .. }
             | Self::Policy { path, .. }
+            | Self::TooManyTools { path, .. }
+            | Self::SchemaTooLarge { path, .. }
+            | Self::DeclarationsTooLarge { path, .. }
+            | Self::Timeout { path, .. }
+            | Self::Remembered { path, .. }
+            | Self::StaleManifest { path, .. }
             | Self::Engine { path, .. } => path,
         }
     }

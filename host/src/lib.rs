@@ -49,7 +49,7 @@ mod toolset;
 
 pub use config::{
     AliasConfig, Config, ConfigError, ConfirmConfig, EngineSettings, FilterConfig, LimitsConfig,
-    PluginConfig, ServeConfig,
+    LoadConfig, PluginConfig, ServeConfig,
 };
 pub use engine::limits::{Busy, Limits};
 pub use engine::{Engine, EngineConfig, EngineError, GuestMemory, default_cache_dir};

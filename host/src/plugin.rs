@@ -22,6 +22,7 @@ use crate::bindings::v0_1::exports::toolhost::plugin::tools as wit;
 use crate::bindings::v0_1::toolhost::plugin::types::MediaKind as WitMediaKind;
 use crate::bindings::v0_1::{Plugin as WitPlugin, PluginIndices as WitPluginIndices};
 use crate::bindings::{TOOLS_INTERFACE, TOOLS_INTERFACE_PREFIX};
+use crate::engine::LoadLimits;
 use crate::engine::limits::{Busy, Limiter, Limits};
 use crate::error::{CallError, Exhausted, LoadError};
 use crate::policy::http::HttpHooks;
@@ -174,13 +175,37 @@ struct Inner {
     code: tokio::sync::OnceCell<Result<Code, String>>,
     /// The component's bytes, until its code is loaded.
     source: Mutex<Option<bytes::Bytes>>,
+    /// The manifest a plugin was listed from: checked against the component
+    /// once its code loads, and rewritten if they differ.
+    manifest: Option<ManifestKey>,
+    /// Where its code stands (a [`PluginDir`](crate::PluginDir) follows it,
+    /// to reload a plugin listed from a manifest that turned out stale).
+    code_state: tokio::sync::watch::Sender<CodeState>,
     tools: Vec<LoadedTool>,
     limits: Limits,
     grants: Arc<Grants>,
     imports: Vec<String>,
 }
 
+/// Where a plugin's code stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CodeState {
+    /// Not loaded yet (a plugin listed from its manifest).
+    Pending,
+    /// Loaded.
+    Loaded,
+    /// It cannot be loaded.
+    Failed,
+    /// It loaded, but declares otherwise than the manifest the plugin was
+    /// listed from (which has been rewritten): this version fails its calls.
+    Stale {
+        /// What differs.
+        reason: String,
+    },
+}
+
 /// A component compiled and linked against the engine's linker.
+#[derive(Clone)]
 struct Code {
     pre: InstancePre<PluginState>,
     /// Where the typed exports are, for the calls that use several of them.
@@ -414,10 +439,33 @@ impl Plugin {
             }
             None => None,
         };
-        if let Some(key) = &key
-            && let Some(manifest) = key.read().await
+        let limits = engine.config().load_limits();
+        // A failure is remembered per component and settings: any of them
+        // may be why it failed.
+        let failure = key
+            .as_ref()
+            .map(|key| key.failure(&format!("{:?}\n{grants:?}\n{limits:?}", options.limits)));
+        if let Some(failure) = &failure
+            && let Some(reason) = failure.read().await
         {
-            match Self::from_manifest(engine, &path, &bytes, manifest, options, grants.clone()) {
+            return Err(LoadError::Remembered {
+                path,
+                reason,
+                record: failure.path().to_owned(),
+            });
+        }
+        if let Some(key) = &key
+            && let Some(manifest) = key.read(manifest_cap(limits)).await
+        {
+            match Self::from_manifest(
+                engine,
+                &path,
+                &bytes,
+                manifest,
+                options,
+                grants.clone(),
+                key,
+            ) {
                 Ok(plugin) => {
                     plugin.preload();
                     return Ok(plugin);
@@ -428,8 +476,18 @@ impl Plugin {
                 ),
             }
         }
-        let component = compile_off_runtime(engine, &path, bytes).await?;
-        Self::from_compiled(engine, path, &component, options, grants, key.as_ref()).await
+        let loaded = match compile_off_runtime(engine, &path, bytes).await {
+            Ok(component) => {
+                Self::from_compiled(engine, path, &component, options, grants, key.as_ref()).await
+            }
+            Err(e) => Err(e),
+        };
+        if let (Err(e), Some(failure)) = (&loaded, &failure)
+            && lasting(e)
+        {
+            failure.write(e).await;
+        }
+        loaded
     }
 
     /// Loads a plugin from an already compiled component.
@@ -454,33 +512,36 @@ impl Plugin {
         key: Option<&ManifestKey>,
     ) -> Result<Self, LoadError> {
         let (code, imports) = Code::link(engine, &path, component)?;
+        let declarations = Self::loader(engine, &path, &options.limits, &grants, &imports, &code)
+            .read_declarations()
+            .await?;
+        let tools = check_declarations(&path, &declarations, engine.config().load_limits())?;
+        if let Some(key) = key {
+            key.write(&Manifest::new(&imports, &declarations)).await;
+        }
         let code = tokio::sync::OnceCell::new_with(Some(Ok(code)));
-        let mut plugin = Self::assemble(
-            engine,
-            &path,
-            options,
-            (grants, imports, Vec::new()),
-            code,
-            None,
-        );
-        let declarations = plugin.read_declarations().await?;
-        let manifest = key.map(|_| Manifest::new(&plugin.inner.imports, &declarations));
-        let tools = check_declarations(&path, declarations)?;
-        // Nothing else holds the Arc yet: fill in the tools.
-        match Arc::get_mut(&mut plugin.inner) {
-            Some(inner) => inner.tools = tools,
-            None => {
-                return Err(LoadError::Engine {
-                    path,
-                    reason: "plugin shared before it finished loading".into(),
-                });
-            }
-        }
-        if let (Some(key), Some(manifest)) = (key, manifest) {
-            key.write(&manifest).await;
-        }
+        let plugin = Self::assemble(engine, &path, options, (grants, imports, tools), code, None);
         plugin.warn_ungranted();
         Ok(plugin)
+    }
+
+    /// A plugin around `code` whose guest runs under the load deadline, to
+    /// read its declarations.
+    fn loader(
+        engine: &Engine,
+        path: &Path,
+        limits: &Limits,
+        grants: &Grants,
+        imports: &[String],
+        code: &Code,
+    ) -> Self {
+        let mut limits = limits.clone();
+        limits.deadline(engine.config().get_load_deadline());
+        let mut options = PluginOptions::default();
+        options.limits(limits);
+        let code = tokio::sync::OnceCell::new_with(Some(Ok(code.clone())));
+        let parts = (grants.clone(), imports.to_vec(), Vec::new());
+        Self::assemble(engine, path, &options, parts, code, None)
     }
 
     /// Lists a plugin from its manifest; its code loads later.
@@ -491,16 +552,18 @@ impl Plugin {
         manifest: Manifest,
         options: &PluginOptions,
         grants: Grants,
+        key: &ManifestKey,
     ) -> Result<Self, LoadError> {
         let imports = manifest.imports.clone();
-        let tools = check_declarations(path, manifest.declarations())?;
+        let declarations = manifest.declarations();
+        let tools = check_declarations(path, &declarations, engine.config().load_limits())?;
         let plugin = Self::assemble(
             engine,
             path,
             options,
             (grants, imports, tools),
             tokio::sync::OnceCell::new(),
-            Some(bytes.clone()),
+            Some((bytes.clone(), key.clone())),
         );
         plugin.warn_ungranted();
         Ok(plugin)
@@ -514,7 +577,7 @@ impl Plugin {
         options: &PluginOptions,
         (grants, imports, tools): (Grants, Vec<String>, Vec<LoadedTool>),
         code: tokio::sync::OnceCell<Result<Code, String>>,
-        source: Option<bytes::Bytes>,
+        source: Option<(bytes::Bytes, ManifestKey)>,
     ) -> Self {
         let name: Arc<str> = match &options.name {
             Some(name) => name.as_str().into(),
@@ -524,6 +587,12 @@ impl Plugin {
                 .unwrap_or_else(|| "plugin".to_owned())
                 .into(),
         };
+        let state = if code.initialized() {
+            CodeState::Loaded
+        } else {
+            CodeState::Pending
+        };
+        let (source, manifest) = source.unzip();
         Self {
             inner: Arc::new(Inner {
                 id: reuse::next_plugin_id(),
@@ -533,6 +602,8 @@ impl Plugin {
                 engine: engine.clone(),
                 code,
                 source: Mutex::new(source),
+                manifest,
+                code_state: tokio::sync::watch::Sender::new(state),
                 tools,
                 limits: options.limits.clone(),
                 grants: Arc::new(grants),
@@ -575,14 +646,34 @@ impl Plugin {
     /// # Errors
     /// [`LoadError::Engine`] if the code cannot be loaded: every call of the
     /// plugin then fails with the same reason.
+    ///
+    /// [`LoadError::StaleManifest`] if the plugin was listed from a cache
+    /// manifest that does not match what its code declares.
     pub async fn ready(&self) -> Result<(), LoadError> {
-        self.code()
-            .await
-            .map(drop)
-            .map_err(|reason| LoadError::Engine {
-                path: self.inner.path.clone(),
-                reason,
-            })
+        let Err(reason) = self.code().await else {
+            return Ok(());
+        };
+        let path = self.inner.path.clone();
+        Err(
+            match (&*self.inner.code_state.borrow(), &self.inner.manifest) {
+                (CodeState::Stale { reason }, Some(key)) => LoadError::StaleManifest {
+                    path,
+                    manifest: key.path().to_owned(),
+                    reason: reason.clone(),
+                },
+                _ => LoadError::Engine { path, reason },
+            },
+        )
+    }
+
+    /// Follows where the plugin's code stands, without loading it.
+    pub(crate) fn code_state(&self) -> tokio::sync::watch::Receiver<CodeState> {
+        self.inner.code_state.subscribe()
+    }
+
+    /// Tells this loaded version from every other.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
     }
 
     /// The plugin's code, loaded now if it is not yet.
@@ -603,13 +694,57 @@ impl Plugin {
         };
         let (engine, path) = (&self.inner.engine, &self.inner.path);
         let loaded = match compile_off_runtime(engine, path, bytes).await {
-            Ok(component) => Code::link(engine, path, &component).map(|(code, _)| code),
+            Ok(component) => match Code::link(engine, path, &component) {
+                Ok((code, imports)) => self.reconcile(code, imports).await,
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         *self.lock_source() = None;
+        self.inner.code_state.send_replace(match &loaded {
+            Ok(_) => CodeState::Loaded,
+            Err(LoadError::StaleManifest { reason, .. }) => CodeState::Stale {
+                reason: reason.clone(),
+            },
+            Err(_) => CodeState::Failed,
+        });
         loaded.map_err(|e| {
             tracing::error!(plugin = self.name(), error = %e, "cannot load the plugin's code; its calls fail");
             e.to_string()
+        })
+    }
+
+    /// Checks a plugin listed from its manifest against its code: the
+    /// component is asked for its declarations (under the load deadline) and
+    /// they must be those listed. If not, the manifest is rewritten from the
+    /// component and this version is stale.
+    async fn reconcile(&self, code: Code, imports: Vec<String>) -> Result<Code, LoadError> {
+        let inner = &*self.inner;
+        let Some(key) = &inner.manifest else {
+            return Ok(code);
+        };
+        let (engine, path) = (&inner.engine, &inner.path);
+        let loader = Self::loader(engine, path, &inner.limits, &inner.grants, &imports, &code);
+        // Boxed: reading declarations instantiates, which may load code.
+        let declarations = Box::pin(loader.read_declarations()).await?;
+        let tools = check_declarations(path, &declarations, engine.config().load_limits())?;
+        let reason = if imports == inner.imports {
+            differences(&inner.tools, &tools)
+        } else {
+            Some("it imports other interfaces".to_owned())
+        };
+        let Some(reason) = reason else {
+            return Ok(code);
+        };
+        key.write(&Manifest::new(&imports, &declarations)).await;
+        tracing::warn!(
+            plugin = self.name(), manifest = %key.path().display(), %reason,
+            "the cache manifest did not match the component; rewritten from the component"
+        );
+        Err(LoadError::StaleManifest {
+            path: path.clone(),
+            manifest: key.path().to_owned(),
+            reason,
         })
     }
 
@@ -630,9 +765,26 @@ impl Plugin {
     }
 
     async fn read_declarations(&self) -> Result<Vec<wit::Declaration>, LoadError> {
-        let reason = |e: CallError| LoadError::Declarations {
-            path: self.inner.path.clone(),
-            reason: e.to_string(),
+        let path = || self.inner.path.clone();
+        let reason = |e: CallError| match e {
+            CallError::Exhausted {
+                budget: Exhausted::Deadline { limit },
+                ..
+            } => LoadError::Timeout {
+                path: path(),
+                limit,
+            },
+            e @ (CallError::Exhausted { .. }
+            | CallError::Panicked { .. }
+            | CallError::Trapped { .. }) => LoadError::Declarations {
+                path: path(),
+                reason: e.to_string(),
+            },
+            // Not the plugin's doing (the engine is busy): not remembered.
+            e => LoadError::Engine {
+                path: path(),
+                reason: e.to_string(),
+            },
         };
         let (mut store, instance) = self
             .instantiate("(declarations)", "load", "load")
@@ -1290,14 +1442,126 @@ fn wit_part_size(part: &wit::Part) -> usize {
     }
 }
 
+/// Holds declarations to the load limits, before any schema is parsed.
+fn check_sizes(
+    path: &Path,
+    declarations: &[wit::Declaration],
+    limits: &LoadLimits,
+) -> Result<(), LoadError> {
+    if declarations.len() > limits.max_tools {
+        return Err(LoadError::TooManyTools {
+            path: path.to_owned(),
+            count: declarations.len(),
+            limit: limits.max_tools,
+        });
+    }
+    let mut total = 0usize;
+    for declaration in declarations {
+        let schemas = [
+            ("input", Some(&declaration.input_schema)),
+            ("output", declaration.output_schema.as_ref()),
+        ];
+        for (which, schema) in schemas {
+            let bytes = schema.map_or(0, String::len);
+            if bytes > limits.max_schema_bytes {
+                return Err(LoadError::SchemaTooLarge {
+                    path: path.to_owned(),
+                    // Cut: the name is not checked yet.
+                    tool: declaration.info.name.chars().take(64).collect(),
+                    which,
+                    bytes,
+                    limit: limits.max_schema_bytes,
+                });
+            }
+            total = total.saturating_add(bytes);
+        }
+        total = total
+            .saturating_add(declaration.info.name.len())
+            .saturating_add(declaration.info.description.len());
+    }
+    if total > limits.max_declaration_bytes {
+        return Err(LoadError::DeclarationsTooLarge {
+            path: path.to_owned(),
+            bytes: total,
+            limit: limits.max_declaration_bytes,
+        });
+    }
+    Ok(())
+}
+
+/// The largest manifest file worth reading under these limits (JSON may
+/// escape a byte of text into six).
+fn manifest_cap(limits: &LoadLimits) -> u64 {
+    (limits.max_declaration_bytes as u64)
+        .saturating_mul(6)
+        .saturating_add(1 << 20)
+}
+
+/// Whether a load failure comes from the component and its settings alone,
+/// so that loading the same bytes the same way would fail again.
+fn lasting(error: &LoadError) -> bool {
+    matches!(
+        error,
+        LoadError::Malformed { .. }
+            | LoadError::WrongWorld { .. }
+            | LoadError::UnsupportedVersion { .. }
+            | LoadError::Link { .. }
+            | LoadError::Declarations { .. }
+            | LoadError::InvalidTool { .. }
+            | LoadError::TooManyTools { .. }
+            | LoadError::SchemaTooLarge { .. }
+            | LoadError::DeclarationsTooLarge { .. }
+            | LoadError::Timeout { .. }
+    )
+}
+
+/// How the tools listed differ from those declared, if they do.
+fn differences(listed: &[LoadedTool], declared: &[LoadedTool]) -> Option<String> {
+    for tool in listed {
+        match declared.iter().find(|d| d.spec.name == tool.spec.name) {
+            None => {
+                return Some(format!(
+                    "it lists `{}`, which the component does not declare",
+                    tool.spec.name
+                ));
+            }
+            Some(d) if d.spec != tool.spec => {
+                return Some(format!(
+                    "it lists `{}` otherwise than the component declares it",
+                    tool.spec.name
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(missing) = declared
+        .iter()
+        .find(|d| !listed.iter().any(|t| t.spec.name == d.spec.name))
+    {
+        return Some(format!(
+            "it does not list `{}`, which the component declares",
+            missing.spec.name
+        ));
+    }
+    let order = |tools: &[LoadedTool]| {
+        tools
+            .iter()
+            .map(|t| t.spec.name.clone())
+            .collect::<Vec<_>>()
+    };
+    (order(listed) != order(declared)).then(|| "it lists the tools in another order".to_owned())
+}
+
 fn check_declarations(
     path: &Path,
-    declarations: Vec<wit::Declaration>,
+    declarations: &[wit::Declaration],
+    limits: &LoadLimits,
 ) -> Result<Vec<LoadedTool>, LoadError> {
+    check_sizes(path, declarations, limits)?;
     let mut seen = HashSet::new();
     let mut tools = Vec::with_capacity(declarations.len());
     for declaration in declarations {
-        let name = declaration.info.name;
+        let name = declaration.info.name.clone();
         let invalid = |reason: String| LoadError::InvalidTool {
             path: path.to_owned(),
             tool: name.clone(),
@@ -1322,7 +1586,7 @@ fn check_declarations(
         tools.push(LoadedTool {
             spec: ToolSpec {
                 name: name.clone(),
-                description: declaration.info.description,
+                description: declaration.info.description.clone(),
                 long_running: declaration.info.long_running,
                 streaming: declaration.streaming,
                 input_schema: input.raw().clone(),

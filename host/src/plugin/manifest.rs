@@ -8,6 +8,15 @@
 //! declare the same way. Only plugins that loaded cleanly get one. A
 //! manifest that cannot be read, parsed or checked is ignored (the plugin then
 //! loads in full, and its manifest is written again): it is only a shortcut.
+//! A manifest is held to the load limits when read, and once the plugin's code
+//! loads, what the component declares is compared with it (see
+//! `Plugin::reconcile`). It is not a security boundary: whoever can write to
+//! the cache directory can also replace the compiled code beside it.
+//!
+//! A plugin that failed to load for a reason of its own (see `lasting` in
+//! `plugin.rs`) leaves a failure record, keyed by the same hash plus its
+//! settings (limits, grants, load limits), so that a restart reports the
+//! failure without compiling or running the plugin again.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -28,6 +37,24 @@ const WIT: &str = include_str!("../../../wit/plugin.wit");
 #[derive(Debug, Clone)]
 pub(crate) struct ManifestKey {
     file: PathBuf,
+    /// The hash, in hex.
+    hash: String,
+    cache_dir: PathBuf,
+}
+
+/// Why one component failed to load with one set of settings, remembered.
+#[derive(Debug, Clone)]
+pub(crate) struct FailureRecord {
+    file: PathBuf,
+}
+
+/// The most bytes of a failure record worth reading.
+const MAX_RECORD_BYTES: u64 = 64 << 10;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Failure {
+    format: String,
+    error: String,
 }
 
 impl ManifestKey {
@@ -55,13 +82,22 @@ impl ManifestKey {
             &mut Feed(&mut hash),
         );
         hash.update(bytes);
-        let mut name = String::with_capacity(64 + 5);
-        for byte in hash.finalize() {
-            let _ = write!(name, "{byte:02x}");
-        }
-        name.push_str(".json");
+        let hash = hex(&hash.finalize());
         Self {
-            file: cache_dir.join("manifests").join(name),
+            file: cache_dir.join("manifests").join(format!("{hash}.json")),
+            hash,
+            cache_dir: cache_dir.to_owned(),
+        }
+    }
+
+    /// The failure record of this component loaded with `settings`.
+    pub(crate) fn failure(&self, settings: &str) -> FailureRecord {
+        let mut hash = Sha256::new();
+        hash.update(self.hash.as_bytes());
+        hash.update(settings.as_bytes());
+        let name = format!("{}.json", hex(&hash.finalize()));
+        FailureRecord {
+            file: self.cache_dir.join("failures").join(name),
         }
     }
 
@@ -70,9 +106,9 @@ impl ManifestKey {
         &self.file
     }
 
-    /// The stored manifest, if there is a readable one.
-    pub(crate) async fn read(&self) -> Option<Manifest> {
-        let text = match tokio::fs::read(&self.file).await {
+    /// The stored manifest, if there is a readable one of at most `cap` bytes.
+    pub(crate) async fn read(&self, cap: u64) -> Option<Manifest> {
+        let text = match read_capped(&self.file, cap).await {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => {
@@ -100,21 +136,98 @@ impl ManifestKey {
 
     async fn try_write(&self, manifest: &Manifest) -> std::io::Result<()> {
         let text = serde_json::to_vec(manifest).map_err(std::io::Error::other)?;
-        if let Some(dir) = self.file.parent() {
-            tokio::fs::create_dir_all(dir).await?;
-        }
-        let temp = self.file.with_extension(format!(
-            "tmp-{}-{}",
-            std::process::id(),
-            super::reuse::next_plugin_id()
-        ));
-        tokio::fs::write(&temp, text).await?;
-        let renamed = tokio::fs::rename(&temp, &self.file).await;
-        if renamed.is_err() {
-            let _ = tokio::fs::remove_file(&temp).await;
-        }
-        renamed
+        write_atomically(&self.file, text).await
     }
+}
+
+impl FailureRecord {
+    /// The record's file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.file
+    }
+
+    /// Why the component failed to load, if that is remembered.
+    pub(crate) async fn read(&self) -> Option<String> {
+        let text = read_capped(&self.file, MAX_RECORD_BYTES).await.ok()?;
+        match serde_json::from_slice::<Failure>(&text) {
+            Ok(failure) if failure.format == FORMAT => Some(failure.error),
+            _ => {
+                tracing::warn!(record = %self.file.display(), "ignoring a damaged failure record");
+                None
+            }
+        }
+    }
+
+    /// Remembers why the component failed to load (without the path it had
+    /// then). Failures are logged, not returned.
+    pub(crate) async fn write(&self, error: &crate::LoadError) {
+        let prefix = format!("{}: ", error.path().display());
+        let text = error.to_string();
+        let mut reason = text.strip_prefix(&prefix).unwrap_or(&text).to_owned();
+        if reason.len() > 4096 {
+            let mut cut = 4096;
+            while !reason.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            reason.truncate(cut);
+            reason.push_str(" [cut]");
+        }
+        let failure = Failure {
+            format: FORMAT.to_owned(),
+            error: reason,
+        };
+        let written = match serde_json::to_vec(&failure) {
+            Ok(text) => write_atomically(&self.file, text).await,
+            Err(e) => Err(std::io::Error::other(e)),
+        };
+        if let Err(e) = written {
+            tracing::debug!(record = %self.file.display(), error = %e, "cannot store a failure record");
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        let _ = write!(text, "{byte:02x}");
+    }
+    text
+}
+
+/// Reads a file, refusing one larger than `cap` bytes.
+async fn read_capped(file: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncReadExt as _;
+    let opened = tokio::fs::File::open(file).await?;
+    let mut text = Vec::new();
+    opened
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut text)
+        .await?;
+    if text.len() as u64 > cap {
+        return Err(std::io::Error::other(format!(
+            "larger than {cap} bytes, the most the load limits allow"
+        )));
+    }
+    Ok(text)
+}
+
+/// Writes a file atomically (a temporary file renamed into place), so a
+/// reader never sees half of one.
+async fn write_atomically(file: &Path, text: Vec<u8>) -> std::io::Result<()> {
+    if let Some(dir) = file.parent() {
+        tokio::fs::create_dir_all(dir).await?;
+    }
+    let temp = file.with_extension(format!(
+        "tmp-{}-{}",
+        std::process::id(),
+        super::reuse::next_plugin_id()
+    ));
+    tokio::fs::write(&temp, text).await?;
+    let renamed = tokio::fs::rename(&temp, file).await;
+    if renamed.is_err() {
+        let _ = tokio::fs::remove_file(&temp).await;
+    }
+    renamed
 }
 
 /// What a plugin declared, and what it imports.

@@ -7,6 +7,11 @@
 //! pre-instantiate, read and compile its declarations) and only then swaps a new
 //! snapshot in. Tools hold their own [`Plugin`] clone, so calls in flight finish
 //! on the version they started with.
+//!
+//! The first load of the directory loads each file on its own: a plugin joins
+//! the snapshot as soon as it has loaded, so a slow or failing one delays no
+//! other ([`PluginDir::start`]). A plugin listed from a cache manifest that
+//! turns out stale once its code loads is loaded again.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -20,7 +25,7 @@ use tokio::sync::broadcast;
 use super::{Context, PluginTool, Tool, Toolset};
 use crate::Engine;
 use crate::error::LoadError;
-use crate::plugin::{Plugin, PluginOptions};
+use crate::plugin::{CodeState, Plugin, PluginOptions};
 use crate::policy::sidecar_path;
 use crate::registry::{PluginSet, plugin_name};
 
@@ -65,6 +70,8 @@ const EVENT_CAPACITY: usize = 64;
 /// ```
 pub struct PluginDir {
     shared: Arc<Shared>,
+    /// The first loads of the files, aborted if the set is dropped first.
+    _first_loads: AbortOnDrop,
     #[cfg(feature = "hot-reload")]
     watching: std::sync::Mutex<Option<watching::Watch>>,
 }
@@ -92,6 +99,8 @@ pub enum LoadState {
         /// Its tools, under the names they are listed as.
         tools: Vec<String>,
     },
+    /// The file's first load has not finished yet ([`PluginDir::start`]).
+    Loading,
     /// The latest version failed to load.
     Failed {
         /// Why.
@@ -156,6 +165,30 @@ struct Shared {
     /// Serializes rescans: each one starts from the snapshot the last one left.
     rescan: tokio::sync::Mutex<()>,
     events: broadcast::Sender<ToolsetChange>,
+    /// How many files' first loads are still running.
+    first_pending: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+/// Aborts tasks when dropped.
+#[derive(Default)]
+struct AbortOnDrop(Vec<tokio::task::AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// Counts one first load as finished when dropped (also if aborted or panicked).
+struct FirstLoad(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl Drop for FirstLoad {
+    fn drop(&mut self) {
+        self.0
+            .send_modify(|pending| *pending = pending.saturating_sub(1));
+    }
 }
 
 /// One immutable state of the directory.
@@ -177,6 +210,8 @@ struct FileEntry {
     plugin: Option<Plugin>,
     /// Why the version last examined failed to load, if it did.
     failure: Option<String>,
+    /// Its first load is still running.
+    loading: bool,
     changed_at: SystemTime,
 }
 
@@ -245,10 +280,17 @@ enum Outcome {
 }
 
 impl PluginDir {
-    /// Loads every `*.wasm` file of `dir` (compiling in parallel) and serves
-    /// their tools. A file that fails to load is reported in
-    /// [`PluginDir::status`]; it never stops the others. `options` apply to
-    /// every plugin (leave its name unset: each plugin is named after its file).
+    /// Loads every `*.wasm` file of `dir` (each on its own, in parallel) and
+    /// serves their tools; returns once every file has loaded or failed. A
+    /// file that fails to load is reported in [`PluginDir::status`]; it never
+    /// stops the others. `options` apply to every plugin (leave its name
+    /// unset: each plugin is named after its file).
+    ///
+    /// A plugin's guest code gets the engine's load deadline
+    /// ([`EngineConfig::load_deadline`](crate::EngineConfig::load_deadline))
+    /// to list its tools; with a cache directory, a plugin that failed is not
+    /// run again at the next start. To serve each plugin as soon as it has
+    /// loaded instead, see [`PluginDir::start`].
     ///
     /// The set does not follow the directory until [`PluginDir::watch`] is
     /// called; [`PluginDir::reload_now`] rescans it on demand.
@@ -274,52 +316,97 @@ impl PluginDir {
         dir: impl AsRef<Path>,
         options: impl Fn(&str) -> PluginOptions + Send + Sync + 'static,
     ) -> Result<Self, LoadError> {
+        let set = Self::start_configured(engine, dir, options).await?;
+        set.loaded().await;
+        Ok(set)
+    }
+
+    /// Lists `dir` and starts loading every `*.wasm` file of it, each on its
+    /// own; returns at once. Each plugin joins the set as soon as it has
+    /// loaded (a [`ToolsetChange`] is sent for it), so a slow or failing
+    /// plugin delays no other; until then its [`PluginStatus`] is
+    /// [`LoadState::Loading`]. [`PluginDir::loaded`] waits for them all.
+    /// Dropping the set stops the loads still running.
+    ///
+    /// # Errors
+    /// Fails only if the directory itself cannot be read.
+    pub async fn start(
+        engine: &Engine,
+        dir: impl AsRef<Path>,
+        options: PluginOptions,
+    ) -> Result<Self, LoadError> {
+        Self::start_configured(engine, dir, move |_: &str| options.clone()).await
+    }
+
+    /// As [`PluginDir::start`], with options per plugin (see
+    /// [`PluginDir::open_configured`]).
+    ///
+    /// # Errors
+    /// Fails only if the directory itself cannot be read.
+    pub async fn start_configured(
+        engine: &Engine,
+        dir: impl AsRef<Path>,
+        options: impl Fn(&str) -> PluginOptions + Send + Sync + 'static,
+    ) -> Result<Self, LoadError> {
         let options: OptionsFn = Arc::new(options);
         let dir = dir.as_ref().to_owned();
-        // Taken before loading: a file that changes while it loads is seen as
-        // changed by the next rescan.
-        let before: HashMap<PathBuf, Option<Fingerprint>> =
-            list_dir(&dir).await?.into_iter().collect();
-        let set = PluginSet::load_dir_configured(engine, &dir, &*options, |_| {}).await?;
+        // The fingerprints are taken before loading: a file that changes
+        // while it loads is seen as changed by the next rescan.
+        let listing = list_dir(&dir).await?;
         let now = SystemTime::now();
-        let seen = |path: &Path| before.get(path).copied().flatten();
-        let mut files = BTreeMap::new();
-        for plugin in set.plugins() {
-            let path = plugin.path().to_owned();
-            let entry = FileEntry {
-                seen: seen(&path),
-                hash: None,
-                plugin: Some(plugin.clone()),
-                failure: None,
-                changed_at: now,
-            };
-            files.insert(path, entry);
-        }
-        for failure in set.failures() {
-            let path = failure.path().to_owned();
-            let entry = FileEntry {
-                seen: seen(&path),
-                hash: None,
-                plugin: None,
-                failure: Some(failure.to_string()),
-                changed_at: now,
-            };
-            files.insert(path, entry);
-        }
+        let files: BTreeMap<PathBuf, FileEntry> = listing
+            .iter()
+            .map(|(path, seen)| {
+                let entry = FileEntry {
+                    seen: *seen,
+                    hash: None,
+                    plugin: None,
+                    failure: None,
+                    loading: true,
+                    changed_at: now,
+                };
+                (path.clone(), entry)
+            })
+            .collect();
         let (events, _) = broadcast::channel(EVENT_CAPACITY);
+        let shared = Arc::new(Shared {
+            engine: engine.clone(),
+            name: dir.display().to_string(),
+            dir,
+            options: Arc::clone(&options),
+            current: RwLock::new(Arc::new(Snapshot::new(files))),
+            rescan: tokio::sync::Mutex::new(()),
+            events,
+            first_pending: Arc::new(tokio::sync::watch::Sender::new(listing.len())),
+        });
+        let mut first_loads = AbortOnDrop::default();
+        for (path, _) in listing {
+            let done = FirstLoad(Arc::clone(&shared.first_pending));
+            let (engine, options) = (engine.clone(), options(&plugin_name(&path)));
+            let shared = Arc::downgrade(&shared);
+            let task = tokio::spawn(async move {
+                let result = Plugin::load(&engine, &path, &options).await;
+                if let Some(shared) = shared.upgrade() {
+                    shared.first_loaded(path, result).await;
+                }
+                drop(done);
+            });
+            first_loads.0.push(task.abort_handle());
+        }
         Ok(Self {
-            shared: Arc::new(Shared {
-                engine: engine.clone(),
-                name: dir.display().to_string(),
-                dir,
-                options,
-                current: RwLock::new(Arc::new(Snapshot::new(files))),
-                rescan: tokio::sync::Mutex::new(()),
-                events,
-            }),
+            shared,
+            _first_loads: first_loads,
             #[cfg(feature = "hot-reload")]
             watching: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Waits until the first load of every file (see [`PluginDir::start`])
+    /// has finished, loaded or failed.
+    pub async fn loaded(&self) {
+        let mut pending = self.shared.first_pending.subscribe();
+        // The sender lives as long as `self`: this cannot fail.
+        let _ = pending.wait_for(|pending| *pending == 0).await;
     }
 
     /// The directory.
@@ -367,6 +454,10 @@ impl PluginDir {
     /// [`PluginDir::open`]. It stops when the `PluginDir` is dropped. Calling
     /// it again while watching does nothing.
     ///
+    /// The directory's parent is watched too: a plugins directory deleted and
+    /// created again, or a symlink to it pointed elsewhere, is followed (the
+    /// watch moves to the new directory and it is rescanned).
+    ///
     /// # Errors
     /// [`WatchError::NoRuntime`] outside a tokio runtime; [`WatchError::Watch`]
     /// if the operating system refuses to watch the directory.
@@ -413,7 +504,10 @@ impl Shared {
 
     /// Rescans the directory. `force` names files to re-read even if their
     /// metadata looks unchanged (the watcher saw them written).
-    async fn rescan(&self, force: &HashSet<PathBuf>) -> Result<ToolsetChange, LoadError> {
+    async fn rescan(
+        self: &Arc<Self>,
+        force: &HashSet<PathBuf>,
+    ) -> Result<ToolsetChange, LoadError> {
         let _serial = self.rescan.lock().await;
         let old = self.snapshot();
         let listing = list_dir(&self.dir).await?;
@@ -472,6 +566,7 @@ impl Shared {
                 }
                 Outcome::Loaded { seen, hash, plugin } => {
                     tracing::info!(path = %path.display(), plugin = plugin.name(), "plugin loaded");
+                    self.follow(path.clone(), &plugin);
                     files.insert(
                         path,
                         FileEntry {
@@ -479,6 +574,7 @@ impl Shared {
                             hash: Some(hash),
                             plugin: Some(plugin),
                             failure: None,
+                            loading: false,
                             changed_at: now,
                         },
                     );
@@ -489,6 +585,7 @@ impl Shared {
                         hash: None,
                         plugin: None,
                         failure: None,
+                        loading: false,
                         changed_at: now,
                     });
                     tracing::warn!(
@@ -499,6 +596,7 @@ impl Shared {
                     );
                     entry.seen = seen;
                     entry.hash = hash;
+                    entry.loading = false;
                     entry.failure = Some(error.clone());
                     entry.changed_at = now;
                     change.failed.push((path, error));
@@ -528,6 +626,89 @@ impl Shared {
             let _ = self.events.send(change.clone());
         }
         Ok(change)
+    }
+
+    /// Puts the outcome of a file's first load in the set, unless a rescan
+    /// has dealt with the file meanwhile.
+    async fn first_loaded(self: &Arc<Self>, path: PathBuf, result: Result<Plugin, LoadError>) {
+        let _serial = self.rescan.lock().await;
+        let old = self.snapshot();
+        let mut files = old.files.clone();
+        let Some(entry) = files.get_mut(&path).filter(|entry| entry.loading) else {
+            return;
+        };
+        let mut change = ToolsetChange::default();
+        entry.loading = false;
+        entry.changed_at = SystemTime::now();
+        match result {
+            Ok(plugin) => {
+                self.follow(path, &plugin);
+                entry.plugin = Some(plugin);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "plugin not loaded");
+                entry.failure = Some(error.to_string());
+                change.failed.push((path, error.to_string()));
+            }
+        }
+        let new = Arc::new(Snapshot::new(files));
+        diff(&old.tools, &new.tools, &mut change);
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
+        if !change.is_empty() {
+            let _ = self.events.send(change);
+        }
+    }
+
+    /// Loads a plugin again if its code, once loaded, shows that it was
+    /// listed from a stale cache manifest (which is rewritten by then).
+    fn follow(self: &Arc<Self>, path: PathBuf, plugin: &Plugin) {
+        let mut state = plugin.code_state();
+        if matches!(*state.borrow(), CodeState::Loaded | CodeState::Failed) {
+            return;
+        }
+        let (shared, id) = (Arc::downgrade(self), plugin.id());
+        tokio::spawn(async move {
+            // Ends when the plugin is dropped (its sender with it).
+            let Ok(stale) = state
+                .wait_for(|state| *state != CodeState::Pending)
+                .await
+                .map(|state| matches!(*state, CodeState::Stale { .. }))
+            else {
+                return;
+            };
+            if let (true, Some(shared)) = (stale, shared.upgrade()) {
+                shared.reload_stale(&path, id).await;
+            }
+        });
+    }
+
+    /// Loads `path` again if the version serving is `id`.
+    async fn reload_stale(self: &Arc<Self>, path: &Path, id: u64) {
+        {
+            let _serial = self.rescan.lock().await;
+            let old = self.snapshot();
+            let serving = old.files.get(path).and_then(|entry| entry.plugin.as_ref());
+            if serving.is_none_or(|plugin| plugin.id() != id) {
+                return;
+            }
+            let mut files = old.files.clone();
+            if let Some(entry) = files.get_mut(path) {
+                // Forgotten: the next rescan loads the file whatever its metadata.
+                entry.seen = None;
+                entry.hash = None;
+            }
+            let new = Snapshot {
+                files,
+                tools: old.tools.clone(),
+                by_name: old.by_name.clone(),
+                status: old.status.clone(),
+            };
+            *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(new);
+        }
+        tracing::info!(path = %path.display(), "loading the plugin again: its cache manifest was stale");
+        if let Err(error) = self.rescan(&HashSet::new()).await {
+            tracing::warn!(%error, "rescanning the plugins directory");
+        }
     }
 }
 
@@ -564,6 +745,7 @@ impl Snapshot {
                         error: error.clone(),
                         serving_previous: entry.plugin.is_some(),
                     },
+                    None if entry.loading => LoadState::Loading,
                     None => LoadState::Loaded {
                         tools: names.get(path.as_path()).cloned().unwrap_or_default(),
                     },
@@ -787,36 +969,73 @@ mod watching {
     /// waited for by the settle check instead).
     const MAX_DEBOUNCE: Duration = Duration::from_secs(2);
 
-    /// A running watcher. Dropping it stops the OS watch and ends the task.
+    /// A running watcher. Dropping it ends the task, and the OS watch with it.
     pub(super) struct Watch {
-        _watcher: notify::RecommendedWatcher,
         _stop: oneshot::Sender<()>,
+    }
+
+    /// The OS watch of the directory and of its parent.
+    struct Os {
+        watcher: notify::RecommendedWatcher,
+        /// The directory, absolute (the paths of events are under it).
+        dir: PathBuf,
+    }
+
+    impl Os {
+        /// Watches the directory again: it may be another one now (created
+        /// again, or a symlink pointed elsewhere). A directory that is gone
+        /// is watched again when its parent sees it come back.
+        fn rewatch(&mut self) {
+            let _ = self.watcher.unwatch(&self.dir);
+            if let Err(error) = self.watcher.watch(&self.dir, RecursiveMode::NonRecursive) {
+                tracing::debug!(dir = %self.dir.display(), %error, "the plugins directory cannot be watched now");
+            }
+        }
     }
 
     impl Watch {
         pub(super) fn start(shared: &Arc<Shared>) -> Result<Self, WatchError> {
             let runtime =
                 tokio::runtime::Handle::try_current().map_err(|_| WatchError::NoRuntime)?;
+            let dir = std::path::absolute(&shared.dir).map_err(|e| WatchError::Watch {
+                dir: shared.dir.clone(),
+                source: Box::new(e),
+            })?;
             let (events, receiver) = mpsc::unbounded_channel();
+            let relevant = dir.clone();
             let mut watcher = notify::recommended_watcher(move |event| {
+                // Of the parent's events, only those about the directory matter.
+                if let Ok(notify::Event { paths, .. }) = &event
+                    && !paths.is_empty()
+                    && !paths
+                        .iter()
+                        .any(|p| p == &relevant || p.parent() == Some(&relevant))
+                {
+                    return;
+                }
                 // The task is gone once the PluginDir is dropped: nothing to tell.
                 let _ = events.send(event);
             })
             .map_err(|e| watch_error(shared, e))?;
             watcher
-                .watch(&shared.dir, RecursiveMode::NonRecursive)
+                .watch(&dir, RecursiveMode::NonRecursive)
                 .map_err(|e| watch_error(shared, e))?;
+            if let Some(parent) = dir.parent()
+                && let Err(error) = watcher.watch(parent, RecursiveMode::NonRecursive)
+            {
+                tracing::warn!(
+                    parent = %parent.display(), %error,
+                    "cannot watch the parent of the plugins directory: a directory deleted and created again, or a symlink pointed elsewhere, will not be followed"
+                );
+            }
             let (stop, stopped) = oneshot::channel();
             runtime.spawn(run(
                 Arc::downgrade(shared),
-                shared.dir.clone(),
+                Os { watcher, dir },
                 receiver,
                 stopped,
             ));
-            Ok(Self {
-                _watcher: watcher,
-                _stop: stop,
-            })
+            Ok(Self { _stop: stop })
         }
     }
 
@@ -836,13 +1055,17 @@ mod watching {
     }
 
     impl Pending {
-        fn add(&mut self, dir: &Path, event: notify::Result<notify::Event>) {
+        /// Adds an event; true if it is about the directory itself (moved,
+        /// deleted, created, a symlink to it replaced).
+        /// `dir` is the directory, absolute; `named` as the set names it
+        /// (the paths of its files are under it).
+        fn add(&mut self, dir: &Path, named: &Path, event: notify::Result<notify::Event>) -> bool {
             let event = match event {
                 Ok(event) => event,
                 Err(error) => {
                     tracing::warn!(%error, "watching the plugins directory");
                     self.rescan = true;
-                    return;
+                    return true;
                 }
             };
             if event.need_rescan() {
@@ -851,15 +1074,27 @@ mod watching {
             let written = match event.kind {
                 // Our own reads open and close files: those must not trigger rescans.
                 EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-                EventKind::Access(_) => return,
+                EventKind::Access(_) => return false,
                 EventKind::Create(_) | EventKind::Remove(_) => true,
                 EventKind::Modify(notify::event::ModifyKind::Metadata(_)) => false,
                 EventKind::Modify(_) | EventKind::Any | EventKind::Other => true,
             };
+            let mut itself = event.need_rescan();
             if event.paths.is_empty() {
                 self.rescan = true;
+                itself = true;
             }
             for path in event.paths {
+                if path == dir {
+                    // The directory itself moved, went away or came back.
+                    self.rescan = true;
+                    itself = true;
+                    continue;
+                }
+                let (Some(name), true) = (path.file_name(), path.parent() == Some(dir)) else {
+                    continue;
+                };
+                let path = named.join(name);
                 // A sidecar policy stands for its plugin file.
                 let path = plugin_of_sidecar(&path).unwrap_or(path);
                 if is_wasm(&path) {
@@ -867,20 +1102,22 @@ mod watching {
                     if written {
                         self.force.insert(path);
                     }
-                } else if path == dir {
-                    // The directory itself moved or went away: the rescan reports it.
-                    self.rescan = true;
                 }
             }
+            itself
         }
     }
 
     async fn run(
         shared: Weak<Shared>,
-        dir: PathBuf,
+        mut os: Os,
         mut events: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
         mut stop: oneshot::Receiver<()>,
     ) {
+        let dir = os.dir.clone();
+        let Some(named) = shared.upgrade().map(|shared| shared.dir.clone()) else {
+            return;
+        };
         // Catch up with whatever changed between `open` and `watch`.
         let mut pending = Pending {
             rescan: true,
@@ -891,7 +1128,9 @@ mod watching {
                 tokio::select! {
                     _ = &mut stop => return,
                     event = events.recv() => match event {
-                        Some(event) => pending.add(&dir, event),
+                        Some(event) => if pending.add(&dir, &named, event) {
+                            os.rewatch();
+                        },
                         None => return,
                     },
                 }
@@ -903,7 +1142,9 @@ mod watching {
                     _ = &mut stop => return,
                     () = quiet => break,
                     event = events.recv() => match event {
-                        Some(event) => pending.add(&dir, event),
+                        Some(event) => if pending.add(&dir, &named, event) {
+                            os.rewatch();
+                        },
                         None => return,
                     },
                 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use toolhost::{CallError, LoadError, Plugin, PluginOptions, PluginSet, ToolCall};
-use toolhost_test_plugins::{BAD_SCHEMA, ECHO, OTHER_WORLD, RAW};
+use toolhost_test_plugins::{BAD_SCHEMA, BIG_DECLARE, ECHO, OTHER_WORLD, RAW, SLOW_DECLARE};
 
 use crate::{engine, plugin};
 
@@ -262,24 +262,14 @@ async fn a_warm_start_lists_tools_from_the_manifest_and_loads_code_on_demand() {
     let cold = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
         .await
         .unwrap();
-    let real = cold.tool("add").unwrap().description.clone();
-    let file = manifest_file(cache.path());
-    // Mark the manifest, to tell a listing from it apart from one from the guest.
-    edit_manifest(&file, |add| {
-        add["description"] = json!("listed from the manifest")
-    });
+    manifest_file(cache.path());
 
     let warm = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
         .await
         .unwrap();
     assert_eq!(
-        warm.tool("add").unwrap().description,
-        "listed from the manifest"
-    );
-    assert_ne!(real, "listed from the manifest");
-    assert_eq!(
-        warm.tools().map(|t| &t.name).collect::<Vec<_>>(),
-        cold.tools().map(|t| &t.name).collect::<Vec<_>>()
+        warm.tools().collect::<Vec<_>>(),
+        cold.tools().collect::<Vec<_>>()
     );
     // The first call loads (or waits for) the code.
     let out = warm
@@ -406,4 +396,236 @@ async fn a_plugins_directory_restarts_warm_from_its_manifests() {
     for plugin in warm.plugins() {
         plugin.ready().await.unwrap();
     }
+}
+
+/// Adds a tool the component does not have to a manifest.
+fn add_phantom(file: &Path) {
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    manifest["tools"].as_array_mut().unwrap().push(json!({
+        "name": "phantom",
+        "description": "Not a tool of this component.",
+        "long_running": false,
+        "streaming": false,
+        "input_schema": "{\"type\": \"object\"}",
+        "output_schema": null,
+    }));
+    std::fs::write(file, serde_json::to_vec(&manifest).unwrap()).unwrap();
+}
+
+#[tokio::test]
+async fn an_edited_manifest_is_reconciled_once_the_code_loads() {
+    let cache = tempfile::tempdir().unwrap();
+    let cold = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    let file = manifest_file(cache.path());
+    let truth = std::fs::read(&file).unwrap();
+    edit_manifest(&file, |add| add["description"] = json!("altered"));
+    add_phantom(&file);
+
+    // Listed from the manifest, before any code runs: as edited.
+    let warm = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(warm.tool("add").unwrap().description, "altered");
+    assert!(warm.tool("phantom").is_some());
+    // Once the code loads, the component's own declarations tell.
+    let err = warm.ready().await.unwrap_err();
+    let LoadError::StaleManifest {
+        manifest, reason, ..
+    } = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!(manifest, &file);
+    assert!(
+        reason.contains("add") || reason.contains("phantom"),
+        "{err}"
+    );
+    // This version's calls are refused, naming why, rather than run under
+    // declarations the component never made.
+    let err = warm
+        .invoke(ToolCall::new("add", json!({"a": 1, "b": 2})))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("manifest"), "{err}");
+    // The manifest was rewritten from the component: the next load lists the truth.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let truth: serde_json::Value = serde_json::from_slice(&truth).unwrap();
+    assert_eq!(manifest, truth);
+    let again = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        again.tools().collect::<Vec<_>>(),
+        cold.tools().collect::<Vec<_>>()
+    );
+    again.ready().await.unwrap();
+    let out = again
+        .invoke(ToolCall::new("add", json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
+    assert_eq!(out.result, Some(json!({"result": 3})));
+}
+
+#[tokio::test]
+async fn a_plugins_directory_reloads_a_plugin_listed_from_an_edited_manifest() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(ECHO, dir.path().join("echo.wasm")).unwrap();
+    let cold = toolhost::PluginDir::open(
+        &engine_on(cache.path()),
+        dir.path(),
+        PluginOptions::default(),
+    )
+    .await
+    .unwrap();
+    let real = cold.plugins()[0].tool("add").unwrap().description.clone();
+    let file = manifest_file(cache.path());
+    edit_manifest(&file, |add| add["description"] = json!("altered"));
+    add_phantom(&file);
+
+    let warm = toolhost::PluginDir::open(
+        &engine_on(cache.path()),
+        dir.path(),
+        PluginOptions::default(),
+    )
+    .await
+    .unwrap();
+    let cx = toolhost::Context::new();
+    let listed = |name: &str| {
+        toolhost::Toolset::lookup(&warm, &cx, name).map(|tool| tool.spec().description.clone())
+    };
+    // Hang guard only: the code loads in the background, then the plugin reloads.
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while listed("add").as_deref() != Some(real.as_str()) || listed("phantom").is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+    })
+    .await
+    .expect("the plugin is listed as its component declares it");
+    let out = toolhost::ToolsetExt::invoke(&warm, &cx, "add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert_eq!(out.result, Some(json!({"result": 5})));
+    for plugin in warm.plugins() {
+        plugin.ready().await.unwrap();
+    }
+}
+
+/// An engine without a cache, with these load limits.
+fn engine_with(configure: impl FnOnce(&mut toolhost::EngineConfig)) -> toolhost::Engine {
+    let mut config = toolhost::EngineConfig::default();
+    config.cache_dir(None);
+    configure(&mut config);
+    toolhost::Engine::new(&config).unwrap()
+}
+
+#[tokio::test]
+async fn declarations_past_the_load_limits_are_refused_before_any_schema_is_parsed() {
+    let load = |engine: toolhost::Engine| async move {
+        Plugin::load(&engine, BIG_DECLARE, &PluginOptions::default())
+            .await
+            .unwrap_err()
+    };
+    // 300 tools.
+    let err = load(engine_with(|_| {})).await;
+    assert!(
+        matches!(
+            err,
+            LoadError::TooManyTools {
+                count: 300,
+                limit: 256,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    mentions(&err, "big_declare.wasm");
+    // One schema of 50 MB.
+    let err = load(engine_with(|c| {
+        c.max_tools(1000);
+    }))
+    .await;
+    assert!(
+        matches!(&err, LoadError::SchemaTooLarge { tool, which: "input", bytes, limit, .. }
+            if tool == "t0" && *bytes == 50 << 20 && *limit == 256 << 10),
+        "{err:?}"
+    );
+    // All of them together.
+    let err = load(engine_with(|c| {
+        c.max_tools(1000).max_schema_bytes(64 << 20);
+    }))
+    .await;
+    assert!(
+        matches!(err, LoadError::DeclarationsTooLarge { limit, .. } if limit == 4 << 20),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("max_declaration_bytes"), "{err}");
+}
+
+#[tokio::test]
+async fn a_manifest_past_the_load_limits_is_not_listed() {
+    let cache = tempfile::tempdir().unwrap();
+    let cold = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    // A valid schema, but larger than one may be.
+    let big = format!(
+        "{{\"type\": \"object\", \"description\": \"{}\"}}",
+        "x".repeat(300 << 10)
+    );
+    edit_manifest(&manifest_file(cache.path()), |add| {
+        add["input_schema"] = json!(big)
+    });
+    let warm = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        warm.tool("add").unwrap().input_schema,
+        cold.tool("add").unwrap().input_schema
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_that_hangs_listing_its_tools_times_out_and_is_remembered() {
+    let cache = tempfile::tempdir().unwrap();
+    let engine = |deadline_ms: u64| {
+        let mut config = toolhost::EngineConfig::default();
+        config
+            .cache_dir(Some(cache.path().to_owned()))
+            .load_deadline(std::time::Duration::from_millis(deadline_ms));
+        toolhost::Engine::new(&config).unwrap()
+    };
+    // Hang guard only: the guest sleeps for an hour.
+    let load = |engine: toolhost::Engine| async move {
+        tokio::time::timeout(
+            std::time::Duration::from_secs(120),
+            Plugin::load(&engine, SLOW_DECLARE, &PluginOptions::default()),
+        )
+        .await
+        .expect("loading ends at the load deadline")
+        .unwrap_err()
+    };
+    let err = load(engine(200)).await;
+    assert!(
+        matches!(err, LoadError::Timeout { limit, .. } if limit.as_millis() == 200),
+        "{err:?}"
+    );
+    mentions(&err, "slow_declare.wasm");
+
+    // A restart on the same cache: the failure is reported without running the plugin.
+    let err = load(engine(200)).await;
+    let LoadError::Remembered { reason, record, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert!(reason.contains("load deadline"), "{err}");
+    assert!(record.starts_with(cache.path()), "{err}");
+    mentions(&err, "slow_declare.wasm");
+
+    // Other settings: it is tried again.
+    let err = load(engine(300)).await;
+    assert!(matches!(err, LoadError::Timeout { .. }), "{err:?}");
 }

@@ -10,10 +10,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use toolhost::{
-    CallError, Context, LoadState, Part, PluginDir, PluginOptions, Toolset, ToolsetChange,
-    ToolsetExt,
+    CallError, Context, Engine, EngineConfig, LoadState, Part, PluginDir, PluginOptions, Toolset,
+    ToolsetChange, ToolsetExt,
 };
-use toolhost_test_plugins::{CALC, ECHO, TEXT};
+use toolhost_test_plugins::{CALC, ECHO, SLOW_DECLARE, TEXT};
 
 use crate::engine;
 
@@ -664,4 +664,118 @@ async fn open_configured_gives_each_plugin_its_own_options_on_load_and_reload() 
     put_plugin(dir.path(), "tight2.wasm", ECHO);
     set.reload_now().await.unwrap();
     capped(call(&set, "tight2.echo", arguments).await.unwrap_err());
+}
+
+#[tokio::test]
+async fn a_slow_plugin_does_not_delay_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    put_plugin(dir.path(), "echo.wasm", ECHO);
+    // Its `declarations` sleeps for an hour; the load deadline is longer.
+    put_plugin(dir.path(), "slow.wasm", SLOW_DECLARE);
+    let mut config = EngineConfig::default();
+    config
+        .cache_dir(None)
+        .load_deadline(Duration::from_secs(7200));
+    let engine = Engine::new(&config).unwrap();
+    let set = PluginDir::start(&engine, dir.path(), PluginOptions::default())
+        .await
+        .unwrap();
+    eventually("echo's tools", || names(&set) == strings(ECHO_TOOLS)).await;
+    assert_eq!(
+        call(&set, "add", json!({"a": 40, "b": 2})).await.unwrap(),
+        json!({"result": 42})
+    );
+    let mut echo_tools = strings(ECHO_TOOLS);
+    let states: Vec<(String, LoadState)> = set
+        .status()
+        .into_iter()
+        .map(|status| match status.state {
+            LoadState::Loaded { mut tools } => {
+                tools.sort();
+                (status.plugin, LoadState::Loaded { tools })
+            }
+            state => (status.plugin, state),
+        })
+        .collect();
+    echo_tools.sort();
+    assert_eq!(
+        states,
+        [
+            ("echo".to_owned(), LoadState::Loaded { tools: echo_tools }),
+            ("slow".to_owned(), LoadState::Loading),
+        ],
+        "echo serves while slow is still loading"
+    );
+    // Dropping the set stops the slow load.
+    drop(set);
+}
+
+#[tokio::test]
+async fn the_watcher_follows_a_directory_deleted_and_created_again() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("plugins");
+    std::fs::create_dir(&dir).unwrap();
+    put_plugin(&dir, "a.wasm", ECHO);
+    let set = open(&dir).await;
+    set.watch().unwrap();
+    let mut events = set.subscribe();
+
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::create_dir(&dir).unwrap();
+    put_plugin(&dir, "b.wasm", TEXT);
+    event_where(&mut events, "text added in the new directory", |c| {
+        c.added.contains(&"word_count".to_owned())
+    })
+    .await;
+    eventually("text's tools only", || names(&set) == strings(TEXT_TOOLS)).await;
+
+    // And the new directory is followed from now on.
+    put_plugin(&dir, "c.wasm", CALC);
+    event_where(&mut events, "calc added", |c| {
+        c.added.contains(&"evaluate".to_owned())
+    })
+    .await;
+    let value = call(&set, "evaluate", json!({"expression": "2 * 21"}))
+        .await
+        .unwrap();
+    assert_eq!(value["result"], 42.0);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_watcher_follows_a_symlink_pointed_elsewhere() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    put_plugin(&a, "echo.wasm", ECHO);
+    put_plugin(&b, "text.wasm", TEXT);
+    let link = root.path().join("plugins");
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    let set = open(&link).await;
+    set.watch().unwrap();
+    let mut events = set.subscribe();
+
+    // Re-pointed atomically, as a deployment does: a new link renamed over the old.
+    let next = root.path().join("plugins.next");
+    std::os::unix::fs::symlink(&b, &next).unwrap();
+    std::fs::rename(&next, &link).unwrap();
+    let change = event_where(&mut events, "text added", |c| {
+        c.added.contains(&"word_count".to_owned())
+    })
+    .await;
+    assert_eq!(change.removed, strings(ECHO_TOOLS));
+    assert_eq!(names(&set), strings(TEXT_TOOLS));
+
+    // The directory the link points to now is the one followed.
+    put_plugin(&b, "calc.wasm", CALC);
+    event_where(&mut events, "calc added", |c| {
+        c.added.contains(&"evaluate".to_owned())
+    })
+    .await;
+    assert!(
+        set.status().iter().all(|s| s.path.starts_with(&link)),
+        "{:?}",
+        set.status()
+    );
 }
