@@ -295,7 +295,15 @@ async def test_fuel_limit_hit_is_an_error_result(launch: Launch, make_plugins: P
 # --- streams and cancellation ---------------------------------------------------------
 
 
-async def test_stream_reports_progress_per_chunk(launch: Launch, make_plugins: PluginsFactory) -> None:
+def assert_progress_covers(progress: list[tuple[float, str | None]], chunks: int, whole: str) -> None:
+    """Progress notifications count up to the number of chunks, and their
+    messages together are the whole output (chunks may be merged)."""
+    values = [value for value, _ in progress]
+    assert values and values == sorted(set(values)) and values[-1] == chunks, values
+    assert "".join(message or "" for _, message in progress) == whole, progress
+
+
+async def test_stream_reports_progress(launch: Launch, make_plugins: PluginsFactory) -> None:
     async with launch(make_plugins("echo", "text")) as server, server.connect() as client:
         for tool, args, chunks in [
             ("countdown", {"from": 5}, ["5\n", "4\n", "3\n", "2\n", "1\n", "0\n"]),
@@ -307,11 +315,32 @@ async def test_stream_reports_progress_per_chunk(launch: Launch, make_plugins: P
             whole = "".join(chunks)
             assert result.structured_content == {"result": whole}, result
             assert whole in texts(result), texts(result)
-            assert progress == [(i + 1, chunk) for i, chunk in enumerate(chunks)], progress
+            assert_progress_covers(progress, len(chunks), whole)
 
         # Without a progress token the stream is still collected into one result.
         result = await client.call("countdown", {"from": 2})
         assert result.structured_content == {"result": "2\n1\n0\n"}, result
+
+
+async def test_stream_reports_progress_per_chunk_when_asked(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("echo"), config="[serve]\nprogress_interval_ms = 0\n") as server, server.connect() as client:
+        progress, on_progress = progress_recorder()
+        result = await client.call("countdown", {"from": 5}, progress_callback=on_progress)
+        assert result.structured_content == {"result": "5\n4\n3\n2\n1\n0\n"}, result
+        assert progress == [(i + 1, f"{5 - i}\n") for i in range(6)], progress
+
+
+async def test_progress_of_a_chatty_stream_is_coalesced(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """A stream of many tiny chunks does not become as many notifications: they
+    are merged (at most one per 100 ms by default), and nothing is lost."""
+    chunks = 20_000
+    async with launch(make_plugins("chatty")) as server, server.connect() as client:
+        progress, on_progress = progress_recorder()
+        result = await client.call("chatter", {"chunks": chunks}, progress_callback=on_progress)
+        assert not result.is_error, texts(result)
+        assert result.structured_content == {"result": "x" * chunks}
+        assert_progress_covers(progress, chunks, "x" * chunks)
+        assert len(progress) < chunks // 10, f"{len(progress)} progress notifications for {chunks} chunks"
 
 
 @pytest.mark.parametrize("tool", ["sleep_forever", "spin"])
