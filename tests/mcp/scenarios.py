@@ -295,9 +295,13 @@ async def test_fuel_limit_hit_is_an_error_result(launch: Launch, make_plugins: P
 # --- streams and cancellation ---------------------------------------------------------
 
 
-def assert_progress_covers(progress: list[tuple[float, str | None]], chunks: int, whole: str) -> None:
+async def assert_progress_covers(progress: list[tuple[float, str | None]], chunks: int, whole: str) -> None:
     """Progress notifications count up to the number of chunks, and their
     messages together are the whole output (chunks may be merged)."""
+    # The SDK may run the last progress callback after handing over the result.
+    with anyio.move_on_after(CALL_S):
+        while not progress or progress[-1][0] < chunks:
+            await anyio.sleep(0.01)
     values = [value for value, _ in progress]
     assert values and values == sorted(set(values)) and values[-1] == chunks, values
     assert "".join(message or "" for _, message in progress) == whole, progress
@@ -315,7 +319,7 @@ async def test_stream_reports_progress(launch: Launch, make_plugins: PluginsFact
             whole = "".join(chunks)
             assert result.structured_content == {"result": whole}, result
             assert whole in texts(result), texts(result)
-            assert_progress_covers(progress, len(chunks), whole)
+            await assert_progress_covers(progress, len(chunks), whole)
 
         # Without a progress token the stream is still collected into one result.
         result = await client.call("countdown", {"from": 2})
@@ -327,6 +331,7 @@ async def test_stream_reports_progress_per_chunk_when_asked(launch: Launch, make
         progress, on_progress = progress_recorder()
         result = await client.call("countdown", {"from": 5}, progress_callback=on_progress)
         assert result.structured_content == {"result": "5\n4\n3\n2\n1\n0\n"}, result
+        await assert_progress_covers(progress, 6, "5\n4\n3\n2\n1\n0\n")
         assert progress == [(i + 1, f"{5 - i}\n") for i in range(6)], progress
 
 
@@ -341,7 +346,7 @@ async def test_progress_of_a_chatty_stream_is_coalesced(launch: Launch, make_plu
         result = await client.call("chatter", {"chunks": chunks}, progress_callback=on_progress)
         assert not result.is_error, texts(result)
         assert result.structured_content == {"result": "x" * chunks}
-        assert_progress_covers(progress, chunks, "x" * chunks)
+        await assert_progress_covers(progress, chunks, "x" * chunks)
         assert len(progress) < chunks // 10, f"{len(progress)} progress notifications for {chunks} chunks"
 
 
