@@ -113,7 +113,7 @@ enum Command {
         /// HTTP: milliseconds a connection may move no bytes [default: 120000].
         #[arg(long, value_name = "MS")]
         idle_timeout_ms: Option<u64>,
-        /// HTTP: milliseconds a session may go without traffic before it ends [default: 600000].
+        /// HTTP: milliseconds a session may go without traffic before it ends [default: 300000].
         #[arg(long, value_name = "MS")]
         session_idle_timeout_ms: Option<u64>,
         /// Milliseconds between two progress notifications of one call [default: 100].

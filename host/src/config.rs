@@ -116,7 +116,7 @@ pub struct ServeConfig {
     /// Milliseconds a connection may move no bytes before it is closed (120 000).
     pub idle_timeout_ms: Option<u64>,
     /// Milliseconds an HTTP session may go without traffic before it ends and
-    /// frees its memory (600 000); keep it above the call deadline.
+    /// frees its memory (300 000); keep it above the call deadline.
     pub session_idle_timeout_ms: Option<u64>,
     /// The shortest time between two progress notifications of one streaming
     /// call, in milliseconds (100); 0 sends one per chunk.

@@ -171,7 +171,7 @@ impl HttpOptions {
     /// The default of [`HttpOptions::idle_timeout`].
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
     /// The default of [`HttpOptions::session_idle_timeout`].
-    pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+    pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
     /// The most connections open at once (at least 1); more are answered
     /// `503 Service Unavailable` and closed. Keep it well under the process's
