@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use toolhost::{
     Aliases, CallError, Config, Confirm, ConfirmationHint, Context as Cx, Decision, Engine,
     EngineConfig, Filter, HttpOptions, LoadState, McpServer, MediaKind, Part, PluginDir,
-    PluginOptions, PluginSet, Predicate, StaticPlugins, ToolAliases, ToolSpec, Toolset, ToolsetExt,
+    PluginOptions, PluginSet, Predicate, ServeConfig, StaticPlugins, ToolAliases, ToolSpec,
+    Toolset, ToolsetExt,
 };
 
 /// Run LLM-agent tools as sandboxed WebAssembly components.
@@ -108,6 +109,21 @@ enum Command {
         /// Do not follow changes to the plugins directory.
         #[arg(long)]
         no_watch: bool,
+        /// HTTP: the most connections open at once [default: 256; config: [serve] max_connections].
+        #[arg(long, value_name = "N")]
+        max_connections: Option<usize>,
+        /// HTTP: milliseconds a connection may take to send a request head [default: 10000].
+        #[arg(long, value_name = "MS")]
+        header_read_timeout_ms: Option<u64>,
+        /// HTTP: milliseconds a connection may move no bytes [default: 120000].
+        #[arg(long, value_name = "MS")]
+        idle_timeout_ms: Option<u64>,
+        /// HTTP: milliseconds a session may go without traffic before it ends [default: 300000].
+        #[arg(long, value_name = "MS")]
+        session_idle_timeout_ms: Option<u64>,
+        /// Milliseconds between two progress notifications of one call [default: 100].
+        #[arg(long, value_name = "MS")]
+        progress_interval_ms: Option<u64>,
     },
     /// Create a plugin project in NAME/ that builds with `./build.sh`: a
     /// sample tool, the guest SDK of the language and the WIT contract.
@@ -392,8 +408,34 @@ async fn run(cli: Cli) -> Result<()> {
             engine.end_invocation(&invocation);
             result
         }
-        Command::Serve { http, no_watch } => {
-            serve(&cli, &config, &engine, http.as_deref(), !*no_watch).await
+        Command::Serve {
+            http,
+            no_watch,
+            max_connections,
+            header_read_timeout_ms,
+            idle_timeout_ms,
+            session_idle_timeout_ms,
+            progress_interval_ms,
+        } => {
+            // Flags win over the configuration file.
+            let mut settings = config.serve.clone();
+            let or = |flag: &Option<u64>, file: Option<u64>| flag.or(file);
+            settings.max_connections = max_connections.or(settings.max_connections);
+            settings.header_read_timeout_ms =
+                or(header_read_timeout_ms, settings.header_read_timeout_ms);
+            settings.idle_timeout_ms = or(idle_timeout_ms, settings.idle_timeout_ms);
+            settings.session_idle_timeout_ms =
+                or(session_idle_timeout_ms, settings.session_idle_timeout_ms);
+            settings.progress_interval_ms = or(progress_interval_ms, settings.progress_interval_ms);
+            serve(
+                &cli,
+                &config,
+                &settings,
+                &engine,
+                http.as_deref(),
+                !*no_watch,
+            )
+            .await
         }
         Command::Inspect { file, json } => inspect(&engine, file, *json).await,
         Command::New { .. } => unreachable!("handled before the engine starts"),
@@ -404,6 +446,7 @@ async fn run(cli: Cli) -> Result<()> {
 async fn serve(
     cli: &Cli,
     config: &Config,
+    settings: &ServeConfig,
     engine: &Engine,
     http: Option<&str>,
     watch: bool,
@@ -433,9 +476,12 @@ async fn serve(
     }
     let changes = plugins.subscribe();
     let tools = layered(plugins, config)?;
-    let server = McpServer::new(tools)
+    let mut server = McpServer::new(tools)
         .with_changes(changes)
         .with_engine(engine);
+    if let Some(ms) = settings.progress_interval_ms {
+        server = server.with_progress_interval(Duration::from_millis(ms));
+    }
     let Some(addr) = http else {
         server.serve_stdio().await?;
         return Ok(());
@@ -446,6 +492,18 @@ async fn serve(
     }
     for origin in &config.serve.allowed_origins {
         options.allow_origin(origin.clone());
+    }
+    if let Some(max) = settings.max_connections {
+        options.max_connections(max);
+    }
+    if let Some(ms) = settings.header_read_timeout_ms {
+        options.header_read_timeout(Duration::from_millis(ms));
+    }
+    if let Some(ms) = settings.idle_timeout_ms {
+        options.idle_timeout(Duration::from_millis(ms));
+    }
+    if let Some(ms) = settings.session_idle_timeout_ms {
+        options.session_idle_timeout(Duration::from_millis(ms));
     }
     let token = match (
         std::env::var("TOOLHOST_MCP_TOKEN"),

@@ -100,7 +100,10 @@ pub struct Config {
     source: Option<PathBuf>,
 }
 
-/// Settings of the MCP server's HTTP transport.
+/// Settings of the MCP server (`toolhost serve`); all but
+/// `progress_interval_ms` are about its HTTP transport. Unset ones keep the
+/// defaults of [`HttpOptions`](crate::HttpOptions) and
+/// [`McpServer`](crate::McpServer).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -118,6 +121,19 @@ pub struct ServeConfig {
     /// relative to the configuration file). `$TOOLHOST_MCP_TOKEN` wins over it.
     #[serde(default)]
     pub token_file: Option<PathBuf>,
+    /// The most HTTP connections open at once; more are answered 503 (256).
+    pub max_connections: Option<usize>,
+    /// Milliseconds a connection may take to send a request head, also the
+    /// longest a kept-alive connection waits for its next request (10 000).
+    pub header_read_timeout_ms: Option<u64>,
+    /// Milliseconds a connection may move no bytes before it is closed (120 000).
+    pub idle_timeout_ms: Option<u64>,
+    /// Milliseconds an HTTP session may go without traffic before it ends and
+    /// frees its memory (300 000); keep it above the call deadline.
+    pub session_idle_timeout_ms: Option<u64>,
+    /// The shortest time between two progress notifications of one streaming
+    /// call, in milliseconds (100); 0 sends one per chunk.
+    pub progress_interval_ms: Option<u64>,
 }
 
 /// Engine-wide settings (`[engine]`); unset ones keep their default.

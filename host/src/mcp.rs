@@ -11,10 +11,17 @@
 //!   text, image, audio or embedded-resource content. Tool failures (bad
 //!   arguments, limits, traps) are results with `isError` and a message a model
 //!   can act on; an unknown tool is a JSON-RPC error.
-//! - Streaming tools send one progress notification per chunk when the call
-//!   carries a `progressToken`; the final result holds the whole output.
+//! - Streaming tools send progress notifications when the call carries a
+//!   `progressToken`: at most one per [`McpServer::with_progress_interval`]
+//!   (100 ms by default) per call, each with the text of the chunks since the
+//!   last one and the count of chunks so far; the final result holds the whole
+//!   output.
 //! - `notifications/cancelled` drops the running call: the guest stops at its
-//!   next epoch tick and its instance is freed.
+//!   next epoch tick and its instance is freed. So does the client going away:
+//!   stdin closing (stdio) or the connection of the call's POST dropping (HTTP;
+//!   the call is not kept for a later resumption of its stream).
+//! - Every request gets a JSON-RPC answer over stdio, even one that cannot be
+//!   read (see `mcp/stdio.rs`).
 //! - Tools that need confirmation are asked through elicitation when the
 //!   client supports it; otherwise the call fails with a clear message.
 //! - Set changes (hot reload) send `notifications/tools/list_changed`.
@@ -30,6 +37,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use base64::Engine as _;
 use rmcp::model::{
@@ -42,6 +50,9 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+
+mod http;
+mod stdio;
 
 use crate::Engine;
 use crate::error::CallError;
@@ -82,11 +93,38 @@ pub enum McpError {
 /// By default only loopback `Host` names (`localhost`, `127.0.0.1`, `::1`)
 /// and loopback browser origins are accepted (DNS-rebinding protection, as the
 /// MCP specification asks), and no token is required.
-#[derive(Clone, Default)]
+///
+/// Connections and sessions are bounded: at most
+/// [`HttpOptions::DEFAULT_MAX_CONNECTIONS`] open connections (more are
+/// answered `503` and closed, with a log line), a request head must arrive
+/// within [`HttpOptions::DEFAULT_HEADER_READ_TIMEOUT`] (also the longest a
+/// kept-alive connection waits for its next request), a connection that moves
+/// no bytes for [`HttpOptions::DEFAULT_IDLE_TIMEOUT`] is closed, and a session
+/// without requests for [`HttpOptions::DEFAULT_SESSION_IDLE_TIMEOUT`] ends
+/// (its client gets `404` and starts a new one, as MCP specifies).
+#[derive(Clone)]
 pub struct HttpOptions {
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
     bearer_token: Option<String>,
+    max_connections: usize,
+    header_read_timeout: Duration,
+    idle_timeout: Duration,
+    session_idle_timeout: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            bearer_token: None,
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
+            session_idle_timeout: Self::DEFAULT_SESSION_IDLE_TIMEOUT,
+        }
+    }
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -98,6 +136,10 @@ impl std::fmt::Debug for HttpOptions {
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
             )
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("session_idle_timeout", &self.session_idle_timeout)
             .finish()
     }
 }
@@ -119,6 +161,48 @@ impl HttpOptions {
     /// Requires `Authorization: Bearer <token>` on every request.
     pub fn bearer_token(&mut self, token: impl Into<String>) -> &mut Self {
         self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// The default of [`HttpOptions::max_connections`].
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+    /// The default of [`HttpOptions::header_read_timeout`].
+    pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The default of [`HttpOptions::idle_timeout`].
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+    /// The default of [`HttpOptions::session_idle_timeout`].
+    pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+    /// The most connections open at once (at least 1); more are answered
+    /// `503 Service Unavailable` and closed. Keep it well under the process's
+    /// file-descriptor limit (`ulimit -n`): plugins and the cache need some.
+    pub fn max_connections(&mut self, max: usize) -> &mut Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// How long a connection may take to send a request head, counted from
+    /// when the server starts waiting for one: on a new connection and between
+    /// the requests of a kept-alive one.
+    pub fn header_read_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may move no bytes either way (a slow request
+    /// body, a client that stopped reading) before it is closed. Response
+    /// streams send a keep-alive comment every 15 s, so an open stream is
+    /// never idle when this is longer.
+    pub fn idle_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// How long a session may go without a request (or a message from its
+    /// calls) before it ends and frees its memory. A call that runs silently
+    /// for longer ends with its session: keep this above the call deadline.
+    pub fn session_idle_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.session_idle_timeout = timeout;
         self
     }
 }
@@ -159,6 +243,7 @@ struct Shared {
     name: String,
     version: String,
     sessions: AtomicU64,
+    progress_interval: Duration,
 }
 
 impl McpServer {
@@ -172,6 +257,7 @@ impl McpServer {
                 name: "toolhost".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 sessions: AtomicU64::new(0),
+                progress_interval: Self::DEFAULT_PROGRESS_INTERVAL,
             }),
         }
     }
@@ -191,6 +277,18 @@ impl McpServer {
     /// session is one invocation: its calls share scratch state.
     pub fn with_engine(mut self, engine: &Engine) -> Self {
         self.shared_mut().engine = Some(engine.clone());
+        self
+    }
+
+    /// The default of [`McpServer::with_progress_interval`].
+    pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+    /// The shortest time between two progress notifications of one call
+    /// (default [`McpServer::DEFAULT_PROGRESS_INTERVAL`]): chunks that arrive
+    /// sooner are merged into the next notification, which carries their text
+    /// and the latest chunk count. Zero sends one notification per chunk.
+    pub fn with_progress_interval(mut self, interval: Duration) -> Self {
+        self.shared_mut().progress_interval = interval;
         self
     }
 
@@ -227,21 +325,36 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let session = Session::new(self.shared.clone(), "stdio");
-        let running = session
-            .serve((read, write))
-            .await
-            .map_err(|e| McpError::Start {
+        let closed = CancellationToken::new();
+        let session = Session::new(self.shared.clone(), "stdio", closed.clone());
+        let (transport, writer) = stdio::StdioTransport::new(read, write, closed.clone());
+        let served = async {
+            let running = session
+                .serve(transport)
+                .await
+                .map_err(|e| McpError::Start {
+                    reason: e.to_string(),
+                })?;
+            running.waiting().await.map_err(|e| McpError::Session {
                 reason: e.to_string(),
-            })?;
-        running.waiting().await.map_err(|e| McpError::Session {
-            reason: e.to_string(),
-        })?;
-        Ok(())
+            })
+        }
+        .await;
+        // The client's end closed (or the session failed): stop what runs.
+        closed.cancel();
+        // Let the last answers out, unless the client stopped reading.
+        if tokio::time::timeout(Duration::from_secs(2), writer)
+            .await
+            .is_err()
+        {
+            tracing::warn!("gave up writing the last MCP messages: the client is not reading");
+        }
+        served.map(|_| ())
     }
 
     /// Serves streamable HTTP at `/mcp` on `listener` until `shutdown`
     /// completes. Each MCP session gets its own identity and invocation.
+    /// Connections and sessions are bounded as [`HttpOptions`] says.
     ///
     /// # Errors
     /// [`McpError::Http`] if serving fails.
@@ -268,24 +381,32 @@ impl McpServer {
             .with_allowed_origins(origins)
             .with_cancellation_token(stop.child_token());
         let shared = self.shared.clone();
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(options.session_idle_timeout);
         let service = StreamableHttpService::new(
-            move || Ok(Session::new(shared.clone(), "http")),
-            Arc::new(LocalSessionManager::default()),
+            move || {
+                Ok(Session::new(
+                    shared.clone(),
+                    "http",
+                    CancellationToken::new(),
+                ))
+            },
+            Arc::new(sessions),
             config,
         );
         let token: Option<Arc<str>> = options.bearer_token.as_deref().map(Arc::from);
-        let app =
-            axum::Router::new()
-                .nest_service("/mcp", service)
-                .layer(axum::middleware::from_fn(move |request, next| {
-                    authorize(token.clone(), request, next)
-                }));
-        let stopping = stop.clone();
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                stopping.cancel();
-            })
+        let app = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(http::watch_disconnect))
+            .layer(axum::middleware::from_fn(move |request, next| {
+                authorize(token.clone(), request, next)
+            }));
+        let limits = http::Limits {
+            max_connections: options.max_connections,
+            header_read_timeout: options.header_read_timeout,
+            idle_timeout: options.idle_timeout,
+        };
+        http::serve(listener, app, limits, shutdown, stop)
             .await
             .map_err(|source| McpError::Http { source })
     }
@@ -380,6 +501,8 @@ struct SessionState {
     identity: OnceLock<Identity>,
     /// Cancelled when the session ends: stops its change forwarder.
     ended: CancellationToken,
+    /// Cancelled when the client's end closes (stdio): stops running calls.
+    disconnected: CancellationToken,
     engine: Option<Engine>,
 }
 
@@ -389,18 +512,19 @@ impl Drop for SessionState {
         if let Some(engine) = &self.engine {
             engine.end_invocation(&self.id);
         }
-        tracing::debug!(session = %self.id, "MCP session ended");
+        tracing::info!(session = %self.id, "MCP session ended");
     }
 }
 
 impl Session {
-    fn new(shared: Arc<Shared>, transport: &'static str) -> Self {
+    fn new(shared: Arc<Shared>, transport: &'static str, disconnected: CancellationToken) -> Self {
         let n = shared.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let state = SessionState {
             id: format!("mcp-{transport}-{}-{n}", std::process::id()),
             transport,
             identity: OnceLock::new(),
             ended: CancellationToken::new(),
+            disconnected,
             engine: shared.engine.clone(),
         };
         Self {
@@ -511,7 +635,9 @@ impl Session {
         };
         match started {
             Ok(Started::Output(output)) => Ok(output_result(output)),
-            Ok(Started::Stream(stream)) => pump(stream, &name, request).await,
+            Ok(Started::Stream(stream)) => {
+                pump(stream, &name, request, self.shared.progress_interval).await
+            }
             Err(err) => error_result(err),
         }
     }
@@ -598,33 +724,56 @@ async fn confirm(
     }
 }
 
-/// Pulls a stream to its end, sending each chunk as a progress notification
-/// when the client asked for progress; the result holds the whole output.
+/// Pulls a stream to its end, reporting it in progress notifications when the
+/// client asked for progress (at most one per `interval`; see the module
+/// docs); the result holds the whole output.
 async fn pump(
     mut stream: ToolStream,
     tool: &str,
     request: &RequestContext<RoleServer>,
+    interval: Duration,
 ) -> Result<CallToolResult, ErrorData> {
-    let token = request.meta.get_progress_token();
+    let mut progress = request
+        .meta
+        .get_progress_token()
+        .map(|token| Progress::new(token, interval));
     let mut parts: Vec<Part> = Vec::new();
-    let mut count = 0u32;
-    while let Some(part) = stream.next().await {
+    loop {
+        let next = match progress.as_ref().and_then(Progress::due) {
+            Some(due) => tokio::select! {
+                biased;
+                part = stream.next() => part,
+                () = tokio::time::sleep_until(due) => {
+                    if let Some(progress) = &mut progress {
+                        progress.flush(tool, &request.peer).await;
+                    }
+                    continue;
+                }
+            },
+            None => stream.next().await,
+        };
+        let Some(part) = next else { break };
         let part = match part {
             Ok(part) => part,
             Err(err) => return error_result(err),
         };
-        count += 1;
-        if let Some(token) = &token {
-            let progress = ProgressNotificationParam::new(token.clone(), f64::from(count))
-                .with_message(progress_message(&part));
-            if let Err(err) = request.peer.notify_progress(progress).await {
-                tracing::debug!(%tool, %err, "could not send a progress notification");
+        if let Some(progress) = &mut progress {
+            progress.add(&part);
+            if progress
+                .due()
+                .is_some_and(|due| due <= tokio::time::Instant::now())
+            {
+                progress.flush(tool, &request.peer).await;
             }
         }
         match (part, parts.last_mut()) {
             (Part::Text(text), Some(Part::Text(last))) => last.push_str(&text),
             (part, _) => parts.push(part),
         }
+    }
+    // What is still pending goes out before the result.
+    if let Some(progress) = &mut progress {
+        progress.flush(tool, &request.peer).await;
     }
     let call_id = stream.call_id().to_owned();
     Ok(match parts.as_slice() {
@@ -645,6 +794,70 @@ async fn pump(
                 .collect(),
         ),
     })
+}
+
+/// The progress of one streaming call: chunks not yet reported are merged
+/// until the next notification may go.
+struct Progress {
+    token: rmcp::model::ProgressToken,
+    interval: Duration,
+    /// Chunks so far.
+    count: u32,
+    /// The text of the chunks not yet reported, and how many there are.
+    pending: String,
+    unsent: u32,
+    last_sent: Option<tokio::time::Instant>,
+}
+
+impl Progress {
+    fn new(token: rmcp::model::ProgressToken, interval: Duration) -> Self {
+        Self {
+            token,
+            interval,
+            count: 0,
+            pending: String::new(),
+            unsent: 0,
+            last_sent: None,
+        }
+    }
+
+    fn add(&mut self, part: &Part) {
+        self.count = self.count.saturating_add(1);
+        self.unsent += 1;
+        let message = progress_message(part);
+        if !matches!(part, Part::Text(_))
+            && !self.pending.is_empty()
+            && !self.pending.ends_with('\n')
+        {
+            self.pending.push('\n');
+        }
+        self.pending.push_str(&message);
+    }
+
+    /// When the pending chunks may be reported; `None` when there are none.
+    fn due(&self) -> Option<tokio::time::Instant> {
+        if self.unsent == 0 {
+            return None;
+        }
+        Some(match self.last_sent {
+            Some(at) => at + self.interval,
+            None => tokio::time::Instant::now(),
+        })
+    }
+
+    async fn flush(&mut self, tool: &str, peer: &Peer<RoleServer>) {
+        if self.unsent == 0 {
+            return;
+        }
+        let message = std::mem::take(&mut self.pending);
+        self.unsent = 0;
+        self.last_sent = Some(tokio::time::Instant::now());
+        let progress = ProgressNotificationParam::new(self.token.clone(), f64::from(self.count))
+            .with_message(message);
+        if let Err(err) = peer.notify_progress(progress).await {
+            tracing::debug!(%tool, %err, "could not send a progress notification");
+        }
+    }
 }
 
 fn progress_message(part: &Part) -> String {
@@ -897,16 +1110,27 @@ impl ServerHandler for Session {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call_id = cx.call_id().to_owned();
         let cancelled = context.ct.clone();
+        let disconnected = self.state.disconnected.clone();
+        // Over HTTP: cancelled when the connection of this call's POST drops.
+        let dropped = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<http::Disconnect>())
+            .map(|d| d.0.clone())
+            .unwrap_or_default();
+        let stopped = |why: &str| {
+            // The call's future is dropped here: its Store and instance go
+            // with it, and a guest still running stops at its next epoch tick.
+            tracing::info!(tool = %name, call = %call_id, "call cancelled: {why}; guest stopped");
+            Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "the call of `{name}` was cancelled"
+            ))]))
+        };
         let result = tokio::select! {
             biased;
-            () = cancelled.cancelled() => {
-                // The call's future is dropped here: its Store and instance go
-                // with it, and a guest still running stops at its next epoch tick.
-                tracing::info!(tool = %name, call = %call_id, "call cancelled by the client; guest stopped");
-                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "the call of `{name}` was cancelled"
-                ))]))
-            }
+            () = cancelled.cancelled() => stopped("the client cancelled it"),
+            () = disconnected.cancelled() => stopped("the client closed its end"),
+            () = dropped.cancelled() => stopped("the client's connection dropped"),
             result = self.call(tool, cx, arguments, &context) => result,
         };
         result.map(Into::into)

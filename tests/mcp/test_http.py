@@ -4,6 +4,7 @@ HTTP-only guards (Host and Origin checks against DNS rebinding, bearer token).""
 from __future__ import annotations
 
 import anyio
+import anyio.abc
 import httpx2
 import pytest
 from mcp import MCPError
@@ -96,3 +97,131 @@ def leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in leaves(inner)]
     return [error]
+
+
+# --- connections, sessions and calls whose client went away ---------------------------
+
+BASE = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+LONG = ["--timeout-ms", "3600000", "--fuel", "10000000000000000"]
+
+
+async def open_session(http: httpx2.AsyncClient, server: HttpServer) -> dict[str, str]:
+    """Initializes a session by hand; returns the headers its requests carry."""
+    with anyio.fail_after(CALL_S):
+        async with http.stream("POST", server.url, json=INITIALIZE, headers=BASE) as response:
+            assert response.status_code == 200, response.status_code
+            session = response.headers["mcp-session-id"]
+            body = ""
+            async for text in response.aiter_text():
+                body += text
+                if "protocolVersion" in body:
+                    break
+        headers = BASE | {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        response = await http.post(server.url, json=initialized, headers=headers)
+        assert response.status_code == 202, response.status_code
+    return headers
+
+
+def _call(id: int, tool: str) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
+
+
+async def test_dropped_connection_cancels_the_call(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """A client whose connection drops mid-call (no `notifications/cancelled`)
+    stops its guest: nothing keeps burning CPU for it."""
+    async with launch(make_plugins("hostile"), flags=LONG) as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            headers = await open_session(http, server)
+            response = await http.post(server.url, json=_call(1, "ok"), headers=headers)
+            assert '"ok":true' in response.text, response.text  # compiled
+            for id, tool in enumerate(["spin", "sleep_forever"], start=2):
+                # The response's headers mean the call was handed to the session;
+                # leaving the block unread closes the connection under it.
+                async with http.stream("POST", server.url, json=_call(id, tool), headers=headers) as response:
+                    assert response.status_code == 200, response.status_code
+                await server.wait_for_log(
+                    lambda line, tool=tool: "connection dropped" in line and f"tool={tool}" in line,
+                    f"a cancelled `{tool}` after its connection dropped",
+                )
+        before = server.cpu_seconds()
+        await anyio.sleep(2)
+        used = server.cpu_seconds() - before
+        assert used < 0.5, f"the server used {used:.2f} s of CPU in the 2 s after the drops"
+
+
+async def _read_to_eof(stream: anyio.abc.SocketStream) -> bytes:
+    data = b""
+    with anyio.fail_after(CALL_S):
+        while True:
+            try:
+                data += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionResetError):
+                return data
+
+
+async def test_connections_over_the_cap_are_refused(launch: Launch, make_plugins: PluginsFactory) -> None:
+    config = "[serve]\nmax_connections = 4\nheader_read_timeout_ms = 3600000\n"
+    async with launch(make_plugins("echo"), config=config) as server:
+        held = [await anyio.connect_tcp("127.0.0.1", server.port) for _ in range(4)]
+        for stream in held:
+            await stream.send(b"P")  # a request that never completes
+        # Connections are accepted in order: this one is the fifth.
+        extra = await anyio.connect_tcp("127.0.0.1", server.port)
+        refused = await _read_to_eof(extra)
+        assert refused.startswith(b"HTTP/1.1 503"), refused
+        await server.wait_for_log(
+            lambda line: "refused HTTP connections" in line and "max_connections" in line, "a refusal log line"
+        )
+        for stream in held:
+            await stream.aclose()
+        # Their places free up: a client gets in again.
+        with anyio.fail_after(CALL_S):
+            while True:
+                try:
+                    status, _ = await post_initialize(server, {})
+                except httpx2.HTTPError:
+                    status = 0
+                if status == 200:
+                    break
+                await anyio.sleep(0.1)
+        async with server.connect() as client:
+            assert ok(await client.call("add", {"a": 20, "b": 22})) == {"result": 42}
+
+
+async def test_slow_and_idle_connections_are_closed(launch: Launch, make_plugins: PluginsFactory) -> None:
+    config = "[serve]\nheader_read_timeout_ms = 500\nidle_timeout_ms = 1500\n"
+    async with launch(make_plugins("echo"), config=config) as server:
+        slow = await anyio.connect_tcp("127.0.0.1", server.port)
+        await slow.send(b"P")  # one byte of a request head, then nothing
+        await _read_to_eof(slow)
+        await server.wait_for_log(lambda line: "header_read_timeout" in line, "a header-read timeout log line")
+
+        stuck = await anyio.connect_tcp("127.0.0.1", server.port)
+        head = (
+            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{"
+        )
+        await stuck.send(head.encode())  # a body that never comes
+        await _read_to_eof(stuck)
+        await server.wait_for_log(lambda line: "idle_timeout" in line, "an idle timeout log line")
+
+        async with server.connect() as client:
+            assert ok(await client.call("add", {"a": 1, "b": 2})) == {"result": 3}
+
+
+async def test_idle_sessions_expire(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """Sessions a client never ends are freed after the configured idle time; a
+    request to one then gets 404 (the MCP signal to start a new session)."""
+    async with launch(make_plugins("echo"), config="[serve]\nsession_idle_timeout_ms = 1000\n") as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            sessions = [await open_session(http, server) for _ in range(20)]
+            with anyio.fail_after(CALL_S):
+                while server.stderr().count("MCP session ended") < len(sessions):
+                    await anyio.sleep(0.1)
+            ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+            for headers in sessions[:3]:
+                response = await http.post(server.url, json=ping, headers=headers)
+                assert response.status_code == 404, response.status_code
+        async with server.connect() as client:
+            assert ok(await client.call("add", {"a": 1, "b": 2})) == {"result": 3}

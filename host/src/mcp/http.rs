@@ -1,0 +1,335 @@
+//! The HTTP server under the streamable HTTP transport: accepts connections up
+//! to a cap (refusing the rest with a 503 and a log line), closes connections
+//! that send no request head in time or go idle, and tells a call when the
+//! connection its answer was to go on has dropped.
+
+use std::net::SocketAddr;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use bytes::Bytes;
+use http_body::Frame;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// The connection limits of the HTTP server.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) max_connections: usize,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+}
+
+/// Put in a POST request's extensions: cancelled when the response's body is
+/// dropped before its end (the client went away). rmcp hands the request's
+/// parts to the handler, so a call finds it there.
+#[derive(Debug, Clone)]
+pub(crate) struct Disconnect(pub(crate) CancellationToken);
+
+/// Serves `app` on `listener` until `shutdown` completes, then stops
+/// accepting, cancels `stop` and waits (a bounded while) for connections to end.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: axum::Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    stop: CancellationToken,
+) -> std::io::Result<()> {
+    let open = Arc::new(Semaphore::new(limits.max_connections));
+    let mut refusals = Refusals::default();
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let (stream, addr) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // Out of file descriptors, mostly: wait for some to close.
+                    tracing::warn!(%err, "cannot accept an HTTP connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            refusals.refuse(stream, addr, limits.max_connections);
+            continue;
+        };
+        let app = app.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            connection(stream, addr, app, limits, stop).await;
+            drop(permit);
+        });
+    }
+    stop.cancel();
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(Duration::from_secs(10), open.acquire_many(all))
+        .await
+        .is_err()
+    {
+        tracing::warn!("stopped with HTTP connections still open");
+    }
+    Ok(())
+}
+
+/// Refuses connections over the cap: a short 503, then close. Logs the first
+/// refusal of a burst and then at most one line a second, with the count.
+#[derive(Default)]
+struct Refusals {
+    unlogged: u64,
+    logged_at: Option<Instant>,
+    /// Refusals still draining what their client sent.
+    draining: Arc<AtomicU64>,
+}
+
+/// The answer to a connection over the cap.
+const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-type: text/plain\r\nretry-after: 1\r\ncontent-length: 57\r\n\r\ntoo many connections to this MCP server; try again later\n";
+
+/// Refusals that may wait (briefly) for their client's request at once.
+const DRAINING: u64 = 32;
+
+impl Refusals {
+    fn refuse(&mut self, stream: TcpStream, addr: SocketAddr, cap: usize) {
+        // Without waiting: a new socket's send buffer is empty.
+        let _ = stream.try_write(REFUSAL);
+        if self.draining.load(Ordering::Relaxed) < DRAINING {
+            // Read what the client sent before closing: closing on unread
+            // bytes resets the connection, and the client might miss the 503.
+            let draining = self.draining.clone();
+            draining.fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(Duration::from_millis(500), drain(stream)).await;
+                draining.fetch_sub(1, Ordering::Relaxed);
+            });
+        }
+        self.unlogged += 1;
+        let now = Instant::now();
+        if self
+            .logged_at
+            .is_none_or(|at| now.duration_since(at) >= Duration::from_secs(1))
+        {
+            tracing::warn!(
+                %addr,
+                refused = self.unlogged,
+                "refused HTTP connections: {cap} are open, the most allowed (max_connections)"
+            );
+            self.unlogged = 0;
+            self.logged_at = Some(now);
+        }
+    }
+}
+
+/// Closes the sending side, then reads until the client closes its own.
+async fn drain(mut stream: TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = stream.shutdown().await;
+    let mut buffer = [0u8; 4096];
+    while matches!(stream.read(&mut buffer).await, Ok(n) if n > 0) {}
+}
+
+/// Serves one connection: hyper's header-read timeout covers the wait for
+/// every request head (the first and those of a kept-alive connection); the
+/// idle watch closes a connection nothing was read from or written to for
+/// `idle_timeout` (a slow body, a client that stopped reading).
+async fn connection(
+    stream: TcpStream,
+    addr: SocketAddr,
+    app: axum::Router,
+    limits: Limits,
+    stop: CancellationToken,
+) {
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Watched {
+        inner: stream,
+        activity: activity.clone(),
+    });
+    let service = TowerToHyperService::new(app);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .keep_alive(true);
+    let mut conn = pin!(builder.serve_connection(io, service));
+    let mut stopping = false;
+    loop {
+        let idle_at = activity.last() + limits.idle_timeout;
+        tokio::select! {
+            result = conn.as_mut() => {
+                match result {
+                    Err(err) if err.is_timeout() => tracing::info!(
+                        %addr,
+                        "closed an HTTP connection: no complete request head within {:?} (header_read_timeout)",
+                        limits.header_read_timeout
+                    ),
+                    Err(err) => tracing::debug!(%addr, %err, "HTTP connection failed"),
+                    Ok(()) => {}
+                }
+                return;
+            }
+            () = stop.cancelled(), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            () = tokio::time::sleep_until(idle_at.into()) => {
+                if activity.last().elapsed() >= limits.idle_timeout {
+                    tracing::info!(
+                        %addr,
+                        "closed an HTTP connection: nothing sent or received for {:?} (idle_timeout)",
+                        limits.idle_timeout
+                    );
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// When a connection last moved bytes.
+struct Activity {
+    start: Instant,
+    millis: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            millis: AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let millis = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.millis.store(millis, Ordering::Relaxed);
+    }
+
+    fn last(&self) -> Instant {
+        self.start + Duration::from_millis(self.millis.load(Ordering::Relaxed))
+    }
+}
+
+/// A stream that records activity.
+struct Watched {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.touch();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, data);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Marks a POST request so its call can tell when the client went away, and
+/// wraps the response's body to notice that.
+pub(crate) async fn watch_disconnect(
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let token = CancellationToken::new();
+    request.extensions_mut().insert(Disconnect(token.clone()));
+    let response = next.run(request).await;
+    response.map(|body| {
+        Body::new(Guarded {
+            inner: body,
+            token: Some(token),
+        })
+    })
+}
+
+/// A response body that cancels its token when dropped before its end.
+struct Guarded {
+    inner: Body,
+    token: Option<CancellationToken>,
+}
+
+impl http_body::Body for Guarded {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) {
+            self.token = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        if let Some(token) = self.token.take() {
+            token.cancel();
+        }
+    }
+}

@@ -1,0 +1,570 @@
+//! The stdio transport: newline-delimited JSON-RPC on a byte stream pair.
+//!
+//! rmcp's own line transport drops what it cannot parse, so a client that sent
+//! a bad line waits forever for an answer. This one checks every line before
+//! rmcp sees it and answers each request it cannot hand on itself, as JSON-RPC
+//! 2.0 asks (id `null` where the id cannot be read):
+//!
+//! | line | answer |
+//! | --- | --- |
+//! | not JSON | −32700 parse error, id `null` |
+//! | JSON nested deeper than 128 levels | −32600, with the id when it can be read |
+//! | longer than [`MAX_LINE`] | −32600, id `null` (the rest of the line is skipped) |
+//! | a batch (array) | one −32600 per request in it (MCP has no batches since 2025-06-18) |
+//! | not an object, no or a non-string `method`, a bad `jsonrpc` or `id` | −32600 |
+//! | `params` not an object, or of the wrong shape for a known method | −32602 |
+//!
+//! Notifications are never answered, as JSON-RPC asks: a bad one is logged and
+//! dropped. Responses (to the server's own requests) that do not parse are
+//! dropped too, so two peers cannot echo errors at each other forever.
+//!
+//! End of input (or a read error) cancels [`StdioTransport::closed`], which
+//! stops the session's running calls at once instead of letting rmcp wait for
+//! them.
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, InitializeRequestParams,
+    JsonRpcMessage, PaginatedRequestParams,
+};
+use rmcp::service::TxJsonRpcMessage;
+use rmcp::transport::Transport;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// The longest line read (one JSON-RPC message), like rmcp's own limit.
+pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// Messages queued for the writer; it holds the client back when full.
+const QUEUE: usize = 64;
+
+/// The methods a client may call, as rmcp 3.11 names them. A request with one
+/// of these whose `params` do not fit falls through rmcp's untagged enum to a
+/// custom request (answered "method not found"); it is answered −32602 here.
+const KNOWN_METHODS: &[&str] = &[
+    "ping",
+    "initialize",
+    "server/discover",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/directory/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "subscriptions/listen",
+    "tools/call",
+    "tools/list",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "skills/list",
+    "skills/get",
+];
+
+type Write = (Vec<u8>, Option<oneshot::Sender<std::io::Result<()>>>);
+
+/// What became of one line.
+#[derive(Debug)]
+enum Verdict {
+    /// A message for rmcp.
+    Deliver(Box<ClientJsonRpcMessage>),
+    /// Answered here: this JSON goes back to the client.
+    Answer(Value),
+    /// Nothing to do (an empty line, a bad notification or response).
+    Skip,
+}
+
+/// A line transport that answers what rmcp would leave unanswered.
+pub(crate) struct StdioTransport<R> {
+    read: BufReader<R>,
+    line: Vec<u8>,
+    /// Skipping the rest of an oversized line, up to its newline.
+    discarding: bool,
+    /// An answer not yet queued (kept here: `receive` may be cancelled).
+    pending: Option<Vec<u8>>,
+    out: Option<mpsc::Sender<Write>>,
+    closed: CancellationToken,
+}
+
+impl<R: AsyncRead + Send + Unpin> StdioTransport<R> {
+    /// A transport over `read` and `write`, and the writer's task: it ends once
+    /// the transport and every send in flight are gone, after writing them.
+    pub(crate) fn new<W>(
+        read: R,
+        write: W,
+        closed: CancellationToken,
+    ) -> (Self, tokio::task::JoinHandle<()>)
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (out, rx) = mpsc::channel(QUEUE);
+        let writer = tokio::spawn(write_all(write, rx));
+        let transport = Self {
+            read: BufReader::new(read),
+            line: Vec::new(),
+            discarding: false,
+            pending: None,
+            out: Some(out),
+            closed,
+        };
+        (transport, writer)
+    }
+
+    /// Reads one line into `self.line`; `Ok(false)` at the end of input.
+    /// Cancel-safe: a partial line stays in `self.line` for the next call.
+    async fn read_line(&mut self) -> std::io::Result<Line> {
+        loop {
+            let available = self.read.fill_buf().await?;
+            if available.is_empty() {
+                return Ok(Line::Eof);
+            }
+            let newline = available.iter().position(|b| *b == b'\n');
+            let take = newline.map_or(available.len(), |i| i + 1);
+            let mut oversized = false;
+            if !self.discarding {
+                if self.line.len().saturating_add(take) > MAX_LINE + 1 {
+                    self.line = Vec::new();
+                    oversized = true;
+                    self.discarding = newline.is_none();
+                } else {
+                    self.line.extend_from_slice(&available[..take]);
+                }
+            } else if newline.is_some() {
+                self.discarding = false;
+            }
+            self.read.consume(take);
+            if oversized {
+                return Ok(Line::Oversized);
+            }
+            if newline.is_some() && !self.line.is_empty() {
+                return Ok(Line::Whole);
+            }
+        }
+    }
+}
+
+enum Line {
+    Whole,
+    Oversized,
+    Eof,
+}
+
+async fn write_all<W: AsyncWrite + Unpin>(mut write: W, mut rx: mpsc::Receiver<Write>) {
+    let mut broken = false;
+    while let Some((bytes, ack)) = rx.recv().await {
+        let result = if broken {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the client's end is closed",
+            ))
+        } else {
+            match write.write_all(&bytes).await {
+                Ok(()) => write.flush().await,
+                Err(err) => Err(err),
+            }
+        };
+        if let Err(err) = &result
+            && !broken
+        {
+            tracing::debug!(%err, "cannot write to the MCP client");
+            broken = true;
+        }
+        if let Some(ack) = ack {
+            let _ = ack.send(result);
+        }
+    }
+}
+
+impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioTransport<R> {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let out = self.out.clone();
+        let bytes = serde_json::to_vec(&item).map(|mut bytes| {
+            bytes.push(b'\n');
+            bytes
+        });
+        async move {
+            let bytes = bytes.map_err(std::io::Error::from)?;
+            let out = out.ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotConnected, "the transport is closed")
+            })?;
+            let (ack, done) = oneshot::channel();
+            out.send((bytes, Some(ack))).await.map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the writer stopped")
+            })?;
+            done.await.unwrap_or_else(|_| {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    "the writer stopped",
+                ))
+            })
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            if let Some(answer) = &self.pending {
+                let out = self.out.as_ref()?;
+                let permit = out.reserve().await.ok()?;
+                permit.send((answer.clone(), None));
+                self.pending = None;
+            }
+            let verdict = match self.read_line().await {
+                Ok(Line::Whole) => {
+                    let verdict = check_line(&self.line);
+                    self.line.clear();
+                    verdict
+                }
+                Ok(Line::Oversized) => {
+                    tracing::warn!(
+                        limit = MAX_LINE,
+                        "an MCP message longer than the limit was skipped"
+                    );
+                    Verdict::Answer(error(
+                        Value::Null,
+                        -32600,
+                        format!(
+                            "Invalid Request: the message is longer than {} MiB",
+                            MAX_LINE >> 20
+                        ),
+                    ))
+                }
+                Ok(Line::Eof) => {
+                    tracing::debug!("the MCP client closed its end");
+                    self.closed.cancel();
+                    return None;
+                }
+                Err(err) => {
+                    tracing::warn!(%err, "cannot read from the MCP client");
+                    self.closed.cancel();
+                    return None;
+                }
+            };
+            match verdict {
+                Verdict::Deliver(message) => return Some(*message),
+                Verdict::Answer(answer) => {
+                    let mut bytes = serde_json::to_vec(&answer).unwrap_or_default();
+                    bytes.push(b'\n');
+                    self.pending = Some(bytes);
+                }
+                Verdict::Skip => {}
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.out = None;
+        Ok(())
+    }
+}
+
+/// A JSON-RPC error response.
+fn error(id: Value, code: i32, message: String) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// What to do with one line (its newline included or not).
+fn check_line(line: &[u8]) -> Verdict {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Verdict::Skip;
+    }
+    match serde_json::from_slice::<Value>(line) {
+        Ok(Value::Array(items)) => batch(&items),
+        Ok(Value::Object(map)) => check_message(map),
+        Ok(_) => Verdict::Answer(error(
+            Value::Null,
+            -32600,
+            "Invalid Request: a JSON-RPC message is an object".to_owned(),
+        )),
+        Err(err) => {
+            // Valid JSON nested too deep for serde_json (128 levels) still has
+            // a readable envelope: `IgnoredAny` skips values without recursing.
+            #[derive(Deserialize)]
+            struct Envelope {
+                id: Option<Value>,
+                method: Option<Value>,
+            }
+            match serde_json::from_slice::<Envelope>(line) {
+                Ok(Envelope {
+                    id: None,
+                    method: Some(_),
+                }) => {
+                    tracing::info!(%err, "dropped an MCP notification nested too deep");
+                    Verdict::Skip
+                }
+                Ok(envelope) => Verdict::Answer(error(
+                    answerable_id(envelope.id.as_ref()),
+                    -32600,
+                    format!("Invalid Request: the message is nested too deep ({err})"),
+                )),
+                Err(_) => {
+                    Verdict::Answer(error(Value::Null, -32700, format!("Parse error: {err}")))
+                }
+            }
+        }
+    }
+}
+
+/// The id to answer with: the request's when it is a string or a number.
+fn answerable_id(id: Option<&Value>) -> Value {
+    match id {
+        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        _ => Value::Null,
+    }
+}
+
+/// A batch: MCP removed JSON-RPC batching (2025-06-18), so every request in
+/// it is refused, by id; notifications in it are dropped.
+fn batch(items: &[Value]) -> Verdict {
+    const WHY: &str =
+        "Invalid Request: batches are not supported; send each message on its own line";
+    if items.is_empty() {
+        return Verdict::Answer(error(Value::Null, -32600, WHY.to_owned()));
+    }
+    let answers: Vec<Value> = items
+        .iter()
+        .filter(|item| {
+            // A notification (a method, no id) is never answered.
+            !(item.get("method").is_some_and(Value::is_string) && item.get("id").is_none())
+        })
+        .map(|item| error(answerable_id(item.get("id")), -32600, WHY.to_owned()))
+        .collect();
+    if answers.is_empty() {
+        tracing::info!("dropped a batch of MCP notifications");
+        Verdict::Skip
+    } else {
+        Verdict::Answer(Value::Array(answers))
+    }
+}
+
+/// Checks one message object against JSON-RPC 2.0 and MCP.
+fn check_message(map: Map<String, Value>) -> Verdict {
+    let invalid = |id: Value, why: &str| {
+        Verdict::Answer(error(id, -32600, format!("Invalid Request: {why}")))
+    };
+    let id = match map.get("id") {
+        None => None,
+        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id.clone()),
+        // A peer's error about a message it could not read (id `null`).
+        Some(Value::Null) if !map.contains_key("method") && is_response(&map) => {
+            tracing::debug!("dropped an MCP error response without an id");
+            return Verdict::Skip;
+        }
+        Some(_) => return invalid(Value::Null, "`id` must be a string or a number"),
+    };
+    if id
+        .as_ref()
+        .is_some_and(|id| id.is_number() && id.as_i64().is_none())
+    {
+        return invalid(id.unwrap_or_default(), "a numeric `id` must be an integer");
+    }
+    let answer_id = id.clone().unwrap_or(Value::Null);
+    if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return if id.is_none() && !map.contains_key("method") && is_response(&map) {
+            Verdict::Skip
+        } else {
+            invalid(answer_id, "`jsonrpc` must be \"2.0\"")
+        };
+    }
+    let method = match map.get("method") {
+        Some(Value::String(method)) => method.clone(),
+        Some(_) => return invalid(answer_id, "`method` must be a string"),
+        None if id.is_some() && is_response(&map) => return deliver_response(map),
+        None if is_response(&map) => {
+            tracing::debug!("dropped an MCP error response without an id");
+            return Verdict::Skip;
+        }
+        None => return invalid(answer_id, "no `method`"),
+    };
+    let params_error = match map.get("params") {
+        None | Some(Value::Object(_)) => None,
+        Some(_) => Some("`params` must be an object".to_owned()),
+    };
+    let Some(id) = id else {
+        // A notification: never answered.
+        if let Some(why) = &params_error {
+            tracing::info!(%method, "dropped an MCP notification: {why}");
+            return Verdict::Skip;
+        }
+        return match serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(map)) {
+            Ok(message) => Verdict::Deliver(Box::new(message)),
+            Err(err) => {
+                tracing::info!(%method, %err, "dropped an MCP notification");
+                Verdict::Skip
+            }
+        };
+    };
+    let invalid_params = |why: String| {
+        Verdict::Answer(error(
+            id.clone(),
+            -32602,
+            format!("Invalid params for `{method}`: {why}"),
+        ))
+    };
+    if let Some(why) = params_error {
+        return invalid_params(why);
+    }
+    let params = map.get("params").cloned();
+    match serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(map)) {
+        Ok(JsonRpcMessage::Request(request))
+            if matches!(&request.request, ClientRequest::CustomRequest(_))
+                && KNOWN_METHODS.contains(&method.as_str()) =>
+        {
+            invalid_params(params_problem(&method, params))
+        }
+        Ok(message) => Verdict::Deliver(Box::new(message)),
+        Err(err) => invalid_params(err.to_string()),
+    }
+}
+
+/// Whether a message without `method` looks like a response.
+fn is_response(map: &Map<String, Value>) -> bool {
+    map.contains_key("result") || map.contains_key("error")
+}
+
+/// A response to one of the server's requests, handed on if it parses.
+fn deliver_response(map: Map<String, Value>) -> Verdict {
+    match serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(map)) {
+        Ok(message) => Verdict::Deliver(Box::new(message)),
+        Err(err) => {
+            tracing::info!(%err, "dropped an MCP response that does not parse");
+            Verdict::Skip
+        }
+    }
+}
+
+/// Why `params` do not fit a known method, as precisely as can be said.
+fn params_problem(method: &str, params: Option<Value>) -> String {
+    let params = params.unwrap_or_else(|| json!({}));
+    let typed = match method {
+        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
+        "initialize" => serde_json::from_value::<InitializeRequestParams>(params).err(),
+        "tools/list" => serde_json::from_value::<PaginatedRequestParams>(params).err(),
+        _ => None,
+    };
+    match typed {
+        Some(err) => err.to_string(),
+        None => "they do not match the method's parameters".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(line: &str) -> Value {
+        match check_line(line.as_bytes()) {
+            Verdict::Answer(answer) => answer,
+            other => panic!("{line}: expected an answer, got {other:?}"),
+        }
+    }
+
+    fn code_and_id(answer: &Value) -> (i64, Value) {
+        (
+            answer["error"]["code"].as_i64().unwrap_or_default(),
+            answer["id"].clone(),
+        )
+    }
+
+    #[test]
+    fn bad_lines_are_answered_with_the_right_code_and_id() {
+        let deep = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{{\"name\":\"x\",\"arguments\":{{\"a\":{}1{}}}}}}}",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        let cases: Vec<(String, i64, Value)> =
+            vec![
+            ("not json".into(), -32700, Value::Null),
+            ("{\"jsonrpc\":\"2.0\",\"id\":1,".into(), -32700, Value::Null),
+            ("[]".into(), -32600, Value::Null),
+            ("42".into(), -32600, Value::Null),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[]}"#.into(),
+                -32602,
+                json!(3),
+            ),
+            (r#"{"jsonrpc":"2.0","id":4,"method":5}"#.into(), -32600, json!(4)),
+            (r#"{"jsonrpc":"2.0","method":5}"#.into(), -32600, Value::Null),
+            (r#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#.into(), -32600, json!("a")),
+            (r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#.into(), -32600, Value::Null),
+            (r#"{"jsonrpc":"2.0","id":6}"#.into(), -32600, json!(6)),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}"#.into(),
+                -32602,
+                json!(7),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":1}}"#
+                    .into(),
+                -32602,
+                json!(8),
+            ),
+            (deep, -32600, json!(9)),
+        ];
+        for (line, code, id) in cases {
+            let got = answer(&line);
+            assert_eq!(
+                code_and_id(&got),
+                (code, id),
+                "{}",
+                &line[..line.len().min(80)]
+            );
+            assert_eq!(got["jsonrpc"], "2.0");
+        }
+    }
+
+    #[test]
+    fn batches_are_refused_per_request() {
+        let got = answer(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"tools/list"}]"#,
+        );
+        let ids: Vec<_> = got
+            .as_array()
+            .map(|a| a.iter().map(code_and_id).collect())
+            .unwrap_or_default();
+        assert_eq!(ids, [(-32600, json!(1)), (-32600, json!("b"))]);
+    }
+
+    #[test]
+    fn good_messages_pass_and_notifications_are_never_answered() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"vendor/thing","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
+        ] {
+            assert!(
+                matches!(check_line(line.as_bytes()), Verdict::Deliver(_)),
+                "{line}"
+            );
+        }
+        for line in [
+            "",
+            "  \r",
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
+        ] {
+            assert!(
+                matches!(check_line(line.as_bytes()), Verdict::Skip),
+                "{line}"
+            );
+        }
+    }
+}
