@@ -458,17 +458,20 @@ async fn serve(
             dir.display()
         );
     }
-    let notice = tokio::spawn(async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        eprintln!("toolhost: compiling plugins (cached for later runs)…");
+    // The server answers at once; each plugin joins as it loads (a slow or
+    // failing one delays no other), and `tools/list` waits for the first load.
+    let plugins = PluginDir::start_configured(engine, &dir, options(cli, config)).await?;
+    let (loaded, ready) = tokio::sync::watch::channel(false);
+    let first_load = plugins.when_loaded();
+    tokio::spawn(async move {
+        let notice = tokio::spawn(async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            eprintln!("toolhost: compiling plugins (cached for later runs)…");
+        });
+        first_load.await;
+        notice.abort();
+        let _ = loaded.send(true);
     });
-    let plugins = PluginDir::open_configured(engine, &dir, options(cli, config)).await?;
-    notice.abort();
-    for status in plugins.status() {
-        if let LoadState::Failed { error, .. } = status.state {
-            eprintln!("warning: {error}");
-        }
-    }
     if watch {
         plugins
             .watch()
@@ -478,7 +481,8 @@ async fn serve(
     let tools = layered(plugins, config)?;
     let mut server = McpServer::new(tools)
         .with_changes(changes)
-        .with_engine(engine);
+        .with_engine(engine)
+        .with_ready(ready);
     if let Some(ms) = settings.progress_interval_ms {
         server = server.with_progress_interval(Duration::from_millis(ms));
     }

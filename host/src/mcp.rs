@@ -244,6 +244,64 @@ struct Shared {
     version: String,
     sessions: AtomicU64,
     progress_interval: Duration,
+    /// Holds `true` once the toolset has finished its first load.
+    ready: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+impl Session {
+    /// The tool of that name; while the first load runs, a tool not there yet
+    /// is waited for until it joins or the load ends (its plugin may be the
+    /// one still loading).
+    async fn resolve_when_loaded(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        let Some(ready) = &self.shared.ready else {
+            return self.resolve(cx, name);
+        };
+        let mut ready = ready.clone();
+        let mut changes = self.shared.changes.as_ref().map(|c| c.resubscribe());
+        loop {
+            if let Some(tool) = self.resolve(cx, name) {
+                return Some(tool);
+            }
+            if *ready.borrow_and_update() {
+                return None;
+            }
+            tokio::select! {
+                changed = ready.changed() => {
+                    if changed.is_err() {
+                        return self.resolve(cx, name);
+                    }
+                }
+                change = async {
+                    match &mut changes {
+                        Some(changes) => !matches!(
+                            changes.recv().await,
+                            Err(broadcast::error::RecvError::Closed)
+                        ),
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if !change {
+                        changes = None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn is_ready(&self) -> bool {
+        self.ready.as_ref().is_none_or(|ready| *ready.borrow())
+    }
+
+    /// Waits for the toolset's first load (see [`McpServer::with_ready`]).
+    async fn wait_ready(&self) {
+        if let Some(ready) = &self.ready {
+            let mut ready = ready.clone();
+            // A dropped sender means nothing more will load: serve what is there.
+            let _ = ready.wait_for(|ready| *ready).await;
+        }
+    }
 }
 
 impl McpServer {
@@ -258,6 +316,7 @@ impl McpServer {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 sessions: AtomicU64::new(0),
                 progress_interval: Self::DEFAULT_PROGRESS_INTERVAL,
+                ready: None,
             }),
         }
     }
@@ -270,6 +329,16 @@ impl McpServer {
     /// arrives here (from [`PluginDir::subscribe`](crate::PluginDir::subscribe)).
     pub fn with_changes(mut self, changes: broadcast::Receiver<ToolsetChange>) -> Self {
         self.shared_mut().changes = Some(changes);
+        self
+    }
+
+    /// Answers `initialize` at once, while the tools are still loading:
+    /// `tools/list`, and a call of a tool not there yet, wait until `ready`
+    /// holds `true` (for a plugins directory: every file's first load
+    /// finished, see [`PluginDir::start`](crate::PluginDir::start)). Tools
+    /// that have loaded can be called meanwhile.
+    pub fn with_ready(mut self, ready: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.shared_mut().ready = Some(ready);
         self
     }
 
@@ -582,6 +651,7 @@ impl Session {
         let mut changes = changes.resubscribe();
         let ended = self.state.ended.clone();
         let session = self.state.id.clone();
+        let shared = Arc::clone(&self.shared);
         tokio::spawn(async move {
             loop {
                 let notify = tokio::select! {
@@ -592,7 +662,9 @@ impl Session {
                         Err(broadcast::error::RecvError::Closed) => return,
                     },
                 };
-                if !notify {
+                // Plugins joining during the first load: `tools/list` waits
+                // for all of them anyway.
+                if !notify || !shared.is_ready() {
                     continue;
                 }
                 if peer.is_transport_closed() {
@@ -1071,6 +1143,7 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.shared.wait_ready().await;
         let cx = self.context(&context);
         let tools = self.shared.toolset.tools(&cx);
         let names = mcp_names(tools.iter().map(|t| t.spec().name.as_str()));
@@ -1089,7 +1162,7 @@ impl ServerHandler for Session {
     ) -> Result<CallToolResponse, ErrorData> {
         let cx = self.context(&context);
         let name = request.name.to_string();
-        let Some(tool) = self.resolve(&cx, &name) else {
+        let Some(tool) = self.resolve_when_loaded(&cx, &name).await else {
             let available = self
                 .shared
                 .toolset

@@ -491,3 +491,38 @@ async def test_many_concurrent_calls(launch: Launch, make_plugins: PluginsFactor
         async with anyio.create_task_group() as group:
             for s in range(sessions):
                 group.start_soon(session_work, server, s)
+
+
+# --- what calls share, and readiness -----------------------------------------------
+
+
+async def test_a_hanging_plugin_delays_neither_readiness_nor_other_tools(
+    launch: Launch, make_plugins: PluginsFactory
+) -> None:
+    """`slow_declare` never finishes listing its tools (its load deadline here is 10
+    minutes): the server answers at once all the same, and echo's tools can be called
+    while it loads. (Only `tools/list` waits for the first load, so the call is sent
+    as is: the SDK's `call_tool` lists the tools to check the result.)"""
+    plugins = make_plugins("echo", "slow_declare")
+    async with launch(plugins, config="[load]\ntimeout_ms = 600000\n") as server, server.connect() as client:
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name="echo", arguments={"message": "ready"})
+        )
+        with anyio.fail_after(CALL_S):
+            result = await client.session.send_request(request, types.CallToolResult)
+        assert ok(result)["message"] == "ready"
+
+
+async def test_huge_error_messages_are_cut(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("greedy")) as server, server.connect() as client:
+        text = error(await client.call("loud_error", {"bytes": 10_000_000}))
+        assert "loud start zzz" in text and "[cut: " in text, text[:200]
+        assert len(text) < 6000, len(text)
+
+
+async def test_guest_memory_past_the_engine_budget_is_busy(launch: Launch, make_plugins: PluginsFactory) -> None:
+    flags = ["--max-guest-memory-mib", "16"]
+    async with launch(make_plugins("greedy"), flags=flags) as server, server.connect() as client:
+        text = error(await client.call("hold", {"mib": 32}))
+        assert "could not run now" in text and "retry shortly" in text, text
+        assert ok(await client.call("hold", {"mib": 1})) == {"held_mib": 1}

@@ -409,6 +409,15 @@ impl PluginDir {
         let _ = pending.wait_for(|pending| *pending == 0).await;
     }
 
+    /// As [`PluginDir::loaded`], as a future that does not borrow the set
+    /// (to wait in another task). It also ends if the set is dropped.
+    pub fn when_loaded(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut pending = self.shared.first_pending.subscribe();
+        async move {
+            let _ = pending.wait_for(|pending| *pending == 0).await;
+        }
+    }
+
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.shared.dir
