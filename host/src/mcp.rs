@@ -253,10 +253,15 @@ impl Session {
     /// is waited for until it joins or the load ends (its plugin may be the
     /// one still loading).
     async fn resolve_when_loaded(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        let found = self.resolve(cx, name);
         let Some(ready) = &self.shared.ready else {
-            return self.resolve(cx, name);
+            return found;
         };
+        if found.is_some() || *ready.borrow() {
+            return found;
+        }
         let mut ready = ready.clone();
+        // Subscribed before the loop's first resolve: no change is missed.
         let mut changes = self.shared.changes.as_ref().map(|c| c.resubscribe());
         loop {
             if let Some(tool) = self.resolve(cx, name) {
