@@ -78,3 +78,9 @@ pub use toolset::{
     Toolset, ToolsetExt, WithMiddleware,
 };
 pub use toolset::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};
+
+/// The Rust of `docs/library.md`, compiled as a doc test so the page stays
+/// true to the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/library.md")]
+struct LibraryDocs;

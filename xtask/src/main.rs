@@ -1,6 +1,8 @@
 //! `cargo xtask <command>`: project automation in plain Rust.
 //!
-//! - `plugins`: build the example plugins, whatever their language, into `target/plugins/`.
+//! - `plugins [--all]`: build the Rust example plugins into `target/plugins/`
+//!   (needs only rustup's wasm32-wasip2 target); `--all` adds the Python,
+//!   JavaScript, Go and C examples (installing their pinned toolchains).
 //! - `guests [NAME...]`: build the guests written in other languages than Rust
 //!   (`tests/plugins/*` and `plugins/*` without a `Cargo.toml`) into
 //!   `<target>/polyglot/<name>.wasm`, with toolchains pinned by the repo. The host
@@ -11,10 +13,13 @@
 //!   guest SDKs commit (`guest-sdk/c/gen`, `guest-sdk/go/bindings`) and the Go
 //!   bindings' runtime package (`guest-sdk/go/witpkg`); `--check` fails if they
 //!   differ from fresh ones instead.
-//! - `demo`: build the plugins and the `toolhost` CLI, then list and call tools.
+//! - `demo`: build the Rust example plugins and the `toolhost` CLI, then list and call tools.
+//! - `docs-test`: run the README's install and tour verbatim in a scratch copy
+//!   of the repository, and every command and config snippet of the README and
+//!   `docs/` (see `docs.rs`).
 //! - `test`: check the committed bindings (`bindings --check`), build the
 //!   non-Rust guests, run the SDK unit tests and every cargo test (installs the
-//!   wasm32-wasip2 target if missing), then `new-test` and `mcp-test`.
+//!   wasm32-wasip2 target if missing), then `new-test`, `docs-test` and `mcp-test`.
 //! - `new-test`: `toolhost new` end to end: a project in each language, built
 //!   by its own `build.sh`, then called through the `toolhost` binary.
 //! - `mcp-test`: the MCP end-to-end tests (`tests/mcp`): the official Python MCP SDK
@@ -30,10 +35,12 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+mod docs;
+
 fn main() -> Result<()> {
     let task = std::env::args().nth(1).unwrap_or_default();
     match task.as_str() {
-        "plugins" => build_plugins().map(drop),
+        "plugins" => build_plugins(std::env::args().nth(2).as_deref() == Some("--all")).map(drop),
         "guests" => build_guests(&std::env::args().skip(2).collect::<Vec<_>>()).map(drop),
         "sdk-test" => sdk_test(),
         "bindings" => bindings(std::env::args().nth(2).as_deref() == Some("--check")),
@@ -41,11 +48,12 @@ fn main() -> Result<()> {
         "test" => test(),
         "mcp-test" => mcp_test(std::env::args().skip(2).collect()),
         "new-test" => new_test(),
+        "docs-test" => docs::test(),
         "bench" => bench(&std::env::args().skip(2).collect::<Vec<_>>()),
         "ci" => ci(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <plugins|guests [NAME...]|sdk-test|bindings [--check]|demo|test|new-test|mcp-test [PYTEST ARGS]|bench [NAME...]|ci>"
+                "usage: cargo xtask <plugins [--all]|guests [NAME...]|sdk-test|bindings [--check]|demo|test|new-test|docs-test|mcp-test [PYTEST ARGS]|bench [NAME...]|ci>"
             );
             bail!("unknown task `{task}`")
         }
@@ -120,8 +128,9 @@ fn rust_plugins() -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// Builds every example plugin and copies the components into `target/plugins/`.
-fn build_plugins() -> Result<PathBuf> {
+/// Builds the Rust example plugins (and with `all`, those in other languages)
+/// and copies the components into `target/plugins/`.
+fn build_plugins(all: bool) -> Result<PathBuf> {
     ensure_wasm_target()?;
     let names = rust_plugins()?;
     let mut cmd = cargo();
@@ -142,7 +151,7 @@ fn build_plugins() -> Result<PathBuf> {
     }
     let examples: Vec<String> = guests()?
         .into_iter()
-        .filter(|guest| guest.example)
+        .filter(|guest| all && guest.example)
         .map(|guest| guest.name)
         .collect();
     if !examples.is_empty() {
@@ -828,9 +837,9 @@ fn sdk_test() -> Result<()> {
 }
 
 fn demo() -> Result<()> {
-    let dir = build_plugins()?;
+    let dir = build_plugins(false)?;
     run(cargo().args(["build", "--release", "--package", "toolhost"]))?;
-    let toolhost = root().join("target/release/toolhost");
+    let toolhost = target_dir().join("release/toolhost");
     let step = |args: &[&str]| -> Result<()> {
         eprintln!("\n$ toolhost {}", args.join(" "));
         run(Command::new(&toolhost)
@@ -876,6 +885,7 @@ fn test() -> Result<()> {
     sdk_test()?;
     run(cargo().args(["test", "--workspace"]))?;
     new_test()?;
+    docs::test()?;
     mcp_test(Vec::new())
 }
 
