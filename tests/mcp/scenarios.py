@@ -197,6 +197,51 @@ async def test_long_names_are_cut_to_64_characters(launch: Launch, make_plugins:
             assert ok(await client.call(name, {"message": name}))["message"] == name
 
 
+NAMES_CONFIG = """
+[confirm]
+tools = ["add"]
+[filter]
+deny = ["nosuchtool"]
+[aliases.tools]
+wc = "word_count"
+"""
+
+
+async def test_names_you_can_rely_on(launch: Launch, make_plugins: PluginsFactory) -> None:
+    # `calc` clashes with nothing: listed bare, reachable as `calc.evaluate` too.
+    # Two copies of echo clash on every name: bare `add` is ambiguous.
+    plugins = make_plugins("echo", "calc", renamed={"echo2": "echo"})
+    async with launch(plugins, config=NAMES_CONFIG) as server, server.connect() as client:
+        tools = await client.tools()
+        assert "evaluate" in tools and "calc_evaluate" not in tools, sorted(tools)
+        assert {"echo_add", "echo2_add"} <= set(tools), sorted(tools)
+        assert "add" not in tools and "wc" not in tools, sorted(tools)
+        for name in ("evaluate", "calc.evaluate"):
+            assert ok(await client.call(name, {"expression": "1+2"}))["result"] == 3.0
+        # An ambiguous bare name is a protocol error naming the candidates as listed.
+        with pytest.raises(MCPError) as caught:
+            await client.call("add", {"a": 1, "b": 2})
+        assert caught.value.code == -32602, caught.value
+        assert "ambiguous" in str(caught.value) and "echo_add, echo2_add" in str(caught.value), caught.value
+        # A stale alias: not listed, and calling it says what it points at.
+        with pytest.raises(MCPError) as caught:
+            await client.call("wc", {"text": "a"})
+        assert caught.value.code == -32602, caught.value
+        assert "alias of `word_count`" in str(caught.value), caught.value
+        # `[confirm] tools = ["add"]` guards both tools, under every name.
+        for name in ("echo.add", "echo_add", "echo2.add", "echo2_add"):
+            assert "needs confirmation" in error(await client.call(name, {"a": 1, "b": 2})), name
+        # Config names that match nothing are warned about once, not per call.
+        await server.wait_for_log(lambda line: "`nosuchtool` matches no tool" in line, "the filter warning")
+        await server.wait_for_log(lambda line: "`word_count` matches no tool" in line, "the alias warning")
+        for _ in range(3):
+            ok(await client.call("evaluate", {"expression": "1"}))
+        await client.tools()
+        log = server.stderr()
+        assert log.count("`nosuchtool` matches no tool") == 1, log
+        assert log.count("`word_count` matches no tool") == 1, log
+
+
 # --- calls -----------------------------------------------------------------------------
 
 
