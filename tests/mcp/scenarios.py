@@ -505,6 +505,42 @@ async def test_list_changed_when_plugin_files_change(
             await expect_unknown(client, "ok")
 
 
+async def test_config_names_are_checked_again_after_each_reload(
+    launch: Launch, make_plugins: PluginsFactory, guests_dir: Path
+) -> None:
+    plugins = make_plugins("echo")
+    stale = "`word_count` matches no tool"
+
+    async def warned(times: int) -> None:
+        with anyio.move_on_after(CALL_S):
+            while server.stderr().count(stale) < times:
+                await anyio.sleep(0.1)
+        assert server.stderr().count(stale) == times, server.stderr()
+
+    async with launch(plugins, config='[aliases.tools]\nwc = "word_count"\n') as server, server.connect() as client:
+        seen = 0
+        await warned(1)
+        # Its tool arrives: the alias works, and the log says the name matches again.
+        put_plugin(guests_dir, plugins, "text")
+        seen = await expect_tools(client, seen, lambda t: "word_count" in t, "text loaded")
+        assert ok(await client.call("wc", {"text": "a b"}))["words"] == 2
+        await server.wait_for_log(lambda line: "`word_count` matches again" in line, "the alias matching again")
+        # Its tool goes: warned again, once; the alias does not resolve.
+        (plugins / "text.wasm").unlink()
+        seen = await expect_tools(client, seen, lambda t: "word_count" not in t, "text gone")
+        await warned(2)
+        with pytest.raises(MCPError) as caught:
+            await client.call("wc", {"text": "a"})
+        assert "alias of `word_count`" in str(caught.value), caught.value
+        # Reloads that do not change what matches repeat nothing.
+        put_plugin(guests_dir, plugins, "hostile")
+        seen = await expect_tools(client, seen, lambda t: "ok" in t, "hostile loaded")
+        put_plugin(guests_dir, plugins, "calc")
+        seen = await expect_tools(client, seen, lambda t: "evaluate" in t, "calc loaded")
+        assert ok(await client.call("ok")) == {"ok": True}
+        assert server.stderr().count(stale) == 2, server.stderr()
+
+
 # --- concurrency ------------------------------------------------------------------------
 
 
