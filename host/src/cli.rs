@@ -14,7 +14,7 @@ use toolhost::{
     Aliases, CallError, Config, Confirm, ConfirmationHint, Context as Cx, Decision, Engine,
     EngineConfig, Filter, HttpOptions, LoadState, McpServer, MediaKind, Part, PluginDir,
     PluginOptions, PluginSet, Predicate, ServeConfig, StaticPlugins, ToolAliases, ToolSpec,
-    Toolset, ToolsetExt,
+    Toolset, ToolsetExt, UnmatchedName,
 };
 
 /// Run LLM-agent tools as sandboxed WebAssembly components.
@@ -316,6 +316,82 @@ async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<PluginSet> 
     Ok(set)
 }
 
+/// The loaded plugins as the model sees them (see [`layered`]), after warning
+/// about the config names that match none of them.
+fn layered_set(set: &PluginSet, config: &Config) -> Result<Box<dyn Toolset>> {
+    let plugins = StaticPlugins::new("plugins", set);
+    let names: Vec<String> = set
+        .plugins()
+        .iter()
+        .map(|p| p.name().to_owned())
+        .chain(set.failures().iter().filter_map(|f| file_stem(f.path())))
+        .collect();
+    for name in unmatched(config, &names, &plugins) {
+        warn_unmatched(&name);
+    }
+    layered(plugins, config)
+}
+
+fn file_stem(path: &Path) -> Option<String> {
+    path.file_stem().map(|s| s.to_string_lossy().into_owned())
+}
+
+/// The config names that match none of `plugins` (file names, loaded or not)
+/// and none of the tools of `tools` (before any layer: a name a filter hides
+/// still matches).
+fn unmatched(config: &Config, plugins: &[String], tools: &dyn Toolset) -> Vec<UnmatchedName> {
+    let tools = tools.tools(&Cx::new());
+    let specs: Vec<&ToolSpec> = tools.iter().map(|t| t.spec()).collect();
+    config.unmatched_names(plugins.iter().map(String::as_str), &specs)
+}
+
+fn warn_unmatched(name: &UnmatchedName) {
+    tracing::warn!("configuration: {name}");
+}
+
+/// Follows the names of `config` that match nothing in `plugins`: warns about
+/// each once its first load is done, then, after each reload, about those that
+/// newly match nothing (and notes those that match again), so a reload loop
+/// repeats nothing.
+fn follow_unmatched(config: &Config, plugins: &std::sync::Arc<PluginDir>) {
+    let config = config.clone();
+    let mut changes = plugins.subscribe();
+    let first_load = plugins.when_loaded();
+    let plugins = std::sync::Arc::downgrade(plugins);
+    tokio::spawn(async move {
+        first_load.await;
+        let mut reported: std::collections::BTreeMap<_, UnmatchedName> = Default::default();
+        loop {
+            let Some(dir) = plugins.upgrade() else { return };
+            let files: Vec<String> = dir.status().into_iter().map(|s| s.plugin).collect();
+            let now: std::collections::BTreeMap<_, _> = unmatched(&config, &files, &*dir)
+                .into_iter()
+                .map(|name| ((name.source.clone(), name.name.clone()), name))
+                .collect();
+            drop(dir);
+            for (key, name) in &now {
+                if !reported.contains_key(key) {
+                    warn_unmatched(name);
+                }
+            }
+            for (key, name) in &reported {
+                if !now.contains_key(key) {
+                    tracing::info!(
+                        "configuration: {}: `{}` matches again",
+                        name.place(),
+                        name.name
+                    );
+                }
+            }
+            reported = now;
+            match changes.recv().await {
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+}
+
 /// The plugins as the model sees them, in the documented order (inner to
 /// outer): plugins → filter → confirmation → aliases.
 fn layered(plugins: impl Toolset + 'static, config: &Config) -> Result<Box<dyn Toolset>> {
@@ -376,16 +452,12 @@ async fn run(cli: Cli) -> Result<()> {
     match &cli.command {
         Command::List { json } => {
             let set = load(&cli, &config, &engine).await?;
-            list(
-                &set,
-                &*layered(StaticPlugins::new("plugins", &set), &config)?,
-                *json,
-            )
+            list(&set, &*layered_set(&set, &config)?, *json)
         }
         Command::Status { json } => status(&cli, &config, &engine, *json).await,
         Command::Describe { tool } => {
             let set = load(&cli, &config, &engine).await?;
-            let tools = layered(StaticPlugins::new("plugins", &set), &config)?;
+            let tools = layered_set(&set, &config)?;
             let found = tools.find(&Cx::new(), tool)?;
             print_json(&declaration(found.spec()))
         }
@@ -397,7 +469,7 @@ async fn run(cli: Cli) -> Result<()> {
             yes,
         } => {
             let set = load(&cli, &config, &engine).await?;
-            let tools = layered(StaticPlugins::new("plugins", &set), &config)?;
+            let tools = layered_set(&set, &config)?;
             let arguments = read_arguments(args)?;
             let mut cx = Cx::new();
             if let Some(id) = call_id {
@@ -460,7 +532,9 @@ async fn serve(
     }
     // The server answers at once; each plugin joins as it loads (a slow or
     // failing one delays no other), and `tools/list` waits for the first load.
-    let plugins = PluginDir::start_configured(engine, &dir, options(cli, config)).await?;
+    let plugins =
+        std::sync::Arc::new(PluginDir::start_configured(engine, &dir, options(cli, config)).await?);
+    follow_unmatched(config, &plugins);
     let (loaded, ready) = tokio::sync::watch::channel(false);
     let first_load = plugins.when_loaded();
     tokio::spawn(async move {
@@ -554,6 +628,11 @@ async fn status(cli: &Cli, config: &Config, engine: &Engine, as_json: bool) -> R
         bail!("plugins directory {} does not exist", dir.display());
     }
     let plugins = PluginDir::open_configured(engine, &dir, options(cli, config)).await?;
+    let files: Vec<String> = plugins.status().into_iter().map(|s| s.plugin).collect();
+    let unmatched = unmatched(config, &files, &plugins);
+    for name in &unmatched {
+        warn_unmatched(name);
+    }
     let rows: Vec<Value> = plugins
         .status()
         .into_iter()
@@ -576,7 +655,19 @@ async fn status(cli: &Cli, config: &Config, engine: &Engine, as_json: bool) -> R
         .collect();
     let failed = rows.iter().filter(|r| r["state"] != "loaded").count();
     if as_json {
-        print_json(&Value::Array(rows))?;
+        let unmatched: Vec<Value> = unmatched
+            .iter()
+            .map(|name| {
+                json!({
+                    "from": name.place(),
+                    "name": name.name,
+                    "suggestion": name.suggestion,
+                    "candidates": name.candidates,
+                    "message": name.to_string(),
+                })
+            })
+            .collect();
+        print_json(&json!({"plugins": rows, "unmatched_config_names": unmatched}))?;
     } else {
         let mut out = std::io::stdout().lock();
         for row in &rows {
@@ -594,6 +685,12 @@ async fn status(cli: &Cli, config: &Config, engine: &Engine, as_json: bool) -> R
                 row["file"].as_str().unwrap_or(""),
                 row["state"].as_str().unwrap_or("")
             )?;
+        }
+        if !unmatched.is_empty() {
+            writeln!(out, "\nCONFIG NAMES THAT MATCH NOTHING")?;
+            for name in &unmatched {
+                writeln!(out, "{name}")?;
+            }
         }
     }
     if failed > 0 {

@@ -14,6 +14,10 @@ use crate::engine::limits::Limits;
 use crate::plugin::Reuse;
 use crate::policy::{Grants, GrantsConfig};
 
+mod names;
+
+pub use names::{NameSource, UnmatchedName};
+
 /// A configuration file could not be used. Names the file, the key and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{}: {reason}", path.display(), key.as_ref().map(|k| format!(": `{k}`")).unwrap_or_default())]

@@ -291,6 +291,27 @@ pub enum CallError {
         /// The names that do exist.
         available: Vec<String>,
     },
+    /// A bare tool name that several plugins offer: call one of the qualified
+    /// names (`plugin.tool`) instead.
+    #[error("`{tool}` is ambiguous: several plugins offer it; call it as one of: {}", candidates.join(", "))]
+    AmbiguousTool {
+        /// The name that was called.
+        tool: String,
+        /// The qualified names of the tools it could mean.
+        candidates: Vec<String>,
+    },
+    /// An alias whose tool is not there now (removed, renamed, hidden from the
+    /// caller, or ambiguous); `problem` says why its tool's name did not resolve.
+    #[error("`{alias}` is an alias of `{tool}`, which does not resolve now: {problem}")]
+    AliasUnresolved {
+        /// The alias that was called.
+        alias: String,
+        /// The tool it stands for, as configured.
+        tool: String,
+        /// Why calling `tool` itself fails ([`CallError::UnknownTool`] or
+        /// [`CallError::AmbiguousTool`]).
+        problem: Box<CallError>,
+    },
     /// The arguments do not match the tool's declaration. Every problem is listed.
     #[error("invalid arguments for `{tool}`: {}", problems.join("; "))]
     InvalidArguments {
@@ -397,7 +418,19 @@ impl CallError {
     pub fn is_caller_error(&self) -> bool {
         matches!(
             self,
-            Self::UnknownTool { .. } | Self::InvalidArguments { .. }
+            Self::UnknownTool { .. }
+                | Self::AmbiguousTool { .. }
+                | Self::AliasUnresolved { .. }
+                | Self::InvalidArguments { .. }
+        )
+    }
+
+    /// True if no tool was found for the called name ([`CallError::UnknownTool`],
+    /// [`CallError::AmbiguousTool`], [`CallError::AliasUnresolved`]): nothing ran.
+    pub fn is_unresolved_name(&self) -> bool {
+        matches!(
+            self,
+            Self::UnknownTool { .. } | Self::AmbiguousTool { .. } | Self::AliasUnresolved { .. }
         )
     }
 

@@ -49,7 +49,7 @@ mod toolset;
 
 pub use config::{
     AliasConfig, Config, ConfigError, ConfirmConfig, EngineSettings, FilterConfig, LimitsConfig,
-    LoadConfig, PluginConfig, ServeConfig,
+    LoadConfig, NameSource, PluginConfig, ServeConfig, UnmatchedName,
 };
 pub use engine::limits::{Busy, Limits};
 pub use engine::{Engine, EngineConfig, EngineError, GuestMemory, default_cache_dir};

@@ -33,7 +33,7 @@
 //! is recomputed from the set each time, and `tools/call` also accepts the
 //! original name.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -1005,11 +1005,42 @@ fn uri_segment(text: &str) -> String {
     out
 }
 
-/// A failed call as MCP sees it: an unknown tool is a protocol error; all else
-/// is a tool result with `isError`, whose text a model can act on.
+/// The names in an unresolved-name error as MCP lists them (`echo_add` for
+/// `echo.add`); names it does not list stay as they are.
+fn mcp_error_names(err: CallError, as_mcp: &HashMap<&str, &str>) -> CallError {
+    let map = |names: Vec<String>| -> Vec<String> {
+        names
+            .into_iter()
+            .map(|name| as_mcp.get(name.as_str()).map_or(name, |n| (*n).to_owned()))
+            .collect()
+    };
+    match err {
+        CallError::UnknownTool { tool, available } => CallError::UnknownTool {
+            tool,
+            available: map(available),
+        },
+        CallError::AmbiguousTool { tool, candidates } => CallError::AmbiguousTool {
+            tool,
+            candidates: map(candidates),
+        },
+        CallError::AliasUnresolved {
+            alias,
+            tool,
+            problem,
+        } => CallError::AliasUnresolved {
+            alias,
+            tool,
+            problem: Box::new(mcp_error_names(*problem, as_mcp)),
+        },
+        other => other,
+    }
+}
+
+/// A failed call as MCP sees it: a name that reaches no tool is a protocol
+/// error; all else is a tool result with `isError`, whose text a model can act on.
 fn error_result(err: CallError) -> Result<CallToolResult, ErrorData> {
     match &err {
-        CallError::UnknownTool { .. } => Err(ErrorData::invalid_params(err.to_string(), None)),
+        err if err.is_unresolved_name() => Err(ErrorData::invalid_params(err.to_string(), None)),
         CallError::Trapped { source, .. } => {
             tracing::warn!(error = ?source, "{err}");
             Ok(CallToolResult::error(vec![ContentBlock::text(
@@ -1168,22 +1199,23 @@ impl ServerHandler for Session {
         let cx = self.context(&context);
         let name = request.name.to_string();
         let Some(tool) = self.resolve_when_loaded(&cx, &name).await else {
-            let available = self
+            // Unknown, ambiguous, or an alias of a missing tool: the set says
+            // which, and the names it offers instead are given as MCP names.
+            let listed: Vec<String> = self
                 .shared
                 .toolset
                 .tools(&cx)
                 .iter()
                 .map(|t| t.spec().name.clone())
-                .collect::<Vec<_>>();
-            let names = mcp_names(available.iter().map(String::as_str));
-            return Err(ErrorData::invalid_params(
-                CallError::UnknownTool {
-                    tool: name,
-                    available: names,
-                }
-                .to_string(),
-                None,
-            ));
+                .collect();
+            let mapped = mcp_names(listed.iter().map(String::as_str));
+            let as_mcp: HashMap<&str, &str> = listed
+                .iter()
+                .map(String::as_str)
+                .zip(mapped.iter().map(String::as_str))
+                .collect();
+            let err = mcp_error_names(self.shared.toolset.not_found(&cx, &name), &as_mcp);
+            return Err(ErrorData::invalid_params(err.to_string(), None));
         };
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call_id = cx.call_id().to_owned();

@@ -1591,6 +1591,7 @@ fn check_declarations(
                 streaming: declaration.streaming,
                 input_schema: input.raw().clone(),
                 output_schema: output.as_ref().map(|s| s.raw().clone()),
+                qualified_name: None,
             },
             input,
             output,

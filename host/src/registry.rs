@@ -200,10 +200,12 @@ impl PluginSet {
     /// Finds the plugin and tool a name refers to (`tool` or `plugin.tool`).
     ///
     /// # Errors
-    /// [`CallError::UnknownTool`] listing the names that exist (qualified ones
-    /// where a bare name is ambiguous).
+    /// [`CallError::AmbiguousTool`] listing the qualified names when several
+    /// plugins offer a bare name; else [`CallError::UnknownTool`] listing the
+    /// names that exist (qualified ones where a bare name is ambiguous).
     pub fn resolve(&self, name: &str) -> Result<(&Plugin, &ToolSpec), CallError> {
-        if let Some((plugin_name, tool_name)) = name.split_once('.')
+        // Tool names never contain `.`; plugin names (file names) may.
+        if let Some((plugin_name, tool_name)) = name.rsplit_once('.')
             && let Some(plugin) = self.plugins.iter().find(|p| p.name() == plugin_name)
             && let Some(spec) = plugin.tool(tool_name)
         {
@@ -216,7 +218,14 @@ impl PluginSet {
             .collect();
         match matches.as_slice() {
             [only] => Ok(*only),
-            _ => Err(CallError::UnknownTool {
+            [_, _, ..] => Err(CallError::AmbiguousTool {
+                tool: name.to_owned(),
+                candidates: matches
+                    .iter()
+                    .map(|(plugin, spec)| format!("{}.{}", plugin.name(), spec.name))
+                    .collect(),
+            }),
+            [] => Err(CallError::UnknownTool {
                 tool: name.to_owned(),
                 available: self.tools().iter().map(ListedTool::call_name).collect(),
             }),

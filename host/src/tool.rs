@@ -26,9 +26,55 @@ pub struct ToolSpec {
     /// JSON Schema of the result, if declared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// For a plugin's tool in a toolset, `plugin.tool`: the name that always
+    /// reaches it, whether `name` is bare (unique) or qualified (clashing).
+    /// `None` for tools that belong to no plugin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qualified_name: Option<String>,
 }
 
 impl ToolSpec {
+    /// Every name this tool answers to in configuration rules (filters,
+    /// confirmation, aliases): the listed name and, for a plugin's tool, its
+    /// qualified name `plugin.tool` and its bare name `tool`. Duplicates are
+    /// left out.
+    ///
+    /// # Examples
+    /// ```
+    /// # use toolhost::ToolSpec;
+    /// # let mut spec = ToolSpec {
+    /// #     name: String::new(), description: String::new(), long_running: false,
+    /// #     streaming: false, input_schema: serde_json::json!({"type": "object"}),
+    /// #     output_schema: None, qualified_name: None,
+    /// # };
+    /// spec.name = "fs.write_file".into(); // listed qualified: another plugin has `write_file`
+    /// spec.qualified_name = Some("fs.write_file".into());
+    /// assert_eq!(spec.names().collect::<Vec<_>>(), ["fs.write_file", "write_file"]);
+    /// ```
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        let qualified = self.qualified_name.as_deref();
+        // Tool names never contain `.`; plugin names may.
+        let bare = qualified
+            .and_then(|q| q.rsplit_once('.'))
+            .map(|(_, bare)| bare);
+        let listed = self.name.as_str();
+        std::iter::once(listed)
+            .chain(qualified.filter(|q| *q != listed))
+            .chain(bare.filter(|b| *b != listed))
+    }
+
+    /// The plugin that offers this tool, when it is a plugin's (from
+    /// [`ToolSpec::qualified_name`]).
+    pub fn plugin(&self) -> Option<&str> {
+        let qualified = self.qualified_name.as_deref()?;
+        qualified.rsplit_once('.').map(|(plugin, _)| plugin)
+    }
+
+    /// Whether `name` is one of [`ToolSpec::names`].
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.names().any(|n| n == name)
+    }
+
     /// The description the model sees: the declared one, plus ADK's note for
     /// long-running tools.
     pub fn model_description(&self) -> String {

@@ -28,6 +28,7 @@ pub use executor::{
     ArgumentsHook, BatchCall, BatchOutcome, Executor, Logging, Metrics, Middleware, Next,
     ToolMetrics, WithMiddleware,
 };
+pub(crate) use filter::glob_matches;
 pub use filter::{Filter, Predicate};
 pub use plugin_tools::{PluginTool, SinglePlugin, StaticPlugins};
 
@@ -77,11 +78,56 @@ pub trait Toolset: Send + Sync {
     fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>>;
 
     /// The tool a call of `name` reaches in this context. The default looks
-    /// `name` up in [`Toolset::tools`]. Layers that resolve extra names
+    /// `name` up in [`Toolset::tools`]: a listed name, else a qualified name
+    /// `plugin.tool` ([`ToolSpec::qualified_name`]), which reaches a plugin's
+    /// tool whatever name it is listed under. Layers that resolve extra names
     /// ([`Aliases`], [`OnUnknown`]) override it; layers that wrap tools should
     /// forward it to their inner set so those names survive.
     fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools(cx).into_iter().find(|t| t.spec().name == name)
+        find_named(&self.tools(cx), name)
+    }
+
+    /// Why a call of `name`, which [`Toolset::lookup`] did not resolve, reaches
+    /// no tool in this context. The default: [`CallError::AmbiguousTool`] when
+    /// several listed tools answer to `name` (a bare name two plugins offer),
+    /// else [`CallError::UnknownTool`] listing the tools. Layers that resolve
+    /// extra names explain those ([`Aliases`]); layers that hide tools must
+    /// not name hidden tools here ([`Filter`]).
+    fn not_found(&self, cx: &Context, name: &str) -> CallError {
+        unresolved(&self.tools(cx), name)
+    }
+}
+
+/// The first of `tools` listed as `name`, else the first whose qualified name
+/// is `name`; copies nothing but the result.
+pub(crate) fn find_named(tools: &[Arc<dyn Tool>], name: &str) -> Option<Arc<dyn Tool>> {
+    tools
+        .iter()
+        .find(|tool| tool.spec().name == name)
+        .or_else(|| {
+            tools
+                .iter()
+                .find(|tool| tool.spec().qualified_name.as_deref() == Some(name))
+        })
+        .cloned()
+}
+
+/// Why `name` reaches none of `tools` (see [`Toolset::not_found`]).
+pub(crate) fn unresolved(tools: &[Arc<dyn Tool>], name: &str) -> CallError {
+    let candidates: Vec<String> = tools
+        .iter()
+        .filter(|tool| tool.spec().answers_to(name))
+        .map(|tool| tool.spec().name.clone())
+        .collect();
+    if candidates.len() > 1 {
+        return CallError::AmbiguousTool {
+            tool: name.to_owned(),
+            candidates,
+        };
+    }
+    CallError::UnknownTool {
+        tool: name.to_owned(),
+        available: tools.iter().map(|t| t.spec().name.clone()).collect(),
     }
 }
 
@@ -97,6 +143,9 @@ impl<T: Toolset + ?Sized> Toolset for Arc<T> {
     fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
         (**self).lookup(cx, name)
     }
+    fn not_found(&self, cx: &Context, name: &str) -> CallError {
+        (**self).not_found(cx, name)
+    }
 }
 
 impl<T: Toolset + ?Sized> Toolset for Box<T> {
@@ -111,6 +160,9 @@ impl<T: Toolset + ?Sized> Toolset for Box<T> {
     fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
         (**self).lookup(cx, name)
     }
+    fn not_found(&self, cx: &Context, name: &str) -> CallError {
+        (**self).not_found(cx, name)
+    }
 }
 
 /// Convenience methods on every toolset.
@@ -118,16 +170,12 @@ pub trait ToolsetExt: Toolset {
     /// The tool a call of `name` reaches in this context ([`Toolset::lookup`]).
     ///
     /// # Errors
-    /// [`CallError::UnknownTool`] listing the tools this context can see.
+    /// As [`Toolset::not_found`]: [`CallError::UnknownTool`] listing the tools
+    /// this context can see, [`CallError::AmbiguousTool`] listing the qualified
+    /// names a bare name could mean, or [`CallError::AliasUnresolved`].
     fn find(&self, cx: &Context, name: &str) -> Result<Arc<dyn Tool>, CallError> {
-        self.lookup(cx, name).ok_or_else(|| CallError::UnknownTool {
-            tool: name.to_owned(),
-            available: self
-                .tools(cx)
-                .iter()
-                .map(|t| t.spec().name.clone())
-                .collect(),
-        })
+        self.lookup(cx, name)
+            .ok_or_else(|| self.not_found(cx, name))
     }
 
     /// Finds a tool by name and invokes it.

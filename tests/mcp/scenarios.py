@@ -197,6 +197,51 @@ async def test_long_names_are_cut_to_64_characters(launch: Launch, make_plugins:
             assert ok(await client.call(name, {"message": name}))["message"] == name
 
 
+NAMES_CONFIG = """
+[confirm]
+tools = ["add"]
+[filter]
+deny = ["nosuchtool"]
+[aliases.tools]
+wc = "word_count"
+"""
+
+
+async def test_names_you_can_rely_on(launch: Launch, make_plugins: PluginsFactory) -> None:
+    # `calc` clashes with nothing: listed bare, reachable as `calc.evaluate` too.
+    # Two copies of echo clash on every name: bare `add` is ambiguous.
+    plugins = make_plugins("echo", "calc", renamed={"echo2": "echo"})
+    async with launch(plugins, config=NAMES_CONFIG) as server, server.connect() as client:
+        tools = await client.tools()
+        assert "evaluate" in tools and "calc_evaluate" not in tools, sorted(tools)
+        assert {"echo_add", "echo2_add"} <= set(tools), sorted(tools)
+        assert "add" not in tools and "wc" not in tools, sorted(tools)
+        for name in ("evaluate", "calc.evaluate"):
+            assert ok(await client.call(name, {"expression": "1+2"}))["result"] == 3.0
+        # An ambiguous bare name is a protocol error naming the candidates as listed.
+        with pytest.raises(MCPError) as caught:
+            await client.call("add", {"a": 1, "b": 2})
+        assert caught.value.code == -32602, caught.value
+        assert "ambiguous" in str(caught.value) and "echo_add, echo2_add" in str(caught.value), caught.value
+        # A stale alias: not listed, and calling it says what it points at.
+        with pytest.raises(MCPError) as caught:
+            await client.call("wc", {"text": "a"})
+        assert caught.value.code == -32602, caught.value
+        assert "alias of `word_count`" in str(caught.value), caught.value
+        # `[confirm] tools = ["add"]` guards both tools, under every name.
+        for name in ("echo.add", "echo_add", "echo2.add", "echo2_add"):
+            assert "needs confirmation" in error(await client.call(name, {"a": 1, "b": 2})), name
+        # Config names that match nothing are warned about once, not per call.
+        await server.wait_for_log(lambda line: "`nosuchtool` matches no tool" in line, "the filter warning")
+        await server.wait_for_log(lambda line: "`word_count` matches no tool" in line, "the alias warning")
+        for _ in range(3):
+            ok(await client.call("evaluate", {"expression": "1"}))
+        await client.tools()
+        log = server.stderr()
+        assert log.count("`nosuchtool` matches no tool") == 1, log
+        assert log.count("`word_count` matches no tool") == 1, log
+
+
 # --- calls -----------------------------------------------------------------------------
 
 
@@ -458,6 +503,42 @@ async def test_list_changed_when_plugin_files_change(
             seen[i] = await expect_tools(client, seen[i], lambda t: "ok" not in t, "`ok` gone")
             assert set(await client.tools()) == TOOLS["json"]
             await expect_unknown(client, "ok")
+
+
+async def test_config_names_are_checked_again_after_each_reload(
+    launch: Launch, make_plugins: PluginsFactory, guests_dir: Path
+) -> None:
+    plugins = make_plugins("echo")
+    stale = "`word_count` matches no tool"
+
+    async def warned(times: int) -> None:
+        with anyio.move_on_after(CALL_S):
+            while server.stderr().count(stale) < times:
+                await anyio.sleep(0.1)
+        assert server.stderr().count(stale) == times, server.stderr()
+
+    async with launch(plugins, config='[aliases.tools]\nwc = "word_count"\n') as server, server.connect() as client:
+        seen = 0
+        await warned(1)
+        # Its tool arrives: the alias works, and the log says the name matches again.
+        put_plugin(guests_dir, plugins, "text")
+        seen = await expect_tools(client, seen, lambda t: "word_count" in t, "text loaded")
+        assert ok(await client.call("wc", {"text": "a b"}))["words"] == 2
+        await server.wait_for_log(lambda line: "`word_count` matches again" in line, "the alias matching again")
+        # Its tool goes: warned again, once; the alias does not resolve.
+        (plugins / "text.wasm").unlink()
+        seen = await expect_tools(client, seen, lambda t: "word_count" not in t, "text gone")
+        await warned(2)
+        with pytest.raises(MCPError) as caught:
+            await client.call("wc", {"text": "a"})
+        assert "alias of `word_count`" in str(caught.value), caught.value
+        # Reloads that do not change what matches repeat nothing.
+        put_plugin(guests_dir, plugins, "hostile")
+        seen = await expect_tools(client, seen, lambda t: "ok" in t, "hostile loaded")
+        put_plugin(guests_dir, plugins, "calc")
+        seen = await expect_tools(client, seen, lambda t: "evaluate" in t, "calc loaded")
+        assert ok(await client.call("ok")) == {"ok": True}
+        assert server.stderr().count(stale) == 2, server.stderr()
 
 
 # --- concurrency ------------------------------------------------------------------------

@@ -91,14 +91,6 @@ pub enum AliasError {
         /// The key.
         key: String,
     },
-    /// Aliases were configured for a tool the set does not have.
-    #[error("aliases of `{tool}`: no such tool; available tools: {}", available.join(", "))]
-    UnknownTool {
-        /// The configured tool name.
-        tool: String,
-        /// The tools that do exist (for an empty context).
-        available: Vec<String>,
-    },
     /// A name alias is already the name of a tool.
     #[error("alias `{alias}` of `{tool}` is already the name of a tool")]
     AliasIsToolName {
@@ -188,10 +180,19 @@ impl KeyAliases {
 ///   real tool name always wins over an alias (should a plugin gain a tool of
 ///   that name after a reload); an alias of a tool this context cannot see
 ///   does not resolve.
+/// - An alias's tool may be given bare (`word_count`) or qualified
+///   (`text.word_count`), and may be missing: such a stale alias is not an
+///   error. It resolves to nothing (a call of it fails with
+///   [`CallError::AliasUnresolved`], saying which tool it points at) until its
+///   tool is there again, say after a reload; [`Aliases::unresolved`] lists
+///   them.
 /// - Argument aliases are remapped before the call; a canonical key already
-///   present wins and the alias key is dropped.
-/// - The configuration is checked against the tools an empty context sees
-///   when the layer is built ([`AliasError`]).
+///   present wins and the alias key is dropped. They apply to the tool under
+///   any of its names ([`ToolSpec::names`]).
+/// - The configuration itself is checked when the layer is built
+///   ([`AliasError`]), against the tools an empty context sees where it
+///   depends on them (an alias that is a tool's name, an argument alias that
+///   is a property of its tool's schema).
 ///
 /// Put it outermost (outside [`Filter`](super::Filter) and
 /// [`Confirm`](super::Confirm)): then filters and confirmation rules see
@@ -222,9 +223,10 @@ impl<T: Toolset> Aliases<T> {
     ///
     /// # Errors
     /// [`AliasError`] for the first problem found, checked in tool-name order:
-    /// an empty alias or key, a nested key, a tool an empty context cannot see,
-    /// a name alias that is a tool's name or configured for two tools, an
-    /// argument alias that is a schema property or configured for two keys.
+    /// an empty alias or key, a nested key, a name alias that is a tool's name
+    /// or configured for two tools, an argument alias that is a property of
+    /// its tool's schema or configured for two keys. A tool that is missing is
+    /// not an error (see [`Aliases::unresolved`]).
     pub fn new<I, K>(inner: T, config: I) -> Result<Self, AliasError>
     where
         I: IntoIterator<Item = (K, ToolAliases)>,
@@ -238,25 +240,23 @@ impl<T: Toolset> Aliases<T> {
                 entry.arguments.entry(key).or_default().extend(keys);
             }
         }
-        let tools = inner.tools(&Context::new());
-        let specs: BTreeMap<&str, &ToolSpec> = tools
+        let cx = Context::new();
+        let listed: HashSet<String> = inner
+            .tools(&cx)
             .iter()
-            .map(|t| (t.spec().name.as_str(), t.spec()))
+            .map(|t| t.spec().name.clone())
             .collect();
         let mut names: HashMap<String, String> = HashMap::new();
         let mut arguments = HashMap::new();
         for (tool, config) in merged {
-            let Some(spec) = specs.get(tool.as_str()) else {
-                return Err(AliasError::UnknownTool {
-                    tool,
-                    available: specs.keys().map(|s| (*s).to_owned()).collect(),
-                });
-            };
+            // A missing tool is no error: its aliases wait for it.
+            let target = inner.lookup(&cx, &tool);
+            let spec = target.as_ref().map(|t| t.spec());
             for alias in config.names {
                 if alias.is_empty() {
                     return Err(AliasError::EmptyAlias { tool });
                 }
-                if specs.contains_key(alias.as_str()) {
+                if listed.contains(alias.as_str()) {
                     return Err(AliasError::AliasIsToolName { alias, tool });
                 }
                 match names.get(&alias) {
@@ -288,13 +288,30 @@ impl<T: Toolset> Aliases<T> {
         self.names.get(name).map(String::as_str)
     }
 
+    /// The name aliases whose tool does not resolve in this context (missing,
+    /// hidden or ambiguous), as `(alias, tool)` in alias order.
+    pub fn unresolved(&self, cx: &Context) -> Vec<(&str, &str)> {
+        let mut stale: Vec<(&str, &str)> = self
+            .names
+            .iter()
+            .filter(|(_, tool)| self.inner.lookup(cx, tool).is_none())
+            .map(|(alias, tool)| (alias.as_str(), tool.as_str()))
+            .collect();
+        stale.sort_unstable();
+        stale
+    }
+
     /// The wrapped set.
     pub fn inner(&self) -> &T {
         &self.inner
     }
 
     fn wrap(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
-        match self.arguments.get(&tool.spec().name) {
+        let keys = tool
+            .spec()
+            .names()
+            .find_map(|name| self.arguments.get(name));
+        match keys {
             Some(keys) => Arc::new(Aliased {
                 tool,
                 keys: Arc::clone(keys),
@@ -304,15 +321,15 @@ impl<T: Toolset> Aliases<T> {
     }
 }
 
-/// Checks one tool's argument aliases; `None` when it has none.
+/// Checks one tool's argument aliases (against its schema, when the tool is
+/// there); `None` when it has none.
 fn check_arguments(
     tool: &str,
-    spec: &ToolSpec,
+    spec: Option<&ToolSpec>,
     arguments: BTreeMap<String, Vec<String>>,
 ) -> Result<Option<KeyAliases>, AliasError> {
     let properties = spec
-        .input_schema
-        .get("properties")
+        .and_then(|spec| spec.input_schema.get("properties"))
         .and_then(Value::as_object);
     let mut seen: HashMap<&str, &str> = HashMap::new();
     for (key, aliases) in &arguments {
@@ -383,6 +400,16 @@ impl<T: Toolset> Toolset for Aliases<T> {
             self.inner.lookup(cx, canonical)
         })?;
         Some(self.wrap(tool))
+    }
+    fn not_found(&self, cx: &Context, name: &str) -> CallError {
+        match self.names.get(name) {
+            Some(tool) => CallError::AliasUnresolved {
+                alias: name.to_owned(),
+                tool: tool.clone(),
+                problem: Box::new(self.inner.not_found(cx, tool)),
+            },
+            None => self.inner.not_found(cx, name),
+        }
     }
 }
 
@@ -510,6 +537,7 @@ impl<T: Toolset> Toolset for OnUnknown<T> {
                 streaming: false,
                 input_schema: json!({"type": "object"}),
                 output_schema: None,
+                qualified_name: None,
             },
             available,
             handler: Arc::clone(&self.handler),
@@ -672,13 +700,9 @@ mod tests {
             err("search", ToolAliases::new().argument("a.b", ["q"])),
             AliasError::NestedKey { .. }
         ));
-        assert_eq!(
-            err("nope", ToolAliases::new().name("x")),
-            AliasError::UnknownTool {
-                tool: "nope".into(),
-                available: vec!["add".into(), "delete".into(), "search".into()],
-            }
-        );
+        // A missing tool is no error: its alias waits for it.
+        let stale = check("nope", ToolAliases::new().name("x").argument("k", ["q"])).unwrap();
+        assert_eq!(stale.unresolved(&Context::new()), [("x", "nope")]);
         assert_eq!(
             err("search", ToolAliases::new().name("add")),
             AliasError::AliasIsToolName {
@@ -759,11 +783,22 @@ mod tests {
     fn aliases_follow_what_each_context_sees() {
         // Outside a filter, an alias of a hidden tool does not resolve.
         let filtered = Filter::new(math(), Predicate::deny(["delete"]));
-        // Validation uses an empty context, which cannot see `delete`.
-        assert!(matches!(
-            Aliases::new(filtered, [("delete", ToolAliases::new().name("rm"))]),
-            Err(AliasError::UnknownTool { .. })
-        ));
+        // An empty context cannot see `delete`: the alias is stale, not an error,
+        // and a call of it says which tool it points at.
+        let set = Aliases::new(filtered, [("delete", ToolAliases::new().name("rm"))]).unwrap();
+        assert_eq!(set.unresolved(&Context::new()), [("rm", "delete")]);
+        match set.find(&Context::new(), "rm") {
+            Err(CallError::AliasUnresolved {
+                alias,
+                tool,
+                problem,
+            }) => {
+                assert_eq!((alias.as_str(), tool.as_str()), ("rm", "delete"));
+                // Hidden means absent: the problem is an unknown name.
+                assert!(matches!(*problem, CallError::UnknownTool { .. }));
+            }
+            other => panic!("expected an unresolved alias, got {other:?}"),
+        }
         let admin_only = Filter::new(
             math(),
             Predicate::deny(["delete"]).or(Predicate::role("admin")),

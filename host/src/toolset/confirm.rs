@@ -75,7 +75,13 @@ struct Rules {
 impl Rules {
     /// Whether calls of this tool may need approval at all.
     fn may_require(&self, spec: &ToolSpec) -> bool {
-        self.every.is_some() || self.provider.is_some() || self.tools.contains_key(&spec.name)
+        self.every.is_some() || self.provider.is_some() || self.fixed(spec).is_some()
+    }
+
+    /// The static rule for this tool: one for any of its names (listed,
+    /// qualified or bare), so a rule holds however the tool is listed or called.
+    fn fixed(&self, spec: &ToolSpec) -> Option<&ConfirmationHint> {
+        spec.names().find_map(|name| self.tools.get(name))
     }
 
     /// The hint if this call needs approval. A provider's hint wins over a
@@ -87,7 +93,7 @@ impl Rules {
         arguments: &Value,
     ) -> Option<ConfirmationHint> {
         let dynamic = self.provider.as_ref().and_then(|p| p(cx, spec, arguments));
-        let fixed = || self.tools.get(&spec.name).or(self.every.as_ref()).cloned();
+        let fixed = || self.fixed(spec).or(self.every.as_ref()).cloned();
         let mut hint = dynamic.or_else(fixed)?;
         if hint.hint.is_empty() {
             hint.hint = format!("Approve this call of `{}`?", spec.name);
@@ -147,8 +153,9 @@ impl DecidedIds {
 /// A toolset whose chosen tools run only after a human approves the exact call.
 ///
 /// Static ([`Confirm::require`]), set-wide ([`Confirm::require_all`]) or
-/// dynamic ([`Confirm::provider`]). Rules match the tool's listed (canonical)
-/// name. Clones share what was decided, so a replay through a clone is refused
+/// dynamic ([`Confirm::provider`]). Static rules match any of the tool's
+/// names ([`ToolSpec::names`]), so they hold whether a tool is listed bare or
+/// qualified and whichever name or alias a call uses. Clones share what was decided, so a replay through a clone is refused
 /// too.
 ///
 /// A call that needs approval and carries no decision ends with
@@ -236,6 +243,10 @@ impl<T: Toolset> Confirm<T> {
     }
 
     /// Every call of the tool `name` needs approval, with the default hint.
+    /// `name` may be bare (`write_file`: that tool of every plugin) or
+    /// qualified (`fs.write_file`); the rule holds however the tool is listed
+    /// (bare or, when names clash, qualified) and called (either name, or an
+    /// alias).
     ///
     /// Logs a warning if an empty context sees no such tool (a typo here
     /// would leave a dangerous tool unguarded).
@@ -246,7 +257,14 @@ impl<T: Toolset> Confirm<T> {
     /// Every call of the tool `name` needs approval, asked with this hint.
     pub fn require_with(mut self, name: impl Into<String>, hint: ConfirmationHint) -> Self {
         let name = name.into();
-        if self.inner.lookup(&Context::new(), &name).is_none() {
+        let cx = Context::new();
+        let known = self.inner.lookup(&cx, &name).is_some()
+            || self
+                .inner
+                .tools(&cx)
+                .iter()
+                .any(|tool| tool.spec().answers_to(&name));
+        if !known {
             tracing::warn!(
                 toolset = self.inner.name(),
                 tool = %name,
@@ -313,6 +331,9 @@ impl<T: Toolset> Toolset for Confirm<T> {
 
     fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
         self.inner.lookup(cx, name).map(|tool| self.wrap(tool))
+    }
+    fn not_found(&self, cx: &Context, name: &str) -> CallError {
+        self.inner.not_found(cx, name)
     }
 }
 

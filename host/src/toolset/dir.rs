@@ -44,7 +44,9 @@ const EVENT_CAPACITY: usize = 64;
 ///
 /// Naming follows [`PluginSet`]: a tool is listed under its bare name while no
 /// other plugin of the directory offers that name, else as `plugin.tool` (and a
-/// warning is logged).
+/// warning is logged). The qualified name `plugin.tool` always reaches a tool,
+/// so adding a plugin never breaks it; a bare name that becomes ambiguous
+/// fails with [`CallError::AmbiguousTool`](crate::CallError::AmbiguousTool).
 ///
 /// A new version of a file is loaded completely before it replaces the old one;
 /// if it fails to load, the old version keeps serving and the failure shows in
@@ -762,10 +764,18 @@ impl Snapshot {
                 changed_at: entry.changed_at,
             })
             .collect();
-        let mut by_name = HashMap::with_capacity(tools.len());
+        let mut by_name = HashMap::with_capacity(tools.len() * 2);
         for (index, tool) in tools.iter().enumerate() {
             // The first of equal names wins, as in `Toolset::lookup`'s default.
             by_name.entry(tool.spec().name.clone()).or_insert(index);
+        }
+        // `plugin.tool` always reaches a tool, also one listed under its bare
+        // name; listed names win (a bare name never contains `.`, so only
+        // plugins sharing a name could collide here).
+        for (index, tool) in tools.iter().enumerate() {
+            if let Some(qualified) = &tool.spec().qualified_name {
+                by_name.entry(qualified.clone()).or_insert(index);
+            }
         }
         Self {
             files,

@@ -258,6 +258,9 @@ impl<T: Toolset> Toolset for WithMiddleware<T> {
     fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
         self.inner.lookup(cx, name).map(|tool| self.wrap(tool))
     }
+    fn not_found(&self, cx: &Context, name: &str) -> CallError {
+        self.inner.not_found(cx, name)
+    }
 }
 
 impl<T> WithMiddleware<T> {

@@ -9,14 +9,21 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{Context, Tool, Toolset};
+use crate::error::CallError;
 use crate::tool::ToolSpec;
 
 type PredicateFn = dyn Fn(&Context, &ToolSpec) -> bool + Send + Sync;
 
 /// A rule over (context, tool): true means the context may see the tool.
 ///
-/// Rules see the tool's listed (canonical) name: put [`Aliases`](super::Aliases)
-/// outside the filter, and a tool hidden by name is hidden under its aliases too.
+/// Name rules ([`Predicate::allow`], [`Predicate::glob`]) match any of the
+/// tool's names ([`ToolSpec::names`]): its listed name, its qualified name
+/// `plugin.tool` and its bare name. So `write_file` matches the tool
+/// `write_file` of every plugin, whether it is listed bare or (clashing) as
+/// `fs.write_file`; `fs.write_file` and `fs.*` match only plugin `fs`'s,
+/// however it is listed. Adding a plugin never makes a rule miss a tool it
+/// matched. Put [`Aliases`](super::Aliases) outside the filter, and a tool
+/// hidden by name is hidden under its aliases too.
 ///
 /// # Examples
 /// ```
@@ -53,7 +60,7 @@ impl Predicate {
         S: Into<String>,
     {
         let names: BTreeSet<String> = names.into_iter().map(Into::into).collect();
-        Self::new(move |_, spec| names.contains(&spec.name))
+        Self::new(move |_, spec| spec.names().any(|name| names.contains(name)))
     }
 
     /// Every tool except those with these names.
@@ -65,9 +72,10 @@ impl Predicate {
         !Self::allow(names)
     }
 
-    /// The tools whose name matches any of these patterns: `*` matches any run
-    /// of characters (`.` included, so `echo.*` matches qualified names of the
-    /// plugin `echo`), `?` matches one character, anything else itself.
+    /// The tools with a name ([`ToolSpec::names`]) matching any of these
+    /// patterns: `*` matches any run of characters (`.` included, so `echo.*`
+    /// matches every tool of the plugin `echo`), `?` matches one character,
+    /// anything else itself.
     pub fn glob<I, S>(patterns: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -78,8 +86,10 @@ impl Predicate {
             .map(|p| p.as_ref().chars().collect())
             .collect();
         Self::new(move |_, spec| {
-            let name: Vec<char> = spec.name.chars().collect();
-            patterns.iter().any(|p| glob_match(p, &name))
+            spec.names().any(|name| {
+                let name: Vec<char> = name.chars().collect();
+                patterns.iter().any(|p| glob_match(p, &name))
+            })
         })
     }
 
@@ -134,6 +144,13 @@ impl std::ops::Not for Predicate {
     fn not(self) -> Predicate {
         Predicate::new(move |cx, spec| !self.test(cx, spec))
     }
+}
+
+/// Whether `name` matches the glob `pattern` (see [`Predicate::glob`]).
+pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let name: Vec<char> = name.chars().collect();
+    glob_match(&pattern, &name)
 }
 
 /// Wildcard matching with `*` and `?`, linear backtracking on the last `*`.
@@ -211,6 +228,54 @@ impl<T: Toolset> Toolset for Filter<T> {
             .lookup(cx, name)
             .filter(|tool| self.predicate.test(cx, tool.spec()))
     }
+    fn not_found(&self, cx: &Context, name: &str) -> CallError {
+        // The inner set explains (it may know aliases); the explanation may
+        // name only the tools this context can see.
+        let visible: Vec<String> = self
+            .tools(cx)
+            .iter()
+            .map(|tool| tool.spec().name.clone())
+            .collect();
+        restrict(self.inner.not_found(cx, name), &visible)
+    }
+}
+
+/// `err` naming only the tools in `visible`: an ambiguity among fewer than two
+/// visible tools becomes an unknown name.
+fn restrict(err: CallError, visible: &[String]) -> CallError {
+    match err {
+        CallError::UnknownTool {
+            tool,
+            mut available,
+        } => {
+            available.retain(|name| visible.contains(name));
+            CallError::UnknownTool { tool, available }
+        }
+        CallError::AmbiguousTool {
+            tool,
+            mut candidates,
+        } => {
+            candidates.retain(|name| visible.contains(name));
+            if candidates.len() > 1 {
+                CallError::AmbiguousTool { tool, candidates }
+            } else {
+                CallError::UnknownTool {
+                    tool,
+                    available: visible.to_vec(),
+                }
+            }
+        }
+        CallError::AliasUnresolved {
+            alias,
+            tool,
+            problem,
+        } => CallError::AliasUnresolved {
+            alias,
+            tool,
+            problem: Box::new(restrict(*problem, visible)),
+        },
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -244,6 +309,7 @@ pub(crate) mod tests {
                     streaming: false,
                     input_schema: json!({"type": "object", "properties": properties}),
                     output_schema: None,
+                    qualified_name: None,
                 },
                 runs: AtomicUsize::new(0),
             })

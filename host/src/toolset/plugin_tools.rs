@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Tool, Toolset};
+use super::{BoxFuture, Context, Tool, Toolset, find_named};
 use crate::error::CallError;
 use crate::plugin::{Plugin, ToolStream};
 use crate::registry::PluginSet;
@@ -22,9 +22,11 @@ pub struct PluginTool {
 }
 
 impl PluginTool {
-    /// The tool `name` of `plugin`, listed under its declared name.
+    /// The tool `name` of `plugin`, listed under its declared name, with its
+    /// qualified name `plugin.tool` ([`ToolSpec::qualified_name`]).
     pub fn new(plugin: &Plugin, name: &str) -> Option<Self> {
-        let spec = plugin.tool(name)?.clone();
+        let mut spec = plugin.tool(name)?.clone();
+        spec.qualified_name = Some(format!("{}.{}", plugin.name(), spec.name));
         Some(Self {
             plugin: plugin.clone(),
             declared: spec.name.clone(),
@@ -77,7 +79,8 @@ impl Tool for PluginTool {
     }
 }
 
-/// One plugin as a toolset: its tools under their declared names.
+/// One plugin as a toolset: its tools under their declared names (and
+/// reachable as `plugin.tool` too).
 #[derive(Debug, Clone)]
 pub struct SinglePlugin {
     plugin: Plugin,
@@ -106,17 +109,13 @@ impl Toolset for SinglePlugin {
     }
 
     fn lookup(&self, _cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-        find(&self.tools, name)
+        find_named(&self.tools, name)
     }
 }
 
-/// The first of `tools` named `name`, without copying the list.
-fn find(tools: &[Arc<dyn Tool>], name: &str) -> Option<Arc<dyn Tool>> {
-    tools.iter().find(|tool| tool.spec().name == name).cloned()
-}
-
 /// A fixed [`PluginSet`] as a toolset. Tools are listed under their bare name
-/// while it is unique in the set, else as `plugin.tool`.
+/// while it is unique in the set, else as `plugin.tool`; the qualified name
+/// `plugin.tool` always reaches a tool.
 #[derive(Debug, Clone)]
 pub struct StaticPlugins {
     name: String,
@@ -152,7 +151,7 @@ impl Toolset for StaticPlugins {
     }
 
     fn lookup(&self, _cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-        find(&self.tools, name)
+        find_named(&self.tools, name)
     }
 }
 

@@ -248,10 +248,26 @@ async fn alias_configuration_is_checked_against_the_plugin() {
         bad("add", ToolAliases::new().name("echo")).await,
         AliasError::AliasIsToolName { .. }
     ));
-    let err = bad("substract", ToolAliases::new().name("minus")).await;
-    assert!(matches!(&err, AliasError::UnknownTool { available, .. }
-        if available.contains(&"add".to_owned())));
-    assert!(err.to_string().contains("substract"), "{err}");
+    // A tool the plugin lacks is no configuration error: the alias is stale,
+    // and calling it says which tool it points at.
+    let set = Aliases::new(
+        echo().await,
+        [("substract", ToolAliases::new().name("minus"))],
+    )
+    .unwrap();
+    assert_eq!(set.unresolved(&Context::new()), [("minus", "substract")]);
+    let err = set
+        .invoke(&Context::new(), "minus", json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, CallError::AliasUnresolved { problem, .. }
+        if matches!(&**problem, CallError::UnknownTool { available, .. }
+            if available.contains(&"add".to_owned()))));
+    let text = err.to_string();
+    assert!(
+        text.contains("`minus` is an alias of `substract`") && text.contains("no tool named"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -321,4 +337,104 @@ async fn the_layers_stack() {
         .await
         .unwrap();
     assert_eq!(out.result, Some(json!({"result": 2})));
+}
+
+/// Echo, and optionally a second copy of it named `echo2` (every name clashes).
+async fn echoes(clash: bool) -> toolhost::StaticPlugins {
+    let mut plugins = vec![plugin(ECHO).await];
+    if clash {
+        let mut options = toolhost::PluginOptions::default();
+        options.name("echo2");
+        plugins.push(
+            toolhost::Plugin::load(crate::engine(), ECHO, &options)
+                .await
+                .unwrap(),
+        );
+    }
+    toolhost::StaticPlugins::new("echoes", &toolhost::PluginSet::from_plugins(plugins))
+}
+
+fn asks(result: Result<ToolOutput, CallError>, what: &str) -> String {
+    match result {
+        Err(CallError::ConfirmationRequired(request)) => request.tool,
+        other => panic!("{what}: expected a confirmation request, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_confirmed_tool_asks_however_it_is_named_or_called() {
+    let args = json!({"a": 1, "b": 2});
+    // Listed bare (no clash): a rule by bare or qualified name holds for calls
+    // by either name and through an alias.
+    for rule in ["add", "echo.add"] {
+        let set = Aliases::new(
+            Confirm::new(echoes(false).await).require(rule),
+            [("add", ToolAliases::new().name("plus"))],
+        )
+        .unwrap();
+        for name in ["add", "echo.add", "plus"] {
+            let cx = Context::new().with_call_id(format!("{rule}-{name}"));
+            let tool = asks(set.invoke(&cx, name, args.clone()).await, name);
+            assert_eq!(tool, "add", "rule {rule}, called as {name}");
+        }
+        let out = set
+            .invoke(&Context::new(), "echo", json!({"message": "free"}))
+            .await;
+        assert!(out.is_ok(), "other tools run freely");
+    }
+    // Listed qualified (a clash): a bare rule holds for the tool of every
+    // plugin, a qualified one for its own plugin's only. An unrelated plugin
+    // joining cannot switch a safeguard off.
+    let set = Confirm::new(echoes(true).await).require("add");
+    for name in ["echo.add", "echo2.add"] {
+        let tool = asks(set.invoke(&Context::new(), name, args.clone()).await, name);
+        assert_eq!(tool, name);
+    }
+    let set = Confirm::new(echoes(true).await).require("echo2.add");
+    asks(
+        set.invoke(&Context::new(), "echo2.add", args.clone()).await,
+        "echo2.add",
+    );
+    set.invoke(&Context::new(), "echo.add", args.clone())
+        .await
+        .unwrap();
+    // Globs, as `[confirm] tools` uses them: `echo.*` covers tools listed bare.
+    let needs = Predicate::glob(["echo.*"]);
+    let set = Confirm::new(echoes(false).await)
+        .provider(move |cx, spec, _| needs.test(cx, spec).then(ConfirmationHint::default));
+    asks(
+        set.invoke(&Context::new(), "add", args.clone()).await,
+        "add",
+    );
+}
+
+#[tokio::test]
+async fn a_filter_rule_matches_a_tool_however_it_is_listed() {
+    let cx = Context::new();
+    // A bare rule hides the tool of every plugin, listed qualified or not.
+    let set = Filter::new(echoes(true).await, Predicate::deny(["add"]));
+    let listed = names(&set, &cx);
+    assert!(!listed.iter().any(|n| n.ends_with(".add")), "{listed:?}");
+    assert!(listed.contains(&"echo.echo".to_owned()), "{listed:?}");
+    // A qualified rule hides a tool listed under its bare name, under both names.
+    let set = Filter::new(echoes(false).await, Predicate::deny(["echo.add"]));
+    assert!(!names(&set, &cx).contains(&"add".to_owned()));
+    for name in ["add", "echo.add"] {
+        let err = set.invoke(&cx, name, json!({})).await.unwrap_err();
+        assert!(matches!(err, CallError::UnknownTool { .. }), "{err:?}");
+    }
+    // Hidden means absent: with one of two clashing tools hidden, the bare
+    // name is unknown (not "ambiguous"), and the hidden one is never named.
+    let set = Filter::new(echoes(true).await, Predicate::deny(["echo.add"]));
+    match set.invoke(&cx, "add", json!({})).await {
+        Err(CallError::UnknownTool { available, .. }) => {
+            assert!(available.contains(&"echo2.add".to_owned()));
+            assert!(!available.contains(&"echo.add".to_owned()));
+        }
+        other => panic!("expected an unknown tool, got {other:?}"),
+    }
+    // With both visible, it is ambiguous.
+    let set = Filter::new(echoes(true).await, Predicate::deny(["fail"]));
+    let err = set.invoke(&cx, "add", json!({})).await.unwrap_err();
+    assert!(matches!(err, CallError::AmbiguousTool { .. }), "{err:?}");
 }

@@ -171,11 +171,10 @@ async fn clashing_tool_names_need_the_plugin_prefix() {
         .await
         .unwrap_err();
     match &err {
-        CallError::UnknownTool { available, .. } => {
-            assert!(available.contains(&"one.add".to_owned()), "{available:?}");
-            assert!(available.contains(&"two.add".to_owned()), "{available:?}");
+        CallError::AmbiguousTool { candidates, .. } => {
+            assert_eq!(candidates, &["one.add", "two.add"]);
         }
-        other => panic!("expected UnknownTool, got {other:?}"),
+        other => panic!("expected AmbiguousTool, got {other:?}"),
     }
     let out = set
         .invoke(ToolCall::new("two.add", json!({"a": 1, "b": 1})))

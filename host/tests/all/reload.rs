@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use toolhost::{
-    CallError, Context, Engine, EngineConfig, LoadState, Part, PluginDir, PluginOptions, Toolset,
-    ToolsetChange, ToolsetExt,
+    Aliases, CallError, Config, Context, Engine, EngineConfig, LoadState, Part, PluginDir,
+    PluginOptions, ToolAliases, Toolset, ToolsetChange, ToolsetExt,
 };
 use toolhost_test_plugins::{CALC, ECHO, SLOW_DECLARE, TEXT};
 
@@ -778,4 +778,140 @@ async fn the_watcher_follows_a_symlink_pointed_elsewhere() {
         "{:?}",
         set.status()
     );
+}
+
+#[tokio::test]
+async fn an_unrelated_plugin_never_breaks_a_name() {
+    let dir = tempfile::tempdir().unwrap();
+    put_plugin(dir.path(), "calc.wasm", CALC);
+    let set = open(dir.path()).await;
+    let evaluate = json!({"expression": "1+2"});
+    for name in ["evaluate", "calc.evaluate"] {
+        let out = call(&set, name, evaluate.clone()).await.unwrap();
+        assert_eq!(out["result"], 3.0, "{name}");
+    }
+
+    // A plugin whose tools clash with none: every name keeps working.
+    put_plugin(dir.path(), "text.wasm", TEXT);
+    set.reload_now().await.unwrap();
+    for name in ["evaluate", "calc.evaluate"] {
+        call(&set, name, evaluate.clone()).await.unwrap();
+    }
+    for name in ["word_count", "text.word_count"] {
+        let out = call(&set, name, json!({"text": "a b"})).await.unwrap();
+        assert_eq!(out["words"], 2, "{name}");
+    }
+
+    // One that clashes: the bare name becomes ambiguous and says so; the
+    // qualified names, and the names it does not clash with, keep working.
+    put_plugin(dir.path(), "text2.wasm", TEXT);
+    set.reload_now().await.unwrap();
+    let err = call(&set, "word_count", json!({"text": "a"}))
+        .await
+        .unwrap_err();
+    match &err {
+        CallError::AmbiguousTool { candidates, .. } => {
+            assert_eq!(candidates, &["text.word_count", "text2.word_count"]);
+        }
+        other => panic!("expected an ambiguous name, got {other:?}"),
+    }
+    for name in ["text.word_count", "text2.word_count"] {
+        call(&set, name, json!({"text": "a"})).await.unwrap();
+    }
+    for name in ["evaluate", "calc.evaluate"] {
+        call(&set, name, evaluate.clone()).await.unwrap();
+    }
+
+    // The clash goes away: the bare name is back.
+    std::fs::remove_file(dir.path().join("text2.wasm")).unwrap();
+    set.reload_now().await.unwrap();
+    call(&set, "word_count", json!({"text": "a"}))
+        .await
+        .unwrap();
+}
+
+/// The names of `config` that match nothing in `set` now.
+fn unmatched(config: &Config, set: &PluginDir) -> Vec<String> {
+    let files: Vec<String> = set.status().into_iter().map(|s| s.plugin).collect();
+    let tools = set.tools(&Context::new());
+    let specs: Vec<&toolhost::ToolSpec> = tools.iter().map(|t| t.spec()).collect();
+    config
+        .unmatched_names(files.iter().map(String::as_str), &specs)
+        .iter()
+        .map(|name| format!("{} {}", name.place(), name.name))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_stale_alias_waits_for_its_tool_and_comes_back_on_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    put_plugin(dir.path(), "calc.wasm", CALC);
+    put_plugin(dir.path(), "text.wasm", TEXT);
+    let set = Arc::new(open(dir.path()).await);
+    let config = Config::parse(
+        r#"
+[confirm]
+tools = ["text.word_count"]
+[aliases.tools]
+wc = "word_count"
+[plugin.text.limits]
+fuel = 100_000_000
+"#,
+        Path::new("toolhost.toml"),
+    )
+    .unwrap();
+    let aliases = Aliases::new(
+        Arc::clone(&set),
+        [("word_count", ToolAliases::new().name("wc"))],
+    )
+    .unwrap();
+    let cx = Context::new();
+    let counted = aliases
+        .invoke(&cx, "wc", json!({"text": "a b c"}))
+        .await
+        .unwrap();
+    assert_eq!(counted.result.unwrap()["words"], 3);
+    assert!(unmatched(&config, &set).is_empty());
+
+    // Its tool goes: the alias is not listed, a call of it says what it
+    // points at, and the configuration check names it (and the others).
+    std::fs::remove_file(dir.path().join("text.wasm")).unwrap();
+    set.reload_now().await.unwrap();
+    assert!(
+        !aliases
+            .tools(&cx)
+            .iter()
+            .any(|t| t.spec().name == "wc" || t.spec().name == "word_count")
+    );
+    match aliases.invoke(&cx, "wc", json!({"text": "a"})).await {
+        Err(CallError::AliasUnresolved { alias, tool, .. }) => {
+            assert_eq!((alias.as_str(), tool.as_str()), ("wc", "word_count"));
+        }
+        other => panic!("expected an unresolved alias, got {other:?}"),
+    }
+    assert_eq!(aliases.unresolved(&cx), [("wc", "word_count")]);
+    assert_eq!(
+        unmatched(&config, &set),
+        [
+            "[confirm] tools text.word_count",
+            "[aliases.tools] wc word_count",
+            "[plugin.text] text",
+        ]
+    );
+    // Other tools are unaffected.
+    aliases
+        .invoke(&cx, "evaluate", json!({"expression": "1"}))
+        .await
+        .unwrap();
+
+    // It comes back: so does the alias.
+    put_plugin(dir.path(), "text.wasm", TEXT);
+    set.reload_now().await.unwrap();
+    let counted = aliases
+        .invoke(&cx, "wc", json!({"text": "a b"}))
+        .await
+        .unwrap();
+    assert_eq!(counted.result.unwrap()["words"], 2);
+    assert!(aliases.unresolved(&cx).is_empty());
+    assert!(unmatched(&config, &set).is_empty());
 }

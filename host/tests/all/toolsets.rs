@@ -26,6 +26,7 @@ impl Upper {
                 streaming: false,
                 input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
                 output_schema: None,
+                qualified_name: None,
             },
         }
     }
@@ -236,4 +237,109 @@ async fn middleware_rewrites_arguments_and_measures_calls() {
     assert_eq!(figures["add"].errors, 0);
     assert_eq!(figures["add"].total_fuel, out.usage.fuel);
     assert_eq!(figures["echo"].errors, 1);
+}
+
+/// `echo` loaded again under another plugin name: every tool name clashes.
+async fn echo_named(name: &str) -> toolhost::Plugin {
+    toolhost::Plugin::load(
+        engine(),
+        ECHO,
+        toolhost::PluginOptions::default().name(name),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_qualified_name_reaches_a_tool_listed_under_its_bare_name() {
+    let set = PluginSet::from_plugins(vec![plugin(ECHO).await, plugin(CALC).await]);
+    let tools = StaticPlugins::new("all", &set);
+    let cx = Context::new();
+    let names: Vec<String> = tools
+        .tools(&cx)
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    // Listed once, under the bare name: no clash.
+    assert!(names.contains(&"evaluate".to_owned()), "{names:?}");
+    assert!(!names.contains(&"calc.evaluate".to_owned()), "{names:?}");
+    for name in ["evaluate", "calc.evaluate"] {
+        let tool = tools.find(&cx, name).unwrap();
+        assert_eq!(tool.spec().name, "evaluate", "{name} is the listed tool");
+        assert_eq!(tool.spec().qualified_name.as_deref(), Some("calc.evaluate"));
+        let out = tools
+            .invoke(&cx, name, json!({"expression": "1+2"}))
+            .await
+            .unwrap();
+        assert_eq!(out.result.unwrap()["result"], 3.0, "{name}");
+    }
+    // The plugin set and a single plugin resolve it too.
+    let out = set
+        .invoke(toolhost::ToolCall::new(
+            "calc.evaluate",
+            json!({"expression": "2*3"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(out.result.unwrap()["result"], 6.0);
+    let single = SinglePlugin::new(plugin(ECHO).await);
+    let out = single
+        .invoke(&cx, "echo.add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    assert_eq!(out.result, Some(json!({"result": 3})));
+    // A qualified name of another plugin, or of a tool the plugin lacks, is unknown.
+    for name in ["calc.add", "nope.add"] {
+        let err = tools.invoke(&cx, name, json!({})).await.unwrap_err();
+        assert!(
+            matches!(err, CallError::UnknownTool { .. }),
+            "{name}: {err:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_ambiguous_bare_name_says_so_and_lists_the_candidates() {
+    let set = PluginSet::from_plugins(vec![
+        plugin(ECHO).await,
+        plugin(CALC).await,
+        echo_named("echo2").await,
+    ]);
+    let tools = StaticPlugins::new("all", &set);
+    let cx = Context::new();
+    let err = tools
+        .invoke(&cx, "add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap_err();
+    match &err {
+        CallError::AmbiguousTool { tool, candidates } => {
+            assert_eq!(tool, "add");
+            assert_eq!(candidates, &["echo.add", "echo2.add"]);
+        }
+        other => panic!("expected an ambiguous name, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("ambiguous") && text.contains("echo.add, echo2.add"),
+        "{text}"
+    );
+    assert!(err.is_caller_error() && err.is_unresolved_name());
+    // The plugin set's own resolution agrees.
+    assert!(matches!(
+        set.resolve("add"),
+        Err(CallError::AmbiguousTool { .. })
+    ));
+    // The qualified names work, and so does an unrelated bare name.
+    let out = tools
+        .invoke(&cx, "echo2.add", json!({"a": 2, "b": 2}))
+        .await
+        .unwrap();
+    assert_eq!(out.result, Some(json!({"result": 4})));
+    tools
+        .invoke(&cx, "evaluate", json!({"expression": "1"}))
+        .await
+        .unwrap();
+    // A name no plugin offers is still just unknown.
+    let err = tools.invoke(&cx, "nope", json!({})).await.unwrap_err();
+    assert!(matches!(err, CallError::UnknownTool { .. }), "{err:?}");
 }
