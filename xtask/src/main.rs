@@ -935,15 +935,17 @@ fn new_test(only: &[String]) -> Result<()> {
             toolhost: &toolhost,
             cache: target.join("new-test-cache"),
         };
-        let build = || -> Result<()> {
-            run(Command::new("sh")
-                .arg(project.dir.join("build.sh"))
+        let build_sh = || -> Command {
+            let mut cmd = Command::new("sh");
+            cmd.arg(project.dir.join("build.sh"))
                 .env("CARGO_TARGET_DIR", target.join("new-test-cargo"))
                 .env("TOOLHOST_PY_VENV", &py_venv)
                 .env("TOOLHOST_C_VENV", &c_venv)
                 .env("TOOLHOST_GO_VENV", &go_venv)
-                .env("GOCACHE", target.join("go-cache")))
+                .env("GOCACHE", target.join("go-cache"));
+            cmd
         };
+        let build = || run(&mut build_sh());
         build()?;
         let built = started.elapsed();
         project.expect(
@@ -962,6 +964,9 @@ fn new_test(only: &[String]) -> Result<()> {
             r#"{"name": "Ada", "excitd": true}"#,
             &Expected::Error("'excitd' was unexpected".to_owned()),
         )?;
+        if lang == "python" {
+            python_build_error(&project.dir, build_sh())?;
+        }
         let page = snippets(&root().join(format!("docs/languages/{lang}.md")))?;
         let mut changed = false;
         let mut checked = 0;
@@ -1002,6 +1007,51 @@ fn new_test(only: &[String]) -> Result<()> {
             built.as_secs_f64(),
             started.elapsed().as_secs_f64()
         );
+    }
+    Ok(())
+}
+
+/// A Python project whose module fails at build time (a parameter without a
+/// JSON Schema): `build.sh` must fail and say first what and where, in the
+/// project's own terms (`src/app.py:LINE`, not componentize-py's `/0/app.py`).
+/// Leaves `src/app.py` as it found it.
+fn python_build_error(project: &Path, mut build: Command) -> Result<()> {
+    let app = project.join("src/app.py");
+    let good =
+        std::fs::read_to_string(&app).with_context(|| format!("reading {}", app.display()))?;
+    let (head, tail) = good
+        .rsplit_once("\nfrom toolhost_guest.component import")
+        .context("the Python template ends by importing toolhost_guest.component")?;
+    let bad = format!(
+        "{head}\n\n@tool\ndef broken(callback: type) -> None:\n    \"\"\"Takes what JSON cannot say.\"\"\"\n\n\
+         from toolhost_guest.component import{tail}"
+    );
+    let decorator = bad
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| *l == "@tool")
+        .map(|(i, _)| i + 1)
+        .last()
+        .context("no @tool line")?;
+    std::fs::write(&app, bad)?;
+    let output = build.output().context("running build.sh")?;
+    std::fs::write(&app, good)?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let first = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_default();
+    let expected = format!(
+        "error: src/app.py:{decorator}: SchemaError: broken, parameter callback: cannot express"
+    );
+    if output.status.success() || !first.starts_with(&expected) {
+        bail!(
+            "python: a build error should come first as `{expected} …`; build.sh gave {}:\n{stderr}",
+            output.status
+        );
+    }
+    if stderr.contains("\"/0/") {
+        bail!("python: build.sh shows componentize-py's internal paths:\n{stderr}");
     }
     Ok(())
 }
