@@ -241,6 +241,59 @@ bool th_arg_bool(const cJSON *args, const char *name, bool fallback) {
 
 /* --- the WIT exports -------------------------------------------------------- */
 
+/* Keywords after which an object schema is not closed: it says how other keys
+ * are handled, or combines schemas (closing would refuse a sibling's keys). */
+static bool opens(const char *key) {
+    static const char *const keywords[] = {
+        "additionalProperties", "patternProperties", "unevaluatedProperties", "allOf", "anyOf",
+        "oneOf", "not", "if", "then", "else", "$ref"};
+    for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++) {
+        if (strcmp(key, keywords[i]) == 0) return true;
+    }
+    return false;
+}
+
+/* Adds "additionalProperties": false to an object schema that lists
+ * "properties" and has none of the keywords above, then to the schemas under
+ * its "properties", "items" and "$defs". */
+static void close_objects(cJSON *schema) {
+    if (!cJSON_IsObject(schema)) return;
+    bool open = false;
+    for (cJSON *member = schema->child; member != NULL; member = member->next) {
+        open = open || opens(member->string);
+    }
+    if (!open && cJSON_GetObjectItemCaseSensitive(schema, "properties") != NULL) {
+        cJSON_AddFalseToObject(schema, "additionalProperties");
+    }
+    static const char *const maps[] = {"properties", "$defs"};
+    for (size_t i = 0; i < 2; i++) {
+        cJSON *map = cJSON_GetObjectItemCaseSensitive(schema, maps[i]);
+        for (cJSON *sub = cJSON_IsObject(map) ? map->child : NULL; sub; sub = sub->next) {
+            close_objects(sub);
+        }
+    }
+    close_objects(cJSON_GetObjectItemCaseSensitive(schema, "items"));
+}
+
+/* A tool's input schema as declared: closed (see `close_objects`), or with
+ * "additionalProperties": true at the root if the tool allows unknown keys.
+ * Text that is not JSON is passed on: the host refuses it with the reason. */
+static plugin_string_t declared_schema(const th_tool *tool) {
+    const char *text = tool->input_schema ? tool->input_schema
+                                          : "{\"type\":\"object\",\"properties\":{}}";
+    cJSON *schema = cJSON_Parse(text);
+    if (!cJSON_IsObject(schema)) {
+        cJSON_Delete(schema);
+        return dup_string(text);
+    }
+    if (!tool->allow_unknown_args) {
+        close_objects(schema);
+    } else if (cJSON_GetObjectItemCaseSensitive(schema, "additionalProperties") == NULL) {
+        cJSON_AddTrueToObject(schema, "additionalProperties");
+    }
+    return take_string(json_text(schema));
+}
+
 void exports_toolhost_plugin_tools_declarations(
     exports_toolhost_plugin_tools_list_declaration_t *ret) {
     size_t count;
@@ -252,8 +305,7 @@ void exports_toolhost_plugin_tools_declarations(
         d->info.name = dup_string(tools[i].name);
         d->info.description = dup_string(tools[i].description ? tools[i].description : "");
         d->info.long_running = tools[i].long_running;
-        d->input_schema = dup_string(tools[i].input_schema ? tools[i].input_schema
-                                                           : "{\"type\":\"object\"}");
+        d->input_schema = declared_schema(&tools[i]);
         d->output_schema.is_some = tools[i].output_schema != NULL;
         if (tools[i].output_schema) d->output_schema.val = dup_string(tools[i].output_schema);
         d->streaming = tools[i].streaming;

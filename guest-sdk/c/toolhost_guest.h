@@ -66,7 +66,10 @@ typedef struct {
     const char *name;
     /* What the tool does, for the model. */
     const char *description;
-    /* JSON Schema (draft 2020-12) of the arguments; the root is an object. */
+    /* JSON Schema (draft 2020-12) of the arguments; the root is an object.
+     * NULL means no arguments. Its objects that list "properties" are closed
+     * ("additionalProperties": false is added where the schema says nothing
+     * of other keys), so a misspelt key is an error the model can fix. */
     const char *input_schema;
     th_status (*run)(th_cx *cx, const cJSON *args);
     /* Optional JSON Schema of the JSON result; the host checks results. */
@@ -75,6 +78,9 @@ typedef struct {
     bool streaming;
     /* The tool starts long work and may return a pending status. */
     bool long_running;
+    /* Accept and ignore argument keys the schema does not list: the root gets
+     * "additionalProperties": true and nothing is closed. */
+    bool allow_unknown_args;
 } th_tool;
 
 /* Declares the plugin's tools: `TOOLHOST_TOOLS({...}, {...})`, once per plugin. */

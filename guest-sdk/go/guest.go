@@ -59,6 +59,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 )
 
 // Tool declares one tool.
@@ -68,8 +70,13 @@ type Tool struct {
 	// What the tool does, for the model.
 	Description string
 	// JSON Schema (draft 2020-12) of the arguments; the root is an object.
-	// Empty means `{"type": "object"}`.
+	// Empty means no arguments. Its objects that list `properties` are
+	// closed (`"additionalProperties": false` is added where the schema says
+	// nothing of other keys), so a misspelt key is an error the model can fix.
 	InputSchema string
+	// Accept and ignore argument keys the schema does not list: the root
+	// gets `"additionalProperties": true` and nothing is closed.
+	AllowUnknownArgs bool
 	// Optional JSON Schema of the JSON result; the host checks results.
 	OutputSchema string
 	// The tool starts long work and may return a pending status.
@@ -287,7 +294,12 @@ func Declarations() []Declaration {
 	for i, t := range tools {
 		schema := t.InputSchema
 		if schema == "" {
-			schema = `{"type":"object"}`
+			schema = `{"type":"object","properties":{}}`
+		}
+		// A schema that is not JSON is left as it is: the host refuses the
+		// plugin with the parser's message.
+		if closed, err := closeObjects(schema, t.AllowUnknownArgs); err == nil {
+			schema = closed
 		}
 		out[i] = Declaration{
 			Name: t.Name, Description: t.Description, InputSchema: schema,
@@ -468,4 +480,136 @@ func encode(value any) (string, error) {
 		return "", Fail("the result is not JSON: %v", err)
 	}
 	return string(bytes.TrimRight(buf.Bytes(), "\n")), nil
+}
+
+// What a JSON value is, for [closeObjects].
+type role uint8
+
+const (
+	other     role = iota
+	schema         // a JSON Schema
+	schemaMap      // an object whose values are schemas (`properties`, `$defs`)
+)
+
+// Keywords after which an object schema is not closed: it says how other keys
+// are handled, or combines schemas (closing would refuse a sibling's keys).
+var openKeywords = map[string]bool{
+	"additionalProperties": true, "patternProperties": true, "unevaluatedProperties": true,
+	"allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true, "then": true,
+	"else": true, "$ref": true,
+}
+
+// closeObjects rewrites a JSON Schema, keeping its key order: every object
+// schema (the root, and those under `properties`, `items` and `$defs`) that
+// lists `properties` and has none of [openKeywords] gets
+// `"additionalProperties": false`. With allowUnknown, only the root changes:
+// it gets `"additionalProperties": true` unless it says otherwise.
+func closeObjects(text string, allowUnknown bool) (string, error) {
+	type frame struct {
+		array, keyNext, properties, open bool
+		role                             role
+		key                              string
+		n                                int
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	write := func(v any) error {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		out.Truncate(out.Len() - 1) // Encode ends with a newline
+		return nil
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if delim, ok := tok.(json.Delim); ok && (delim == '}' || delim == ']') {
+			if delim == '}' && top.role == schema {
+				root := len(stack) == 1
+				switch {
+				case allowUnknown && root && !top.open:
+					out.WriteString(`,"additionalProperties":true`[boolToInt(top.n == 0):])
+				case !allowUnknown && top.properties && !top.open:
+					out.WriteString(`,"additionalProperties":false`)
+				}
+			}
+			out.WriteByte(byte(delim))
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				parent := stack[len(stack)-1]
+				parent.n++
+				parent.keyNext = !parent.array
+			}
+			continue
+		}
+		// A key of an object.
+		if top != nil && !top.array && top.keyNext {
+			key, _ := tok.(string)
+			if top.n > 0 {
+				out.WriteByte(',')
+			}
+			if err := write(key); err != nil {
+				return "", err
+			}
+			out.WriteByte(':')
+			top.key, top.keyNext = key, false
+			if top.role == schema {
+				top.properties = top.properties || key == "properties"
+				top.open = top.open || openKeywords[key]
+			}
+			continue
+		}
+		// A value: the root, an array item or an object member.
+		valueRole := schema
+		if top != nil {
+			if top.array && top.n > 0 {
+				out.WriteByte(',')
+			}
+			switch {
+			case top.array:
+				valueRole = other
+			case top.role == schemaMap:
+				valueRole = schema
+			case top.role == schema && (top.key == "properties" || top.key == "$defs"):
+				valueRole = schemaMap
+			case top.role == schema && top.key == "items":
+				valueRole = schema
+			default:
+				valueRole = other
+			}
+		}
+		if delim, ok := tok.(json.Delim); ok {
+			out.WriteByte(byte(delim))
+			stack = append(stack, &frame{array: delim == '[', keyNext: delim == '{', role: valueRole})
+			continue
+		}
+		if err := write(tok); err != nil {
+			return "", err
+		}
+		if top != nil {
+			top.n++
+			top.keyNext = !top.array
+		}
+	}
+	return out.String(), nil
+}
+
+func boolToInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -63,7 +63,7 @@ func TestDeclarations(t *testing.T) {
 	for _, d := range Declarations() {
 		byName[d.Name] = d
 	}
-	if d := byName["double"]; d.InputSchema != `{"type":"object"}` || d.Streaming {
+	if d := byName["double"]; d.InputSchema != `{"type":"object","properties":{},"additionalProperties":false}` || d.Streaming {
 		t.Errorf("double: %+v", d)
 	}
 	if !byName["lines"].Streaming {
@@ -127,4 +127,33 @@ func TestPanicsReachTheHost(t *testing.T) {
 		}
 	}()
 	_, _ = invoke(t, "bug", `{}`)
+}
+
+func TestObjectSchemasAreClosedUnlessTheToolAllowsUnknownArgs(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "description": "<who>"}}}`,
+			`{"type":"object","required":["name"],"properties":{"name":{"type":"string","description":"<who>"}},"additionalProperties":false}`},
+		// Nested objects in properties, items and $defs are closed; maps and combinations are not.
+		{`{"type":"object","properties":{"p":{"type":"object","properties":{"q":{"type":"integer","minimum":1.5}}},` +
+			`"l":{"type":"array","items":{"type":"object","properties":{}}},"m":{"type":"object","additionalProperties":{"type":"string"}},` +
+			`"u":{"anyOf":[{"type":"object","properties":{"a":{}}}]}},"$defs":{"D":{"properties":{"x":{}}}}}`,
+			`{"type":"object","properties":{"p":{"type":"object","properties":{"q":{"type":"integer","minimum":1.5}},"additionalProperties":false},` +
+				`"l":{"type":"array","items":{"type":"object","properties":{},"additionalProperties":false}},"m":{"type":"object","additionalProperties":{"type":"string"}},` +
+				`"u":{"anyOf":[{"type":"object","properties":{"a":{}}}]}},"$defs":{"D":{"properties":{"x":{}},"additionalProperties":false}},"additionalProperties":false}`},
+		// A schema that already says what it wants keeps it.
+		{`{"type":"object","properties":{},"additionalProperties":true}`, `{"type":"object","properties":{},"additionalProperties":true}`},
+	} {
+		got, err := closeObjects(c.in, false)
+		if err != nil || got != c.want {
+			t.Errorf("closeObjects(%s)\n got %s (%v)\nwant %s", c.in, got, err, c.want)
+		}
+	}
+	got, err := closeObjects(`{"type":"object","properties":{"p":{"type":"object","properties":{}}}}`, true)
+	want := `{"type":"object","properties":{"p":{"type":"object","properties":{}}},"additionalProperties":true}`
+	if err != nil || got != want {
+		t.Errorf("allowUnknown: got %s (%v), want %s", got, err, want)
+	}
+	if got, _ := closeObjects(`{}`, true); got != `{"additionalProperties":true}` {
+		t.Errorf("allowUnknown on {}: got %s", got)
+	}
 }

@@ -114,7 +114,37 @@ function objectSchema(props, description) {
   }
   const schema = { type: 'object', properties };
   if (required.length) schema.required = required;
+  // Closed: a key that is not a field (a model's typo) is an error to fix.
+  schema.additionalProperties = false;
   return described(schema, description);
+}
+
+const COMBINATORS = ['allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else'];
+
+/**
+ * Closes every object schema of a hand-written JSON Schema that lists its
+ * `properties` and says nothing about others (`"additionalProperties": false`),
+ * in `properties`, `items` and `$defs`. Schemas under `allOf`/`anyOf`/`oneOf`
+ * are left as written: closing a branch would refuse its siblings' keys.
+ */
+function closeObjects(schema) {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema;
+  const out = { ...schema };
+  const open = ['additionalProperties', 'patternProperties', 'unevaluatedProperties'].some(
+    (key) => key in out,
+  );
+  if (out.properties && !open && !COMBINATORS.some((key) => key in out)) {
+    out.additionalProperties = false;
+  }
+  for (const key of ['properties', '$defs']) {
+    if (out[key] && typeof out[key] === 'object') {
+      out[key] = Object.fromEntries(
+        Object.entries(out[key]).map(([name, sub]) => [name, closeObjects(sub)]),
+      );
+    }
+  }
+  if (out.items) out.items = closeObjects(out.items);
+  return out;
 }
 
 /** Fills missing defaults (and `null` for optional fields), recursively. */
@@ -289,6 +319,8 @@ export class Context {
  * Declares a tool. `spec`: `name`, `description`, `args` (an object of shapes)
  * or `inputSchema` (a JSON Schema object), and optionally `longRunning`,
  * `outputSchema`, `stream` (defaults to: `run` is a generator function).
+ * Argument keys the tool does not declare are refused (the schema's objects
+ * get `"additionalProperties": false`) unless `allowUnknownArgs: true`.
  * `run(args, cx)` returns the result (any JSON value, a `Part` or an `Output`).
  */
 export function tool(spec, run) {
@@ -298,7 +330,9 @@ export function tool(spec, run) {
   }
   if (registry.has(name)) throw new TypeError(`two tools are named ${name}`);
   const args = spec.args ?? {};
-  const inputSchema = spec.inputSchema ?? objectSchema(args);
+  const inputSchema = spec.allowUnknownArgs
+    ? { ...(spec.inputSchema ?? objectSchema(args)), additionalProperties: true }
+    : closeObjects(spec.inputSchema ?? objectSchema(args));
   registry.set(name, {
     declaration: {
       info: { name, description: spec.description ?? '', longRunning: !!spec.longRunning },
@@ -307,6 +341,8 @@ export function tool(spec, run) {
       streaming: spec.stream ?? run instanceof GeneratorFunction,
     },
     args,
+    closed: inputSchema.additionalProperties === false,
+    known: new Set(Object.keys(inputSchema.properties ?? {})),
     run,
   });
 }
@@ -339,6 +375,13 @@ function start(call) {
   if (raw === null) raw = {};
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw new InvalidArguments('the arguments must be a JSON object');
+  }
+  if (entry.closed) {
+    // The host's schema check refuses them first; this covers native calls.
+    const unknown = Object.keys(raw).filter((key) => !entry.known.has(key));
+    if (unknown.length) {
+      throw new InvalidArguments(`unknown argument ${unknown.map((k) => `\`${k}\``).join(', ')}`);
+    }
   }
   for (const [name, shape] of Object.entries(entry.args)) {
     if (shape.required && raw[name] === undefined) {

@@ -166,20 +166,35 @@ fn pick_description(explicit: &str, doc: Option<String>) -> String {
     }
 }
 
-/// The input schema of an argument type, cleaned up for a declaration.
 /// The draft 2020-12 JSON Schema of a type, for [`Tool::output_schema`]:
 /// `fn output_schema() -> Option<Value> { Some(toolhost_guest::schema_for::<Counts>()) }`.
+///
+/// Only standard `format`s are kept (see [`root_schema_for`]).
 pub fn schema_for<T: JsonSchema>() -> Value {
-    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value();
+    let mut schema = root_schema_for::<T>();
     if let Some(map) = schema.as_object_mut() {
         map.remove("$schema");
     }
     schema
 }
 
+/// A draft 2020-12 schema of `T` with only the `format`s the standard defines
+/// (`date-time`, `email`, `uri`, `uuid`, …).
+///
+/// schemars also writes its own (`uint32`, `int64`, `double`, …) to say which
+/// Rust type a number has; JSON Schema does not define them, validators ignore
+/// them, and MCP clients warn about each one on every `tools/list`. The range
+/// they stand for stays where it matters: unsigned integers keep
+/// `"minimum": 0`.
+fn root_schema_for<T: JsonSchema>() -> Value {
+    schemars::generate::SchemaSettings::draft2020_12()
+        .with_transform(schemars::transform::RestrictFormats::default())
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
+/// The input schema of an argument type, cleaned up for a declaration.
 pub(crate) struct ArgsSchema {
     schema: Map<String, Value>,
     description: Option<String>,
@@ -189,10 +204,7 @@ pub(crate) struct ArgsSchema {
 
 impl ArgsSchema {
     pub(crate) fn of<A: JsonSchema>() -> Self {
-        let schema = schemars::generate::SchemaSettings::draft2020_12()
-            .into_generator()
-            .into_root_schema_for::<A>()
-            .to_value();
+        let schema = root_schema_for::<A>();
         let mut schema = match schema {
             Value::Object(map) => map,
             // `true`/`false` schemas (e.g. `serde_json::Value`): any object.
@@ -530,5 +542,96 @@ mod tests {
         let args = parse_args::<OrderArgs>(r#"{"item": "tea", "quantity": 2, "size": "large"}"#)
             .expect("valid arguments");
         assert_eq!(args.quantity, 2);
+    }
+
+    /// Numbers of every width, and strings with standard formats.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[expect(dead_code, reason = "only the schema and parsing are tested")]
+    struct Measures {
+        small: u8,
+        count: u64,
+        offset: i32,
+        ratio: f64,
+        weight: f32,
+        size: usize,
+        #[schemars(email)]
+        contact: String,
+        #[schemars(url)]
+        home: String,
+        #[schemars(extend("format" = "date-time"))]
+        when: String,
+        inner: Inner,
+    }
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[expect(dead_code, reason = "only the schema is tested")]
+    struct Inner {
+        index: u32,
+        delta: Option<i64>,
+    }
+
+    /// Every `format` in a schema, by JSON pointer.
+    fn formats(value: &Value, at: &str, found: &mut Vec<(String, String)>) {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    if let ("format", Value::String(format)) = (key.as_str(), child) {
+                        found.push((at.to_owned(), format.clone()));
+                    }
+                    formats(child, &format!("{at}/{key}"), found);
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    formats(child, &format!("{at}/{i}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn only_standard_formats_are_declared() {
+        let schema = super::ArgsSchema::of::<Measures>().into_parts().0;
+        let mut found = Vec::new();
+        formats(&schema, "", &mut found);
+        found.sort();
+        let expected = [
+            ("/properties/contact", "email"),
+            ("/properties/home", "uri"),
+            ("/properties/when", "date-time"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(at, format)| ((*at).to_owned(), (*format).to_owned()))
+            .collect();
+        assert_eq!(found, expected, "{schema:#}");
+        // Unsigned integers still say they cannot be negative, nested ones too.
+        for at in ["/properties/small", "/properties/count", "/properties/size"] {
+            assert_eq!(
+                schema.pointer(at).unwrap()["minimum"],
+                0,
+                "{at}: {schema:#}"
+            );
+        }
+        assert_eq!(
+            schema["$defs"]["Inner"]["properties"]["index"]["minimum"],
+            0
+        );
+        assert_eq!(schema["additionalProperties"], false, "deny_unknown_fields");
+        // Output schemas too.
+        let mut found = Vec::new();
+        formats(&super::schema_for::<Inner>(), "", &mut found);
+        assert_eq!(found, [], "{:#}", super::schema_for::<Inner>());
+    }
+
+    #[test]
+    fn deny_unknown_fields_refuses_a_misspelt_key() {
+        let err = parse_args::<Measures>(r#"{"seperator": "_"}"#).expect_err("unknown key");
+        assert!(
+            matches!(&err, ToolError::InvalidArguments(m) if m.contains("unknown field `seperator`")),
+            "{err:?}"
+        );
     }
 }

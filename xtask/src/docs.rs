@@ -19,8 +19,9 @@
 //!   the official MCP SDK (`tests/docs/mcp_config.py`, which says how the
 //!   `/path/to/…` placeholders are filled) and must list tools;
 //! - other blocks (output, code in other languages) are not run here: `rust`
-//!   blocks are doc tests of the `toolhost` crate, the guest-language pages are
-//!   run by `cargo xtask new-test`.
+//!   blocks are doc tests of the `toolhost` crate; blocks marked
+//!   `<!-- new-test: … -->` (the tool-writing pages) are run by
+//!   `cargo xtask new-test`, in a `toolhost new` project.
 //!
 //! An HTML comment on the line before a fence changes that block:
 //! `<!-- docs-test: skip REASON -->` leaves it out (a reason is required),
@@ -64,11 +65,16 @@ fn blocks(markdown: &str) -> Result<Vec<Block>> {
             continue;
         };
         let lang = info.split([' ', ',']).next().unwrap_or_default().to_owned();
-        let directive = previous
-            .trim()
-            .strip_prefix("<!-- docs-test:")
-            .and_then(|rest| rest.strip_suffix("-->"))
-            .map(|d| d.trim().to_owned());
+        let marker = previous.trim();
+        let directive = if marker.starts_with("<!-- new-test:") {
+            // `cargo xtask new-test` runs it, in a `toolhost new` project.
+            Some("skip run by new-test".to_owned())
+        } else {
+            marker
+                .strip_prefix("<!-- docs-test:")
+                .and_then(|rest| rest.strip_suffix("-->"))
+                .map(|d| d.trim().to_owned())
+        };
         let mut text = String::new();
         let mut closed = false;
         for (_, body) in lines.by_ref() {
@@ -317,6 +323,12 @@ mod tests {
         assert_eq!(found[1].lang, "toml");
         assert_eq!(found[1].directive, None);
         assert_eq!(found[1].text, "# a.toml\nx = 1\n");
+    }
+
+    #[test]
+    fn blocks_new_test_runs_are_left_to_it() {
+        let md = "<!-- new-test: commands rust -->\n```sh\ntoolhost new hello\n```\n";
+        assert!(script("p.md", md).unwrap().is_none());
     }
 
     #[test]

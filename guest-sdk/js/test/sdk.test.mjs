@@ -34,6 +34,19 @@ tool({ name: 'keep', description: 'State.', args: { v: t.string('V.') } }, ({ v 
   return cx.stateGet('k');
 });
 
+tool({ name: 'lenient', description: 'Lenient.', args: { v: t.string('V.') }, allowUnknownArgs: true }, ({ v }) => v);
+tool(
+  {
+    name: 'raw',
+    description: 'Raw schema.',
+    inputSchema: {
+      type: 'object',
+      properties: { p: { type: 'object', properties: { q: { type: 'string' } } }, m: { type: 'object', additionalProperties: { type: 'string' } } },
+    },
+  },
+  (args) => args,
+);
+
 const tools = exportTools();
 const call = (tool, args) => ({ callId: 'c', invocationId: 'i', tool, arguments: JSON.stringify(args) });
 
@@ -52,12 +65,29 @@ test('the schema comes from the shapes', () => {
           tags: { type: 'array', items: { type: 'string' }, default: [] },
         },
         required: ['name'],
+        additionalProperties: false,
       },
     },
     required: ['city'],
+    additionalProperties: false,
   });
   assert.equal(decl.streaming, false);
   assert.equal(tools.declarations().find((d) => d.info.name === 'count').streaming, true);
+});
+
+test('unknown argument keys are refused unless the tool allows them', () => {
+  assert.throws(() => tools.invoke(call('book', { city: 'Oslo', seperator: '_' })), {
+    tag: 'invalid-arguments',
+    val: 'unknown argument `seperator`',
+  });
+  assert.equal(JSON.parse(tools.invoke(call('lenient', { v: 'x', seperator: '_' })).json), 'x');
+  const schemaOf = (name) => JSON.parse(tools.declarations().find((d) => d.info.name === name).inputSchema);
+  assert.equal(schemaOf('lenient').additionalProperties, true);
+  // A hand-written schema is closed too, its nested objects as well; a map stays a map.
+  const raw = schemaOf('raw');
+  assert.equal(raw.additionalProperties, false);
+  assert.equal(raw.properties.p.additionalProperties, false);
+  assert.deepEqual(raw.properties.m.additionalProperties, { type: 'string' });
 });
 
 test('defaults and nulls are filled, nested too', () => {

@@ -102,14 +102,21 @@ for f in (echo, add, remember, fail, crash, countdown, mixed, pixel):
     registry.add(f)
 
 
+def lenient(text: str) -> str:
+    """Lenient."""
+    return text
+
+
+registry.add(lenient, allow_unknown_args=True)
+
+
 def call(tool, args, host=None):
     host = host or FakeHost()
     return registry.invoke(tool, json.dumps(args), Context("c1", "i1", tool, host))
 
 
 def test_arguments_are_converted_to_the_hinted_types():
-    out = call("echo", {"message": "hi", "nested": {"label": "x", "tags": ["a"]}, "size": "large",
-                        "unknown": 1})
+    out = call("echo", {"message": "hi", "nested": {"label": "x", "tags": ["a"]}, "size": "large"})
     assert json.loads(out.json) == {
         "message": "hi",
         "nested": {"label": "x", "tags": ["a"], "weight": 1.0},
@@ -117,6 +124,13 @@ def test_arguments_are_converted_to_the_hinted_types():
     }
     assert out.parts == []
     assert json.loads(call("add", {"a": 1, "b": 2}).json) == 3.0
+
+
+def test_unknown_arguments_are_invalid_unless_the_tool_allows_them():
+    with pytest.raises(InvalidArguments, match="unknown argument `seperator`"):
+        call("echo", {"message": "hi", "size": "large", "seperator": "_"})
+    out = call("lenient", {"text": "hi", "seperator": "_"})
+    assert json.loads(out.json) == "hi"
 
 
 def test_results_and_parts():

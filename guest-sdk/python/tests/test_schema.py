@@ -55,6 +55,7 @@ def test_the_issue_example():
             },
         },
         "required": ["destination", "departure_date"],
+        "additionalProperties": False,
     }
     assert not decl.streaming and not decl.long_running
 
@@ -150,6 +151,7 @@ def test_dataclasses_and_typeddicts_are_objects():
             "zip": {"type": ["string", "null"], "default": None},
         },
         "required": ["street"],
+        "additionalProperties": False,
     }
     point = props["points"]["items"]
     assert point["properties"] == {
@@ -158,7 +160,25 @@ def test_dataclasses_and_typeddicts_are_objects():
         "label": {"type": "string"},
     }
     assert point["required"] == ["x", "y"]
+    assert point["additionalProperties"] is False
     assert props["extra"] == {"type": "integer", "description": "An extra.", "default": 3}
+
+
+def test_unknown_keys_are_refused_unless_the_tool_opts_out():
+    def f(text: str, separator: str = " "):
+        """F."""
+
+    assert declare(f).input_schema["additionalProperties"] is False
+    opened = Registry().add(f, allow_unknown_args=True).declaration.input_schema
+    assert opened["additionalProperties"] is True
+    # A dict parameter is a map of any keys, not a closed object.
+    def g(headers: dict[str, str]):
+        """G."""
+
+    assert declare(g).input_schema["properties"]["headers"] == {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+    }
 
 
 def test_context_parameters_are_not_in_the_schema():

@@ -76,6 +76,7 @@ def tool(
     description: str | None = None,
     long_running: bool = False,
     output_schema: dict[str, Any] | None = None,
+    allow_unknown_args: bool = False,
 ) -> Callable[[F], F]: ...
 
 
@@ -86,12 +87,17 @@ def tool(
     description: str | None = None,
     long_running: bool = False,
     output_schema: dict[str, Any] | None = None,
+    allow_unknown_args: bool = False,
 ) -> F | Callable[[F], F]:
     """Declares a function as a tool of this plugin; returns the function unchanged.
 
     Use it bare (``@tool``) or with options (``@tool(name="x", long_running=True)``).
     The declaration is computed at once, so a signature without a schema fails
     the build, not a call.
+
+    Arguments the function does not take are refused (the schema says
+    ``"additionalProperties": false``), so a model's misspelt key is an error
+    it can fix; ``allow_unknown_args=True`` accepts and ignores them instead.
 
     Raises:
         SchemaError: the name is invalid or taken, or a parameter has no schema.
@@ -104,6 +110,7 @@ def tool(
             description=description,
             long_running=long_running,
             output_schema=output_schema,
+            allow_unknown_args=allow_unknown_args,
         )
         return f
 

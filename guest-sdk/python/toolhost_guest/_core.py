@@ -291,8 +291,10 @@ class Registry:
         description: str | None = None,
         long_running: bool = False,
         output_schema: dict[str, Any] | None = None,
+        allow_unknown_args: bool = False,
     ) -> ToolEntry:
-        """Declares ``func`` as a tool.
+        """Declares ``func`` as a tool. Unknown argument keys are refused
+        (``"additionalProperties": false``) unless ``allow_unknown_args``.
 
         Raises:
             SchemaError: the name is invalid or taken, or a parameter has no schema.
@@ -304,7 +306,9 @@ class Registry:
             )
         if name in self._tools:
             raise SchemaError(f"two tools are named {name!r}")
-        schema, doc, context_param = signature_schema(func, Context)
+        schema, doc, context_param = signature_schema(
+            func, Context, allow_unknown_args=allow_unknown_args
+        )
         declaration = Declaration(
             name=name,
             description=doc if description is None else description,
@@ -386,7 +390,13 @@ class Registry:
                     kwargs[name] = None
                 else:
                     raise InvalidArguments(f"missing field `{name}`")
-        # Unknown keys are ignored, as serde does for the Rust SDK.
+        if entry.declaration.input_schema.get("additionalProperties") is False:
+            # The host's schema check refuses them first; this covers native calls.
+            unknown = [key for key in raw if key not in signature.parameters
+                       or key == entry.context_param]
+            if unknown:
+                names = ", ".join(f"`{key}`" for key in unknown)
+                raise InvalidArguments(f"unknown argument {names}")
         return entry.func(**kwargs)
 
 

@@ -10,7 +10,9 @@ The rules mirror the Rust SDK and ADK Python:
 - dataclasses and ``TypedDict`` → nested objects;
 - ``Optional[X]`` / ``X | None`` → nullable;
 - ``Annotated[X, "text"]`` → a description;
-- a parameter is required unless it has a default or is nullable (ADK's rule).
+- a parameter is required unless it has a default or is nullable (ADK's rule);
+- objects (the arguments, dataclasses, ``TypedDict``) are closed:
+  ``"additionalProperties": false``, so a misspelt key is an error.
 """
 
 from __future__ import annotations
@@ -269,6 +271,7 @@ def _object_schema(cls: type, seen: tuple[Any, ...]) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
+    schema["additionalProperties"] = False
     if description:
         schema["description"] = description
     return schema
@@ -329,10 +332,13 @@ def to_jsonable(value: Any) -> Any:
 
 
 def signature_schema(
-    func: Any, context_type: type
+    func: Any, context_type: type, *, allow_unknown_args: bool = False
 ) -> tuple[dict[str, Any], str, str | None]:
     """The input schema of a tool function, its description, and the name of its
     context parameter (a parameter annotated with ``context_type``), if any.
+
+    The schema refuses keys that are not parameters (``"additionalProperties":
+    false``); with ``allow_unknown_args`` it says ``true`` instead.
 
     Raises:
         SchemaError: a parameter cannot be expressed (``*args``, an unknown type...).
@@ -366,6 +372,7 @@ def signature_schema(
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
+    schema["additionalProperties"] = allow_unknown_args
     return schema, description, context_param
 
 

@@ -305,7 +305,9 @@ fn readme(lang: Lang) -> String {
         Lang::Rust => (
             "src/lib.rs",
             "toolhost-guest/ (the Rust guest SDK)",
-            "cargo and the wasm32-wasip2 target (the script adds it with rustup)",
+            "cargo; the script adds the wasm32-wasip2 target with rustup, and builds in \
+             a cargo target dir shared by your toolhost Rust projects \
+             (`$CARGO_TARGET_DIR`, else `~/.cache/toolhost/cargo-target`)",
         ),
         Lang::Python => (
             "src/app.py",
@@ -329,9 +331,9 @@ fn readme(lang: Lang) -> String {
             "toolhost-guest/ (the C guest SDK, cJSON, the generated WIT bindings and \
              the WASI adapter)",
             "clang for wasm32 with wasm-ld, wasi-libc and compiler-rt, on Debian 12 \
-             `apt-get install clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32`; \
-             and wasm-tools, which the script installs from PyPI into a venv if it is \
-             missing",
+             `apt-get install clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32` (run \
+             as root, the script installs them); and wasm-tools, which the script \
+             installs from PyPI into a venv if it is missing",
         ),
     };
     format!(

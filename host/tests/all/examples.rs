@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 use toolhost::{CallError, MediaKind, Part, ToolCall};
-use toolhost_test_plugins::{CALC, CHECKSUM_C, CODEC, DATES_PY, JSON, SEMVER_GO, STRINGS_JS, TEXT};
+use toolhost_test_plugins::{
+    CALC, CHECKSUM_C, CODEC, DATES_PY, EXAMPLES, JSON, SEMVER_GO, STRINGS_JS, TEXT,
+};
 
 use crate::plugin;
 
@@ -521,4 +523,138 @@ async fn every_example_declares_valid_tools() {
         }
     }
     assert!(total >= 8, "at least 8 example tools, found {total}");
+}
+
+/// The `format`s JSON Schema (draft 2020-12) defines; MCP clients warn about
+/// any other (schemars writes `uint32`, `double`… unless the SDK strips them).
+const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Every subschema of `schema` with its JSON pointer (keywords that hold
+/// values, such as `default`, `const`, `enum` and `examples`, are skipped).
+fn subschemas<'a>(schema: &'a Value, at: String, found: &mut Vec<(String, &'a Value)>) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    found.push((at.clone(), schema));
+    for (key, value) in map {
+        let at = format!("{at}/{key}");
+        match (key.as_str(), value) {
+            ("properties" | "$defs" | "patternProperties", Value::Object(children)) => {
+                for (name, child) in children {
+                    subschemas(child, format!("{at}/{name}"), found);
+                }
+            }
+            ("allOf" | "anyOf" | "oneOf" | "prefixItems", Value::Array(children)) => {
+                for (i, child) in children.iter().enumerate() {
+                    subschemas(child, format!("{at}/{i}"), found);
+                }
+            }
+            (
+                "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains",
+                child,
+            ) => subschemas(child, at, found),
+            _ => {}
+        }
+    }
+}
+
+/// What every example plugin declares, in any language: standard formats only
+/// (inputs and outputs), and closed argument objects, so that a misspelt key
+/// is an error the model can fix. A tool opts out by saying
+/// `"additionalProperties": true` at the root of its input schema.
+#[tokio::test]
+async fn example_schemas_are_standard_and_closed() {
+    let mut problems = Vec::new();
+    let mut plugins: Vec<&str> = EXAMPLES.to_vec();
+    plugins.extend([CHECKSUM_C, DATES_PY, SEMVER_GO, STRINGS_JS]);
+    let mut tools = 0;
+    for path in plugins {
+        for tool in plugin(path).await.tools() {
+            tools += 1;
+            let mut found = Vec::new();
+            subschemas(&tool.input_schema, "input".into(), &mut found);
+            let opted_out = tool.input_schema["additionalProperties"] == true;
+            if let Some(output) = &tool.output_schema {
+                subschemas(output, "output".into(), &mut found);
+            }
+            for (at, schema) in found {
+                if let Some(format) = schema.get("format").and_then(Value::as_str)
+                    && !STANDARD_FORMATS.contains(&format)
+                {
+                    problems.push(format!("{}: {at}: format `{format}`", tool.name));
+                }
+                let arguments_object = at.starts_with("input")
+                    && schema.get("properties").is_some()
+                    && !at.contains("/allOf/")
+                    && !at.contains("/anyOf/")
+                    && !at.contains("/oneOf/");
+                if arguments_object && !opted_out && schema.get("additionalProperties").is_none() {
+                    problems.push(format!(
+                        "{}: {at}: an object without `additionalProperties`",
+                        tool.name
+                    ));
+                }
+            }
+        }
+    }
+    assert!(tools >= 19, "only {tools} example tools were checked");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A misspelt key is refused by the host's schema check, before the guest
+/// runs, with a message that names it, in every language.
+#[tokio::test]
+async fn a_misspelt_argument_is_invalid_and_named() {
+    for (path, tool, args) in [
+        (TEXT, "word_count", json!({"text": "a b", "seperator": "_"})),
+        (
+            DATES_PY,
+            "add_days",
+            json!({"date": "2024-01-01", "days": 1, "seperator": "_"}),
+        ),
+        (
+            STRINGS_JS,
+            "slugify",
+            json!({"title": "A b", "seperator": "_"}),
+        ),
+        (
+            SEMVER_GO,
+            "semver_compare",
+            json!({"a": "1.0.0", "b": "1.0.1", "seperator": "_"}),
+        ),
+        (
+            CHECKSUM_C,
+            "checksum",
+            json!({"text": "abc", "seperator": "_"}),
+        ),
+    ] {
+        let err = call(path, tool, args).await.unwrap_err();
+        let CallError::InvalidArguments { problems, .. } = &err else {
+            panic!("{tool}: {err:?}");
+        };
+        assert!(
+            problems.iter().any(|p| p.contains("'seperator'")),
+            "{tool}: {problems:?}"
+        );
+    }
 }
