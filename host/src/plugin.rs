@@ -521,7 +521,7 @@ impl Plugin {
         }
         let code = tokio::sync::OnceCell::new_with(Some(Ok(code)));
         let plugin = Self::assemble(engine, &path, options, (grants, imports, tools), code, None);
-        plugin.warn_ungranted();
+        plugin.note_ungranted();
         Ok(plugin)
     }
 
@@ -565,7 +565,7 @@ impl Plugin {
             tokio::sync::OnceCell::new(),
             Some((bytes.clone(), key.clone())),
         );
-        plugin.warn_ungranted();
+        plugin.note_ungranted();
         Ok(plugin)
     }
 
@@ -612,9 +612,13 @@ impl Plugin {
         }
     }
 
-    fn warn_ungranted(&self) {
+    /// Notes, at debug, the imports its grants do not cover. Most runtimes
+    /// (Python, JavaScript, Go, C) import files and sockets whether or not a
+    /// tool uses them, so this is no warning: `toolhost list` shows it, and a
+    /// call that actually reaches a refused interface is logged then.
+    fn note_ungranted(&self) {
         for import in self.ungranted_imports() {
-            tracing::warn!(
+            tracing::debug!(
                 plugin = self.name(), interface = import,
                 capability = %Capability::of_import(import),
                 "the plugin imports an interface it is not granted; its calls that use it will be refused"
@@ -1099,6 +1103,7 @@ impl Plugin {
             plugin: self.inner.name.clone(),
             tool: tool.to_owned(),
             call_id: call_id.to_owned(),
+            refused: Default::default(),
         })
     }
 
