@@ -146,9 +146,9 @@ impl PluginOptions {
             }
             None if self.sidecar => crate::policy::load_sidecar(path)
                 .map(Option::unwrap_or_default)
-                .map_err(|source| LoadError::Policy {
+                .map_err(|error| LoadError::Policy {
                     path: path.to_owned(),
-                    source,
+                    error,
                 }),
             None => Ok(Grants::default()),
         }
@@ -404,9 +404,9 @@ impl Plugin {
         let bytes = engine
             .read_file(&path)
             .await
-            .map_err(|source| LoadError::Io {
+            .map_err(|error| LoadError::Io {
                 path: path.clone(),
-                source,
+                error,
             })?;
         Self::from_bytes(engine, path, bytes, options).await
     }
@@ -1767,9 +1767,9 @@ pub async fn inspect(
     let path = path.as_ref().to_owned();
     let bytes = tokio::fs::read(&path)
         .await
-        .map_err(|source| LoadError::Io {
+        .map_err(|error| LoadError::Io {
             path: path.clone(),
-            source,
+            error,
         })?;
     let component = compile_off_runtime(engine, &path, bytes).await?;
     let info = component_info(engine, &component);

@@ -95,9 +95,9 @@ impl PluginSet {
         mut progress: impl FnMut(Loaded<'_>),
     ) -> Result<Self, LoadError> {
         let dir = dir.as_ref();
-        let files = wasm_files(dir).map_err(|source| LoadError::Io {
+        let files = wasm_files(dir).map_err(|error| LoadError::Io {
             path: dir.to_owned(),
-            source,
+            error,
         })?;
         let mut tasks = tokio::task::JoinSet::new();
         for (index, path) in files.iter().enumerate() {

@@ -143,13 +143,13 @@ pub enum WatchError {
     #[error("watching a plugins directory needs a tokio runtime")]
     NoRuntime,
     /// The operating system refused to watch the directory.
-    #[error("{dir}: cannot watch: {source}")]
+    /// Its message includes the watcher's error (not also its `source()`).
+    #[error("{dir}: cannot watch: {error}")]
     Watch {
         /// The plugins directory.
         dir: PathBuf,
         /// The watcher's error.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        error: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -814,10 +814,10 @@ async fn load_settled(
         let (seen, bytes) = match settle(engine, path).await {
             Ok(Some(settled)) => settled,
             Ok(None) => return Outcome::Gone,
-            Err(source) => {
+            Err(error) => {
                 let error = LoadError::Io {
                     path: path.to_owned(),
-                    source,
+                    error,
                 };
                 return Outcome::Failed {
                     seen: None,
@@ -933,9 +933,9 @@ async fn list_dir(dir: &Path) -> Result<Vec<(PathBuf, Option<Fingerprint>)>, Loa
     .await;
     match listed {
         Ok(Ok(files)) => Ok(files),
-        Ok(Err(source)) => Err(LoadError::Io {
+        Ok(Err(error)) => Err(LoadError::Io {
             path: dir.to_owned(),
-            source,
+            error,
         }),
         Err(e) => Err(LoadError::Engine {
             path: dir.to_owned(),
@@ -1008,7 +1008,7 @@ mod watching {
                 tokio::runtime::Handle::try_current().map_err(|_| WatchError::NoRuntime)?;
             let dir = std::path::absolute(&shared.dir).map_err(|e| WatchError::Watch {
                 dir: shared.dir.clone(),
-                source: Box::new(e),
+                error: Box::new(e),
             })?;
             let (events, receiver) = mpsc::unbounded_channel();
             let relevant = dir.clone();
@@ -1051,7 +1051,7 @@ mod watching {
     fn watch_error(shared: &Shared, error: notify::Error) -> WatchError {
         WatchError::Watch {
             dir: shared.dir.clone(),
-            source: Box::new(error),
+            error: Box::new(error),
         }
     }
 
