@@ -286,6 +286,17 @@ impl ComponentInfo {
     }
 }
 
+/// A plugin's name: the one its options give, else its file name without `.wasm`.
+fn plugin_display_name(path: &Path, options: &PluginOptions) -> String {
+    match &options.name {
+        Some(name) => name.clone(),
+        None => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "plugin".to_owned()),
+    }
+}
+
 /// Checks the file's header: WebAssembly at all, and a component rather than a core module.
 fn check_header(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
     const MAGIC: &[u8] = b"\0asm";
@@ -476,6 +487,12 @@ impl Plugin {
                 ),
             }
         }
+        // Compiling a large component (a Python or JavaScript runtime) takes
+        // seconds: say so, so an operator knows why its tools are not there yet.
+        tracing::info!(
+            target: crate::registry::LOAD_TARGET, plugin = %plugin_display_name(&path, options),
+            "compiling {}: no compiled code cached", plugin_display_name(&path, options)
+        );
         let loaded = match compile_off_runtime(engine, &path, bytes).await {
             Ok(component) => {
                 Self::from_compiled(engine, path, &component, options, grants, key.as_ref()).await
@@ -579,14 +596,7 @@ impl Plugin {
         code: tokio::sync::OnceCell<Result<Code, String>>,
         source: Option<(bytes::Bytes, ManifestKey)>,
     ) -> Self {
-        let name: Arc<str> = match &options.name {
-            Some(name) => name.as_str().into(),
-            None => path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "plugin".to_owned())
-                .into(),
-        };
+        let name: Arc<str> = plugin_display_name(path, options).into();
         let state = if code.initialized() {
             CodeState::Loaded
         } else {

@@ -44,6 +44,31 @@ impl ListedTool<'_> {
     }
 }
 
+/// The log target of plugin loads, reloads and removals: the CLI shows it
+/// at info for `serve` and leaves it to its own output in one-shot commands.
+pub(crate) const LOAD_TARGET: &str = "toolhost::load";
+
+/// Logs a plugin's load (`verb`: loaded, reloaded) on one line, with its tool
+/// count and the time it took.
+pub(crate) fn log_loaded(verb: &str, plugin: &Plugin, elapsed: Duration) {
+    let tools = plugin.tools().count();
+    let s = if tools == 1 { "" } else { "s" };
+    tracing::info!(
+        target: LOAD_TARGET,
+        plugin = plugin.name(), tools, elapsed_ms = elapsed.as_millis(),
+        "{verb} {} ({tools} tool{s}) in {:.1} s", plugin.name(), elapsed.as_secs_f64()
+    );
+}
+
+/// Logs why a plugin file did not load, once per failed version.
+pub(crate) fn log_failed(path: &Path, error: &dyn std::fmt::Display) {
+    tracing::warn!(
+        target: LOAD_TARGET,
+        plugin = %plugin_name(path),
+        "not loaded: {error}"
+    );
+}
+
 /// One plugin file finished loading (for progress reports).
 #[derive(Debug)]
 pub struct Loaded<'a> {
@@ -115,6 +140,10 @@ impl PluginSet {
             let Ok((index, elapsed, result)) = joined else {
                 continue;
             };
+            match &result {
+                Ok(plugin) => log_loaded("loaded", plugin, elapsed),
+                Err(error) => log_failed(&files[index], error),
+            }
             progress(Loaded {
                 path: &files[index],
                 elapsed,
@@ -148,9 +177,6 @@ impl PluginSet {
     }
 
     fn warn_clashes(&self) {
-        for failure in &self.failures {
-            tracing::warn!(error = %failure, "plugin not loaded");
-        }
         let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
         for plugin in &self.plugins {
             for tool in plugin.tools() {

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::broadcast;
 
@@ -27,7 +27,7 @@ use crate::Engine;
 use crate::error::LoadError;
 use crate::plugin::{CodeState, Plugin, PluginOptions};
 use crate::policy::sidecar_path;
-use crate::registry::{PluginSet, plugin_name};
+use crate::registry::{LOAD_TARGET, PluginSet, log_failed, log_loaded, plugin_name};
 
 /// How long a file's size and times must stay unchanged before it is loaded.
 const SETTLE_INTERVAL: Duration = Duration::from_millis(100);
@@ -265,11 +265,12 @@ enum Outcome {
     Gone,
     /// Its content is the version already examined.
     Unchanged { seen: Fingerprint },
-    /// A new version loaded.
+    /// A new version loaded, in this long.
     Loaded {
         seen: Fingerprint,
         hash: u64,
         plugin: Plugin,
+        took: Duration,
     },
     /// The new version failed to load.
     Failed {
@@ -385,9 +386,10 @@ impl PluginDir {
             let (engine, options) = (engine.clone(), options(&plugin_name(&path)));
             let shared = Arc::downgrade(&shared);
             let task = tokio::spawn(async move {
+                let started = Instant::now();
                 let result = Plugin::load(&engine, &path, &options).await;
                 if let Some(shared) = shared.upgrade() {
-                    shared.first_loaded(path, result).await;
+                    shared.first_loaded(path, result, started.elapsed()).await;
                 }
                 drop(done);
             });
@@ -524,8 +526,11 @@ impl Shared {
         // `touched`: some entry changed; `structural`: the plugins or failures did.
         let (mut touched, mut structural) = (false, false);
         let listed: HashSet<&Path> = listing.iter().map(|(path, _)| path.as_path()).collect();
-        files.retain(|path, _| {
+        files.retain(|path, entry| {
             let keep = listed.contains(path.as_path());
+            if !keep {
+                log_removed(entry);
+            }
             structural |= !keep;
             keep
         });
@@ -566,15 +571,23 @@ impl Shared {
             let now = SystemTime::now();
             match outcome {
                 Outcome::Gone => {
-                    files.remove(&path);
+                    if let Some(entry) = files.remove(&path) {
+                        log_removed(&entry);
+                    }
                 }
                 Outcome::Unchanged { seen } => {
                     if let Some(entry) = files.get_mut(&path) {
                         entry.seen = Some(seen);
                     }
                 }
-                Outcome::Loaded { seen, hash, plugin } => {
-                    tracing::info!(path = %path.display(), plugin = plugin.name(), "plugin loaded");
+                Outcome::Loaded {
+                    seen,
+                    hash,
+                    plugin,
+                    took,
+                } => {
+                    let replaces = files.get(&path).is_some_and(|e| e.plugin.is_some());
+                    log_loaded(if replaces { "reloaded" } else { "loaded" }, &plugin, took);
                     self.follow(path.clone(), &plugin);
                     files.insert(
                         path,
@@ -597,12 +610,7 @@ impl Shared {
                         loading: false,
                         changed_at: now,
                     });
-                    tracing::warn!(
-                        path = %path.display(),
-                        serving_previous = entry.plugin.is_some(),
-                        %error,
-                        "new plugin version not loaded",
-                    );
+                    log_failed(&path, &error);
                     entry.seen = seen;
                     entry.hash = hash;
                     entry.loading = false;
@@ -639,7 +647,12 @@ impl Shared {
 
     /// Puts the outcome of a file's first load in the set, unless a rescan
     /// has dealt with the file meanwhile.
-    async fn first_loaded(self: &Arc<Self>, path: PathBuf, result: Result<Plugin, LoadError>) {
+    async fn first_loaded(
+        self: &Arc<Self>,
+        path: PathBuf,
+        result: Result<Plugin, LoadError>,
+        took: Duration,
+    ) {
         let _serial = self.rescan.lock().await;
         let old = self.snapshot();
         let mut files = old.files.clone();
@@ -651,11 +664,12 @@ impl Shared {
         entry.changed_at = SystemTime::now();
         match result {
             Ok(plugin) => {
+                log_loaded("loaded", &plugin, took);
                 self.follow(path, &plugin);
                 entry.plugin = Some(plugin);
             }
             Err(error) => {
-                tracing::warn!(%error, "plugin not loaded");
+                log_failed(&path, &error);
                 entry.failure = Some(error.to_string());
                 change.failed.push((path, error.to_string()));
             }
@@ -714,7 +728,10 @@ impl Shared {
             };
             *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(new);
         }
-        tracing::info!(path = %path.display(), "loading the plugin again: its cache manifest was stale");
+        tracing::info!(
+            target: LOAD_TARGET, plugin = %plugin_name(path),
+            "loading the plugin again: its cache manifest was stale"
+        );
         if let Err(error) = self.rescan(&HashSet::new()).await {
             tracing::warn!(%error, "rescanning the plugins directory");
         }
@@ -776,6 +793,13 @@ impl Snapshot {
     }
 }
 
+/// Logs that a plugin left the set because its file is gone.
+fn log_removed(entry: &FileEntry) {
+    if let Some(plugin) = &entry.plugin {
+        tracing::info!(target: LOAD_TARGET, plugin = plugin.name(), "removed {}", plugin.name());
+    }
+}
+
 /// Fills in the tools added, removed and changed between two listings.
 fn diff(old: &[Arc<dyn Tool>], new: &[Arc<dyn Tool>], change: &mut ToolsetChange) {
     let old: BTreeMap<&str, _> = old
@@ -832,8 +856,16 @@ async fn load_settled(
         if previous == Some(hash) {
             return Outcome::Unchanged { seen };
         }
+        let started = Instant::now();
         match Plugin::from_bytes(engine, path.to_owned(), bytes, options).await {
-            Ok(plugin) => return Outcome::Loaded { seen, hash, plugin },
+            Ok(plugin) => {
+                return Outcome::Loaded {
+                    seen,
+                    hash,
+                    plugin,
+                    took: started.elapsed(),
+                };
+            }
             Err(error) => {
                 let still_changing =
                     !matches!(fingerprint(path).await, Ok(Some(now)) if now == seen);
