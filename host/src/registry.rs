@@ -1,7 +1,7 @@
 //! A set of loaded plugins, such as a plugins directory, and how tool names
 //! resolve across them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -66,6 +66,15 @@ pub(crate) fn log_failed(path: &Path, error: &dyn std::fmt::Display) {
         target: LOAD_TARGET,
         plugin = %plugin_name(path),
         "not loaded: {error}"
+    );
+}
+
+/// Warns that several plugins offer `tool`.
+pub(crate) fn warn_clash(tool: &str, plugins: &[String]) {
+    tracing::warn!(
+        tool,
+        plugins = %plugins.join(", "),
+        "several plugins offer this tool; call it as `plugin.tool`"
     );
 }
 
@@ -176,22 +185,37 @@ impl PluginSet {
         set
     }
 
+    /// A set of already loaded plugins, without the clash warnings (for a
+    /// caller that warns about each clash once, as it appears).
+    pub(crate) fn from_plugins_quietly(plugins: Vec<Plugin>) -> Self {
+        Self {
+            plugins,
+            failures: Vec::new(),
+        }
+    }
+
     fn warn_clashes(&self) {
-        let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (tool, plugins) in self.clashes() {
+            warn_clash(&tool, &plugins);
+        }
+    }
+
+    /// The tool names more than one plugin offers, with those plugins.
+    pub(crate) fn clashes(&self) -> BTreeMap<String, Vec<String>> {
+        let mut owners: HashMap<&str, Vec<String>> = HashMap::new();
         for plugin in &self.plugins {
             for tool in plugin.tools() {
-                owners.entry(&tool.name).or_default().push(plugin.name());
+                owners
+                    .entry(&tool.name)
+                    .or_default()
+                    .push(plugin.name().to_owned());
             }
         }
-        for (tool, plugins) in owners {
-            if plugins.len() > 1 {
-                tracing::warn!(
-                    tool,
-                    plugins = %plugins.join(", "),
-                    "several plugins offer this tool; call it as `plugin.tool`"
-                );
-            }
-        }
+        owners
+            .into_iter()
+            .filter(|(_, plugins)| plugins.len() > 1)
+            .map(|(tool, plugins)| (tool.to_owned(), plugins))
+            .collect()
     }
 
     /// The loaded plugins, in file-name order.

@@ -27,7 +27,7 @@ use crate::Engine;
 use crate::error::LoadError;
 use crate::plugin::{CodeState, Plugin, PluginOptions};
 use crate::policy::sidecar_path;
-use crate::registry::{LOAD_TARGET, PluginSet, log_failed, log_loaded, plugin_name};
+use crate::registry::{LOAD_TARGET, PluginSet, log_failed, log_loaded, plugin_name, warn_clash};
 
 /// How long a file's size and times must stay unchanged before it is loaded.
 const SETTLE_INTERVAL: Duration = Duration::from_millis(100);
@@ -198,6 +198,8 @@ struct Snapshot {
     /// Index into `tools` by call name, so a call's lookup copies nothing.
     by_name: HashMap<String, usize>,
     status: Vec<PluginStatus>,
+    /// Tool names several plugins offer (each warned about once, when it appears).
+    clashes: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -375,7 +377,7 @@ impl PluginDir {
             name: dir.display().to_string(),
             dir,
             options: Arc::clone(&options),
-            current: RwLock::new(Arc::new(Snapshot::new(files))),
+            current: RwLock::new(Arc::new(Snapshot::new(files, None))),
             rescan: tokio::sync::Mutex::new(()),
             events,
             first_pending: Arc::new(tokio::sync::watch::Sender::new(listing.len())),
@@ -625,7 +627,7 @@ impl Shared {
         }
 
         let new = Arc::new(if structural {
-            Snapshot::new(files)
+            Snapshot::new(files, Some(&old))
         } else {
             // Only fingerprints changed: keep the tools (and skip the clash warnings).
             Snapshot {
@@ -633,6 +635,7 @@ impl Shared {
                 tools: old.tools.clone(),
                 by_name: old.by_name.clone(),
                 status: old.status.clone(),
+                clashes: old.clashes.clone(),
             }
         });
         diff(&old.tools, &new.tools, &mut change);
@@ -674,7 +677,7 @@ impl Shared {
                 change.failed.push((path, error.to_string()));
             }
         }
-        let new = Arc::new(Snapshot::new(files));
+        let new = Arc::new(Snapshot::new(files, Some(&old)));
         diff(&old.tools, &new.tools, &mut change);
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
         if !change.is_empty() {
@@ -725,6 +728,7 @@ impl Shared {
                 tools: old.tools.clone(),
                 by_name: old.by_name.clone(),
                 status: old.status.clone(),
+                clashes: old.clashes.clone(),
             };
             *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(new);
         }
@@ -739,13 +743,21 @@ impl Shared {
 }
 
 impl Snapshot {
-    fn new(files: BTreeMap<PathBuf, FileEntry>) -> Self {
-        let set = PluginSet::from_plugins(
+    /// The snapshot of these files; a clash of tool names that `previous`
+    /// did not have is warned about (once, not at every later snapshot).
+    fn new(files: BTreeMap<PathBuf, FileEntry>, previous: Option<&Snapshot>) -> Self {
+        let set = PluginSet::from_plugins_quietly(
             files
                 .values()
                 .filter_map(|entry| entry.plugin.clone())
                 .collect(),
         );
+        let clashes = set.clashes();
+        for (tool, plugins) in &clashes {
+            if previous.and_then(|p| p.clashes.get(tool)) != Some(plugins) {
+                warn_clash(tool, plugins);
+            }
+        }
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut names: HashMap<&Path, Vec<String>> = HashMap::new();
         for listed in set.tools() {
@@ -789,6 +801,7 @@ impl Snapshot {
             tools,
             by_name,
             status,
+            clashes,
         }
     }
 }

@@ -700,6 +700,9 @@ fn serve_logs_each_load_reload_and_removal_once() {
     std::fs::copy(ECHO, dir.path().join("echo.wasm")).unwrap();
     std::fs::copy(HOSTILE, dir.path().join("hostile.wasm")).unwrap();
     std::fs::write(dir.path().join("broken.wasm"), b"not wasm").unwrap();
+    // caps and hostile both offer `ok`: a clash, warned about once however
+    // many plugins load after both.
+    std::fs::copy(toolhost_test_plugins::CAPS, dir.path().join("caps.wasm")).unwrap();
     let cache = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .arg("--plugins")
@@ -727,7 +730,7 @@ fn serve_logs_each_load_reload_and_removal_once() {
     );
     // A replaced file is loaded again, a removed one leaves.
     let next = dir.path().join("echo.wasm.new");
-    std::fs::copy(toolhost_test_plugins::CAPS, &next).unwrap();
+    std::fs::copy(toolhost_test_plugins::CHATTY, &next).unwrap();
     std::fs::rename(&next, dir.path().join("echo.wasm")).unwrap();
     log.wait_for("reloaded echo (");
     std::fs::remove_file(dir.path().join("hostile.wasm")).unwrap();
@@ -742,9 +745,10 @@ fn serve_logs_each_load_reload_and_removal_once() {
         ("removed hostile", 1),
         ("broken.wasm", 1),
         ("compiling echo", 2),
+        ("several plugins offer this tool", 1),
     ] {
         assert_eq!(log.count(needle), times, "{needle}: {:#?}", log.seen);
     }
-    // Ungranted imports (caps, now echo.wasm) are no warning.
+    // Ungranted imports (caps's files and sockets) are no warning.
     assert_eq!(log.count("not granted"), 0, "{:#?}", log.seen);
 }
