@@ -19,7 +19,7 @@ use toolhost::{
 
 /// Run LLM-agent tools as sandboxed WebAssembly components.
 #[derive(Parser, Debug)]
-#[command(name = "toolhost", version, about)]
+#[command(name = "toolhost", version, about, after_help = LOG_HELP)]
 struct Cli {
     /// Directory of plugin `.wasm` files [default: the config's `plugins`, else target/plugins].
     #[arg(long, global = true, env = "TOOLHOST_PLUGINS")]
@@ -148,6 +148,27 @@ enum Command {
     },
 }
 
+/// The `--help` text on logging.
+const LOG_HELP: &str = "\
+Logging:
+  Logs go to stderr, never stdout. TOOLHOST_LOG picks what is logged, in
+  tracing's EnvFilter syntax: a level (error, warn, info, debug, trace), or
+  comma-separated `target=level` directives. Default: warnings only, and for
+  `serve` also each plugin's load, reload and removal (target toolhost::load)
+  at info. The commands that load plugins once (list, status, describe, call)
+  report load failures themselves, not in the log.
+  Examples: TOOLHOST_LOG=debug, TOOLHOST_LOG=info,toolhost::plugin=debug";
+
+/// The log filter when `TOOLHOST_LOG` is not set: warnings; `serve` also
+/// logs each plugin's load, reload and removal, and one-shot commands leave
+/// load failures to their own output (one report per failure, not two).
+fn default_filter(command: &Command) -> &'static str {
+    match command {
+        Command::Serve { .. } => "warn,toolhost::load=info",
+        _ => "warn,toolhost::load=off",
+    }
+}
+
 /// Log fields as tracing's default formatter writes them (`message`, then
 /// `name=value`), with control characters escaped: text a plugin or a client
 /// chose (an error message, a tool name, a trap's backtrace) stays on its own
@@ -174,8 +195,9 @@ pub(crate) fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new(default_filter(&cli.command))
+            }),
         )
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -190,11 +212,29 @@ pub(crate) fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`toolhost describe x | head -1`): it has
+        // what it wanted; end quietly, as a command killed by SIGPIPE would.
+        Err(err) if broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {}", one_line(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether an error is a write to a closed stdout.
+fn broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| {
+                cause
+                    .downcast_ref::<serde_json::Error>()
+                    .and_then(serde_json::Error::io_error_kind)
+            })
+            == Some(std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The error on one line, with any other control character (a plugin's or a
@@ -286,30 +326,32 @@ async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<PluginSet> 
             dir.display()
         );
     }
-    let start = Instant::now();
     // A first load compiles every plugin; large ones (Python, JavaScript) take
-    // seconds, so say what is happening when it is slow.
-    let notice = tokio::spawn(async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        eprintln!("toolhost: compiling plugins (cached for later runs)…");
+    // seconds. A person at a terminal is told what is happening when it is
+    // slow; a script or a pipe gets only the result (`TOOLHOST_LOG=info` logs
+    // each load anyway).
+    let progress = std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let notice = progress.then(|| {
+        tokio::spawn(async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            eprintln!("toolhost: compiling plugins (cached for later runs)…");
+        })
     });
     let options = options(cli, config);
     let set = PluginSet::load_dir_configured(engine, &dir, &options, |loaded| {
-        if start.elapsed() > Duration::from_secs(1) {
-            let outcome = if loaded.result.is_ok() {
-                "loaded"
-            } else {
-                "failed"
-            };
+        if progress && loaded.result.is_ok() && start.elapsed() > Duration::from_secs(1) {
             eprintln!(
-                "toolhost: {outcome} {} in {:.1} s",
+                "toolhost: loaded {} in {:.1} s",
                 loaded.path.display(),
                 loaded.elapsed.as_secs_f64()
             );
         }
     })
     .await?;
-    notice.abort();
+    if let Some(notice) = notice {
+        notice.abort();
+    }
     for failure in set.failures() {
         eprintln!("warning: {failure}");
     }
@@ -440,11 +482,12 @@ fn layered(plugins: impl Toolset + 'static, config: &Config) -> Result<Box<dyn T
 async fn run(cli: Cli) -> Result<()> {
     if let Command::New { name, lang, dir } = &cli.command {
         let root = new::create(name, *lang, dir)?;
-        println!(
+        writeln!(
+            std::io::stdout(),
             "created {}: build it with {}/build.sh",
             root.display(),
             root.display()
-        );
+        )?;
         return Ok(());
     }
     let config = config(&cli)?;
@@ -537,13 +580,10 @@ async fn serve(
     follow_unmatched(config, &plugins);
     let (loaded, ready) = tokio::sync::watch::channel(false);
     let first_load = plugins.when_loaded();
+    // Each plugin's compile and load is logged as it happens (target
+    // `toolhost::load`, at info by default for `serve`).
     tokio::spawn(async move {
-        let notice = tokio::spawn(async {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            eprintln!("toolhost: compiling plugins (cached for later runs)…");
-        });
         first_load.await;
-        notice.abort();
         let _ = loaded.send(true);
     });
     if watch {
@@ -983,18 +1023,42 @@ fn extension(mime: &str) -> &str {
     }
 }
 
-/// Asks the human on the terminal whether to run a call that needs confirmation.
-fn ask(request: &toolhost::ConfirmationRequest) -> Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        return Ok(false);
+/// What the human said to a call that needs confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    Yes,
+    No,
+    /// Nobody to ask: stdin is not a terminal.
+    NoTerminal,
+}
+
+/// Asks the human on the terminal (stdin, when it is one) whether to run a
+/// call that needs confirmation; the question goes to stderr.
+fn ask(request: &toolhost::ConfirmationRequest) -> Result<Answer> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Ok(Answer::NoTerminal);
     }
-    eprint!(
+    ask_on(request, &mut stdin.lock(), &mut std::io::stderr())
+}
+
+/// Asks once on `output` and reads one line of `input`: `y` or `yes` (any
+/// case) runs the call; anything else, or the end of input, declines.
+fn ask_on(
+    request: &toolhost::ConfirmationRequest,
+    input: &mut impl std::io::BufRead,
+    output: &mut impl Write,
+) -> Result<Answer> {
+    write!(
+        output,
         "toolhost: `{}` needs confirmation: {}\n  arguments: {}\nRun it? [y/N] ",
         request.tool, request.hint, request.arguments
-    );
+    )?;
+    output.flush()?;
     let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer)?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+    input.read_line(&mut answer)?;
+    let yes = matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+    Ok(if yes { Answer::Yes } else { Answer::No })
 }
 
 async fn call_tool(
@@ -1019,12 +1083,14 @@ async fn call_tool(
     };
     let started = match start(cx.clone(), arguments).await {
         Err(CallError::ConfirmationRequired(request)) => {
-            if !(yes || ask(&request)?) {
-                bail!(
-                    "`{}` needs confirmation ({}); run again with --yes to approve it",
+            match if yes { Answer::Yes } else { ask(&request)? } {
+                Answer::Yes => {}
+                Answer::No => bail!("declined: `{}` was not run", request.tool),
+                Answer::NoTerminal => bail!(
+                    "`{}` needs confirmation ({}) and there is no terminal to ask on; run again with --yes to approve it",
                     request.tool,
                     request.hint
-                );
+                ),
             }
             let approved = cx.with_decision(
                 request.call_id.clone(),

@@ -102,6 +102,11 @@ pub struct Config {
     /// The file this was read from: grants' relative paths are relative to it.
     #[serde(skip)]
     source: Option<PathBuf>,
+    /// Every plugin's grants, resolved once by [`Config::load`]: resolving
+    /// reads the host's environment and secret files, and logs what is
+    /// missing, which should happen once, not again at every (re)load.
+    #[serde(skip)]
+    resolved: BTreeMap<String, Grants>,
 }
 
 /// Settings of the MCP server (`toolhost serve`); all but
@@ -294,9 +299,13 @@ impl Config {
         }
         // Resolve every plugin's grants once now, so a missing directory or an
         // unreadable secret file is reported at startup, naming the key.
+        let mut resolved = BTreeMap::new();
         for name in config.plugin.keys() {
-            config.grants_for(name)?;
+            if let Some(grants) = config.grants_for(name)? {
+                resolved.insert(name.clone(), grants);
+            }
         }
+        config.resolved = resolved;
         Ok(config)
     }
 
@@ -312,12 +321,16 @@ impl Config {
     }
 
     /// The grants `[plugin.NAME.grants]` gives a plugin, if it has that table
-    /// (relative paths are relative to this file).
+    /// (relative paths are relative to this file). A configuration from
+    /// [`Config::load`] resolved them then; a parsed one resolves them now.
     ///
     /// # Errors
     /// A [`ConfigError`] naming the key: a granted directory that does not
     /// exist, an unreadable secret file.
     pub fn grants_for(&self, plugin: &str) -> Result<Option<Grants>, ConfigError> {
+        if let Some(grants) = self.resolved.get(plugin) {
+            return Ok(Some(grants.clone()));
+        }
         let Some(grants) = self.plugin.get(plugin).and_then(|p| p.grants.as_ref()) else {
             return Ok(None);
         };

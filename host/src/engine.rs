@@ -359,6 +359,9 @@ impl Engine {
             .map_err(|e| EngineError::Config(e.to_string()))?;
         bindings::v0_1::Plugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| EngineError::Config(e.to_string()))?;
+        // Refusals of sockets are logged where a call hits them.
+        crate::policy::refusals::add_to_linker(&mut linker)
+            .map_err(|e| EngineError::Config(e.to_string()))?;
         spawn_epoch_ticker(&wasm, config.epoch_tick)
             .map_err(|e| EngineError::Config(format!("cannot start the epoch ticker: {e}")))?;
         let cores = std::thread::available_parallelism().map_or(1, usize::from);

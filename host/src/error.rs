@@ -77,13 +77,15 @@ pub enum Exhausted {
 #[non_exhaustive]
 pub enum LoadError {
     /// The file could not be read.
-    #[error("{path}: cannot read: {source}")]
+    ///
+    /// Its message includes the I/O error's, so that error is not also its
+    /// `source()` (a printer that follows the chain would say it twice).
+    #[error("{path}: cannot read: {error}")]
     Io {
         /// The plugin file.
         path: PathBuf,
         /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not WebAssembly at all.
     #[error("{path}: not a WebAssembly file (no `\\0asm` header)")]
@@ -155,13 +157,13 @@ pub enum LoadError {
     },
     /// The plugin's policy (its sidecar `NAME.policy.toml`, or its grants in
     /// `toolhost.toml`) is invalid; the source names the file, the key and why.
-    #[error("{path}: invalid policy: {source}")]
+    /// Its message includes the policy error's (not also its `source()`).
+    #[error("{path}: invalid policy: {error}")]
     Policy {
         /// The plugin file.
         path: PathBuf,
         /// The policy error.
-        #[source]
-        source: crate::config::ConfigError,
+        error: crate::config::ConfigError,
     },
     /// The plugin declares more tools than the engine allows
     /// ([`EngineConfig::max_tools`](crate::EngineConfig::max_tools)).

@@ -80,11 +80,11 @@ pub enum McpError {
         reason: String,
     },
     /// The HTTP server could not listen or serve.
-    #[error("the MCP HTTP server failed: {source}")]
+    /// Its message includes the I/O error's (not also its `source()`).
+    #[error("the MCP HTTP server failed: {error}")]
     Http {
         /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -482,7 +482,7 @@ impl McpServer {
         };
         http::serve(listener, app, limits, shutdown, stop)
             .await
-            .map_err(|source| McpError::Http { source })
+            .map_err(|error| McpError::Http { error })
     }
 }
 

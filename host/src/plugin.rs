@@ -146,9 +146,9 @@ impl PluginOptions {
             }
             None if self.sidecar => crate::policy::load_sidecar(path)
                 .map(Option::unwrap_or_default)
-                .map_err(|source| LoadError::Policy {
+                .map_err(|error| LoadError::Policy {
                     path: path.to_owned(),
-                    source,
+                    error,
                 }),
             None => Ok(Grants::default()),
         }
@@ -286,6 +286,17 @@ impl ComponentInfo {
     }
 }
 
+/// A plugin's name: the one its options give, else its file name without `.wasm`.
+fn plugin_display_name(path: &Path, options: &PluginOptions) -> String {
+    match &options.name {
+        Some(name) => name.clone(),
+        None => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "plugin".to_owned()),
+    }
+}
+
 /// Checks the file's header: WebAssembly at all, and a component rather than a core module.
 fn check_header(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
     const MAGIC: &[u8] = b"\0asm";
@@ -404,9 +415,9 @@ impl Plugin {
         let bytes = engine
             .read_file(&path)
             .await
-            .map_err(|source| LoadError::Io {
+            .map_err(|error| LoadError::Io {
                 path: path.clone(),
-                source,
+                error,
             })?;
         Self::from_bytes(engine, path, bytes, options).await
     }
@@ -476,6 +487,12 @@ impl Plugin {
                 ),
             }
         }
+        // Compiling a large component (a Python or JavaScript runtime) takes
+        // seconds: say so, so an operator knows why its tools are not there yet.
+        tracing::info!(
+            target: crate::registry::LOAD_TARGET, plugin = %plugin_display_name(&path, options),
+            "compiling {}: no compiled code cached", plugin_display_name(&path, options)
+        );
         let loaded = match compile_off_runtime(engine, &path, bytes).await {
             Ok(component) => {
                 Self::from_compiled(engine, path, &component, options, grants, key.as_ref()).await
@@ -521,7 +538,7 @@ impl Plugin {
         }
         let code = tokio::sync::OnceCell::new_with(Some(Ok(code)));
         let plugin = Self::assemble(engine, &path, options, (grants, imports, tools), code, None);
-        plugin.warn_ungranted();
+        plugin.note_ungranted();
         Ok(plugin)
     }
 
@@ -565,7 +582,7 @@ impl Plugin {
             tokio::sync::OnceCell::new(),
             Some((bytes.clone(), key.clone())),
         );
-        plugin.warn_ungranted();
+        plugin.note_ungranted();
         Ok(plugin)
     }
 
@@ -579,14 +596,7 @@ impl Plugin {
         code: tokio::sync::OnceCell<Result<Code, String>>,
         source: Option<(bytes::Bytes, ManifestKey)>,
     ) -> Self {
-        let name: Arc<str> = match &options.name {
-            Some(name) => name.as_str().into(),
-            None => path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "plugin".to_owned())
-                .into(),
-        };
+        let name: Arc<str> = plugin_display_name(path, options).into();
         let state = if code.initialized() {
             CodeState::Loaded
         } else {
@@ -612,9 +622,13 @@ impl Plugin {
         }
     }
 
-    fn warn_ungranted(&self) {
+    /// Notes, at debug, the imports its grants do not cover. Most runtimes
+    /// (Python, JavaScript, Go, C) import files and sockets whether or not a
+    /// tool uses them, so this is no warning: `toolhost list` shows it, and a
+    /// call that actually reaches a refused interface is logged then.
+    fn note_ungranted(&self) {
         for import in self.ungranted_imports() {
-            tracing::warn!(
+            tracing::debug!(
                 plugin = self.name(), interface = import,
                 capability = %Capability::of_import(import),
                 "the plugin imports an interface it is not granted; its calls that use it will be refused"
@@ -1099,6 +1113,7 @@ impl Plugin {
             plugin: self.inner.name.clone(),
             tool: tool.to_owned(),
             call_id: call_id.to_owned(),
+            refused: Default::default(),
         })
     }
 
@@ -1763,9 +1778,9 @@ pub async fn inspect(
     let path = path.as_ref().to_owned();
     let bytes = tokio::fs::read(&path)
         .await
-        .map_err(|source| LoadError::Io {
+        .map_err(|error| LoadError::Io {
             path: path.clone(),
-            source,
+            error,
         })?;
     let component = compile_off_runtime(engine, &path, bytes).await?;
     let info = component_info(engine, &component);

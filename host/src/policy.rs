@@ -21,6 +21,7 @@
 //! plugin, they win and its sidecar is ignored (with a warning).
 
 pub(crate) mod http;
+pub(crate) mod refusals;
 pub(crate) mod stdio;
 
 use std::collections::BTreeMap;
@@ -576,11 +577,11 @@ impl Grants {
                         _ => false,
                     };
                     if !ok {
-                        tracing::warn!(
-                            target: "toolhost::policy",
-                            plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
-                            %addr, use = ?used, "refused a TCP connection: not granted"
-                        );
+                        let what = match used {
+                            SocketAddrUse::TcpConnect => format!("a TCP connection to {addr}"),
+                            _ => format!("a TCP socket at {addr} ({used:?})"),
+                        };
+                        refusals::log(&call, Capability::Tcp, "wasi:sockets/tcp", &what);
                     }
                     Box::pin(async move { ok })
                 });
@@ -596,6 +597,8 @@ pub(crate) struct CallTag {
     pub(crate) plugin: Arc<str>,
     pub(crate) tool: String,
     pub(crate) call_id: String,
+    /// What the call was refused so far: each capability is warned about once.
+    pub(crate) refused: refusals::Refused,
 }
 
 /// A kind of outside access, as the WASI interfaces a component imports ask for it.

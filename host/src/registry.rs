@@ -1,7 +1,7 @@
 //! A set of loaded plugins, such as a plugins directory, and how tool names
 //! resolve across them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,40 @@ impl ListedTool<'_> {
             format!("{}.{}", self.plugin.name(), self.spec.name)
         }
     }
+}
+
+/// The log target of plugin loads, reloads and removals: the CLI shows it
+/// at info for `serve` and leaves it to its own output in one-shot commands.
+pub(crate) const LOAD_TARGET: &str = "toolhost::load";
+
+/// Logs a plugin's load (`verb`: loaded, reloaded) on one line, with its tool
+/// count and the time it took.
+pub(crate) fn log_loaded(verb: &str, plugin: &Plugin, elapsed: Duration) {
+    let tools = plugin.tools().count();
+    let s = if tools == 1 { "" } else { "s" };
+    tracing::info!(
+        target: LOAD_TARGET,
+        plugin = plugin.name(), tools, elapsed_ms = elapsed.as_millis(),
+        "{verb} {} ({tools} tool{s}) in {:.1} s", plugin.name(), elapsed.as_secs_f64()
+    );
+}
+
+/// Logs why a plugin file did not load, once per failed version.
+pub(crate) fn log_failed(path: &Path, error: &dyn std::fmt::Display) {
+    tracing::warn!(
+        target: LOAD_TARGET,
+        plugin = %plugin_name(path),
+        "not loaded: {error}"
+    );
+}
+
+/// Warns that several plugins offer `tool`.
+pub(crate) fn warn_clash(tool: &str, plugins: &[String]) {
+    tracing::warn!(
+        tool,
+        plugins = %plugins.join(", "),
+        "several plugins offer this tool; call it as `plugin.tool`"
+    );
 }
 
 /// One plugin file finished loading (for progress reports).
@@ -95,9 +129,9 @@ impl PluginSet {
         mut progress: impl FnMut(Loaded<'_>),
     ) -> Result<Self, LoadError> {
         let dir = dir.as_ref();
-        let files = wasm_files(dir).map_err(|source| LoadError::Io {
+        let files = wasm_files(dir).map_err(|error| LoadError::Io {
             path: dir.to_owned(),
-            source,
+            error,
         })?;
         let mut tasks = tokio::task::JoinSet::new();
         for (index, path) in files.iter().enumerate() {
@@ -115,6 +149,10 @@ impl PluginSet {
             let Ok((index, elapsed, result)) = joined else {
                 continue;
             };
+            match &result {
+                Ok(plugin) => log_loaded("loaded", plugin, elapsed),
+                Err(error) => log_failed(&files[index], error),
+            }
             progress(Loaded {
                 path: &files[index],
                 elapsed,
@@ -147,25 +185,37 @@ impl PluginSet {
         set
     }
 
-    fn warn_clashes(&self) {
-        for failure in &self.failures {
-            tracing::warn!(error = %failure, "plugin not loaded");
+    /// A set of already loaded plugins, without the clash warnings (for a
+    /// caller that warns about each clash once, as it appears).
+    pub(crate) fn from_plugins_quietly(plugins: Vec<Plugin>) -> Self {
+        Self {
+            plugins,
+            failures: Vec::new(),
         }
-        let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
+    }
+
+    fn warn_clashes(&self) {
+        for (tool, plugins) in self.clashes() {
+            warn_clash(&tool, &plugins);
+        }
+    }
+
+    /// The tool names more than one plugin offers, with those plugins.
+    pub(crate) fn clashes(&self) -> BTreeMap<String, Vec<String>> {
+        let mut owners: HashMap<&str, Vec<String>> = HashMap::new();
         for plugin in &self.plugins {
             for tool in plugin.tools() {
-                owners.entry(&tool.name).or_default().push(plugin.name());
+                owners
+                    .entry(&tool.name)
+                    .or_default()
+                    .push(plugin.name().to_owned());
             }
         }
-        for (tool, plugins) in owners {
-            if plugins.len() > 1 {
-                tracing::warn!(
-                    tool,
-                    plugins = %plugins.join(", "),
-                    "several plugins offer this tool; call it as `plugin.tool`"
-                );
-            }
-        }
+        owners
+            .into_iter()
+            .filter(|(_, plugins)| plugins.len() > 1)
+            .map(|(tool, plugins)| (tool.to_owned(), plugins))
+            .collect()
     }
 
     /// The loaded plugins, in file-name order.

@@ -70,10 +70,11 @@ impl WasiHttpHooks for HttpHooks {
         let call = &self.call;
         if !self.allowed(uri) {
             // Only scheme and authority are logged: a query may hold a key.
-            tracing::warn!(
-                target: "toolhost::policy",
-                plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
-                %destination, "refused an HTTP request: the destination is not granted"
+            super::refusals::log(
+                call,
+                super::Capability::Http,
+                "wasi:http/outgoing-handler",
+                &format!("an HTTP request to {destination}"),
             );
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::broadcast;
 
@@ -27,7 +27,7 @@ use crate::Engine;
 use crate::error::LoadError;
 use crate::plugin::{CodeState, Plugin, PluginOptions};
 use crate::policy::sidecar_path;
-use crate::registry::{PluginSet, plugin_name};
+use crate::registry::{LOAD_TARGET, PluginSet, log_failed, log_loaded, plugin_name, warn_clash};
 
 /// How long a file's size and times must stay unchanged before it is loaded.
 const SETTLE_INTERVAL: Duration = Duration::from_millis(100);
@@ -145,13 +145,13 @@ pub enum WatchError {
     #[error("watching a plugins directory needs a tokio runtime")]
     NoRuntime,
     /// The operating system refused to watch the directory.
-    #[error("{dir}: cannot watch: {source}")]
+    /// Its message includes the watcher's error (not also its `source()`).
+    #[error("{dir}: cannot watch: {error}")]
     Watch {
         /// The plugins directory.
         dir: PathBuf,
         /// The watcher's error.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        error: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -200,6 +200,8 @@ struct Snapshot {
     /// Index into `tools` by call name, so a call's lookup copies nothing.
     by_name: HashMap<String, usize>,
     status: Vec<PluginStatus>,
+    /// Tool names several plugins offer (each warned about once, when it appears).
+    clashes: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -267,11 +269,12 @@ enum Outcome {
     Gone,
     /// Its content is the version already examined.
     Unchanged { seen: Fingerprint },
-    /// A new version loaded.
+    /// A new version loaded, in this long.
     Loaded {
         seen: Fingerprint,
         hash: u64,
         plugin: Plugin,
+        took: Duration,
     },
     /// The new version failed to load.
     Failed {
@@ -376,7 +379,7 @@ impl PluginDir {
             name: dir.display().to_string(),
             dir,
             options: Arc::clone(&options),
-            current: RwLock::new(Arc::new(Snapshot::new(files))),
+            current: RwLock::new(Arc::new(Snapshot::new(files, None))),
             rescan: tokio::sync::Mutex::new(()),
             events,
             first_pending: Arc::new(tokio::sync::watch::Sender::new(listing.len())),
@@ -387,9 +390,10 @@ impl PluginDir {
             let (engine, options) = (engine.clone(), options(&plugin_name(&path)));
             let shared = Arc::downgrade(&shared);
             let task = tokio::spawn(async move {
+                let started = Instant::now();
                 let result = Plugin::load(&engine, &path, &options).await;
                 if let Some(shared) = shared.upgrade() {
-                    shared.first_loaded(path, result).await;
+                    shared.first_loaded(path, result, started.elapsed()).await;
                 }
                 drop(done);
             });
@@ -526,8 +530,11 @@ impl Shared {
         // `touched`: some entry changed; `structural`: the plugins or failures did.
         let (mut touched, mut structural) = (false, false);
         let listed: HashSet<&Path> = listing.iter().map(|(path, _)| path.as_path()).collect();
-        files.retain(|path, _| {
+        files.retain(|path, entry| {
             let keep = listed.contains(path.as_path());
+            if !keep {
+                log_removed(entry);
+            }
             structural |= !keep;
             keep
         });
@@ -568,15 +575,23 @@ impl Shared {
             let now = SystemTime::now();
             match outcome {
                 Outcome::Gone => {
-                    files.remove(&path);
+                    if let Some(entry) = files.remove(&path) {
+                        log_removed(&entry);
+                    }
                 }
                 Outcome::Unchanged { seen } => {
                     if let Some(entry) = files.get_mut(&path) {
                         entry.seen = Some(seen);
                     }
                 }
-                Outcome::Loaded { seen, hash, plugin } => {
-                    tracing::info!(path = %path.display(), plugin = plugin.name(), "plugin loaded");
+                Outcome::Loaded {
+                    seen,
+                    hash,
+                    plugin,
+                    took,
+                } => {
+                    let replaces = files.get(&path).is_some_and(|e| e.plugin.is_some());
+                    log_loaded(if replaces { "reloaded" } else { "loaded" }, &plugin, took);
                     self.follow(path.clone(), &plugin);
                     files.insert(
                         path,
@@ -599,12 +614,7 @@ impl Shared {
                         loading: false,
                         changed_at: now,
                     });
-                    tracing::warn!(
-                        path = %path.display(),
-                        serving_previous = entry.plugin.is_some(),
-                        %error,
-                        "new plugin version not loaded",
-                    );
+                    log_failed(&path, &error);
                     entry.seen = seen;
                     entry.hash = hash;
                     entry.loading = false;
@@ -619,7 +629,7 @@ impl Shared {
         }
 
         let new = Arc::new(if structural {
-            Snapshot::new(files)
+            Snapshot::new(files, Some(&old))
         } else {
             // Only fingerprints changed: keep the tools (and skip the clash warnings).
             Snapshot {
@@ -627,6 +637,7 @@ impl Shared {
                 tools: old.tools.clone(),
                 by_name: old.by_name.clone(),
                 status: old.status.clone(),
+                clashes: old.clashes.clone(),
             }
         });
         diff(&old.tools, &new.tools, &mut change);
@@ -641,7 +652,12 @@ impl Shared {
 
     /// Puts the outcome of a file's first load in the set, unless a rescan
     /// has dealt with the file meanwhile.
-    async fn first_loaded(self: &Arc<Self>, path: PathBuf, result: Result<Plugin, LoadError>) {
+    async fn first_loaded(
+        self: &Arc<Self>,
+        path: PathBuf,
+        result: Result<Plugin, LoadError>,
+        took: Duration,
+    ) {
         let _serial = self.rescan.lock().await;
         let old = self.snapshot();
         let mut files = old.files.clone();
@@ -653,16 +669,17 @@ impl Shared {
         entry.changed_at = SystemTime::now();
         match result {
             Ok(plugin) => {
+                log_loaded("loaded", &plugin, took);
                 self.follow(path, &plugin);
                 entry.plugin = Some(plugin);
             }
             Err(error) => {
-                tracing::warn!(%error, "plugin not loaded");
+                log_failed(&path, &error);
                 entry.failure = Some(error.to_string());
                 change.failed.push((path, error.to_string()));
             }
         }
-        let new = Arc::new(Snapshot::new(files));
+        let new = Arc::new(Snapshot::new(files, Some(&old)));
         diff(&old.tools, &new.tools, &mut change);
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
         if !change.is_empty() {
@@ -713,10 +730,14 @@ impl Shared {
                 tools: old.tools.clone(),
                 by_name: old.by_name.clone(),
                 status: old.status.clone(),
+                clashes: old.clashes.clone(),
             };
             *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(new);
         }
-        tracing::info!(path = %path.display(), "loading the plugin again: its cache manifest was stale");
+        tracing::info!(
+            target: LOAD_TARGET, plugin = %plugin_name(path),
+            "loading the plugin again: its cache manifest was stale"
+        );
         if let Err(error) = self.rescan(&HashSet::new()).await {
             tracing::warn!(%error, "rescanning the plugins directory");
         }
@@ -724,13 +745,21 @@ impl Shared {
 }
 
 impl Snapshot {
-    fn new(files: BTreeMap<PathBuf, FileEntry>) -> Self {
-        let set = PluginSet::from_plugins(
+    /// The snapshot of these files; a clash of tool names that `previous`
+    /// did not have is warned about (once, not at every later snapshot).
+    fn new(files: BTreeMap<PathBuf, FileEntry>, previous: Option<&Snapshot>) -> Self {
+        let set = PluginSet::from_plugins_quietly(
             files
                 .values()
                 .filter_map(|entry| entry.plugin.clone())
                 .collect(),
         );
+        let clashes = set.clashes();
+        for (tool, plugins) in &clashes {
+            if previous.and_then(|p| p.clashes.get(tool)) != Some(plugins) {
+                warn_clash(tool, plugins);
+            }
+        }
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut names: HashMap<&Path, Vec<String>> = HashMap::new();
         for listed in set.tools() {
@@ -782,7 +811,15 @@ impl Snapshot {
             tools,
             by_name,
             status,
+            clashes,
         }
+    }
+}
+
+/// Logs that a plugin left the set because its file is gone.
+fn log_removed(entry: &FileEntry) {
+    if let Some(plugin) = &entry.plugin {
+        tracing::info!(target: LOAD_TARGET, plugin = plugin.name(), "removed {}", plugin.name());
     }
 }
 
@@ -824,10 +861,10 @@ async fn load_settled(
         let (seen, bytes) = match settle(engine, path).await {
             Ok(Some(settled)) => settled,
             Ok(None) => return Outcome::Gone,
-            Err(source) => {
+            Err(error) => {
                 let error = LoadError::Io {
                     path: path.to_owned(),
-                    source,
+                    error,
                 };
                 return Outcome::Failed {
                     seen: None,
@@ -842,8 +879,16 @@ async fn load_settled(
         if previous == Some(hash) {
             return Outcome::Unchanged { seen };
         }
+        let started = Instant::now();
         match Plugin::from_bytes(engine, path.to_owned(), bytes, options).await {
-            Ok(plugin) => return Outcome::Loaded { seen, hash, plugin },
+            Ok(plugin) => {
+                return Outcome::Loaded {
+                    seen,
+                    hash,
+                    plugin,
+                    took: started.elapsed(),
+                };
+            }
             Err(error) => {
                 let still_changing =
                     !matches!(fingerprint(path).await, Ok(Some(now)) if now == seen);
@@ -943,9 +988,9 @@ async fn list_dir(dir: &Path) -> Result<Vec<(PathBuf, Option<Fingerprint>)>, Loa
     .await;
     match listed {
         Ok(Ok(files)) => Ok(files),
-        Ok(Err(source)) => Err(LoadError::Io {
+        Ok(Err(error)) => Err(LoadError::Io {
             path: dir.to_owned(),
-            source,
+            error,
         }),
         Err(e) => Err(LoadError::Engine {
             path: dir.to_owned(),
@@ -1018,7 +1063,7 @@ mod watching {
                 tokio::runtime::Handle::try_current().map_err(|_| WatchError::NoRuntime)?;
             let dir = std::path::absolute(&shared.dir).map_err(|e| WatchError::Watch {
                 dir: shared.dir.clone(),
-                source: Box::new(e),
+                error: Box::new(e),
             })?;
             let (events, receiver) = mpsc::unbounded_channel();
             let relevant = dir.clone();
@@ -1061,7 +1106,7 @@ mod watching {
     fn watch_error(shared: &Shared, error: notify::Error) -> WatchError {
         WatchError::Watch {
             dir: shared.dir.clone(),
-            source: Box::new(error),
+            error: Box::new(error),
         }
     }
 

@@ -422,8 +422,11 @@ async fn an_invalid_sidecar_policy_names_the_file_the_key_and_the_reason() {
     );
 }
 
+/// Runtimes import files and sockets whether or not a tool uses them: an
+/// ungranted import is shown by `list`, and a call that actually reaches for
+/// it is logged then (see `network.rs`); loading says nothing above debug.
 #[tokio::test]
-async fn an_ungranted_import_loads_with_a_warning_naming_the_interface() {
+async fn an_ungranted_import_loads_quietly() {
     logs();
     let mut options = PluginOptions::default();
     options.name("caps-ungranted-warning");
@@ -439,9 +442,7 @@ async fn an_ungranted_import_loads_with_a_warning_naming_the_interface() {
     );
     let warnings = log_lines("caps-ungranted-warning");
     assert!(
-        warnings
-            .iter()
-            .any(|l| l.contains("not granted") && l.contains("wasi:filesystem/preopens")),
+        !warnings.iter().any(|l| l.contains("not granted")),
         "{warnings:#?}"
     );
     let requested: Vec<String> = caps.requested().iter().map(ToString::to_string).collect();
@@ -716,8 +717,8 @@ TOKEN = {{ from_file = "token.txt" }}
     assert!(!row("echo").contains('!'), "{}", row("echo"));
     assert!(!stdout.contains("tok-secret-value") && !stderr.contains("tok-secret-value"));
     assert!(
-        stderr.contains("not granted") && stderr.contains("wasi:filesystem/preopens"),
-        "the load warning names the interface: {stderr}"
+        !stderr.contains("not granted"),
+        "ungranted imports are in the table, not in the log: {stderr}"
     );
     let out = run(&["list", "--json"]);
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();

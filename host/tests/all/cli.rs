@@ -670,3 +670,334 @@ fn serve_starts_with_stale_names_and_warns_once() {
     // Warned once at start, not per list or call.
     assert_warned_once(&err);
 }
+
+/// `toolhost` with a cache directory of the test's own and no `TOOLHOST_LOG`.
+fn toolhost_cached(dir: &Path, cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(dir)
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(args)
+        .env_remove("TOOLHOST_LOG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn call_prints_only_its_result_with_a_cold_and_a_warm_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(ECHO, dir.path().join("echo.wasm")).unwrap();
+    // The caps plugin imports files and sockets it is not granted (as
+    // runtimes do): that is no reason to say anything either.
+    std::fs::copy(toolhost_test_plugins::CAPS, dir.path().join("caps.wasm")).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    for run in ["cold", "warm"] {
+        let out = toolhost_cached(
+            dir.path(),
+            cache.path(),
+            &["call", "add", r#"{"a": 1, "b": 2}"#],
+        );
+        assert!(out.status.success(), "{run}: {}", stderr(&out));
+        assert_eq!(stdout_json(&out), serde_json::json!({"result": 3}), "{run}");
+        assert_eq!(stderr(&out), "", "{run}: stderr is empty");
+    }
+    for args in [&["list"][..], &["describe", "add"], &["status"]] {
+        let out = toolhost_cached(dir.path(), cache.path(), args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}: stderr is empty");
+    }
+}
+
+#[test]
+fn help_documents_toolhost_log() {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("TOOLHOST_LOG")
+            && help.contains("EnvFilter")
+            && help.contains("TOOLHOST_LOG=debug"),
+        "{help}"
+    );
+}
+
+#[test]
+fn a_load_failure_is_reported_once() {
+    let dir = plugins_dir();
+    std::fs::write(dir.path().join("broken.wasm"), b"not wasm").unwrap();
+    let mentions = |out: &Output| {
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(out));
+        all.matches("broken.wasm").count()
+    };
+    let out = toolhost(dir.path(), &["list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(mentions(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("warning: "), "{}", stderr(&out));
+    let out = toolhost(dir.path(), &["call", "add", r#"{"a": 1, "b": 2}"#]);
+    assert_eq!(mentions(&out), 1, "{}", stderr(&out));
+    // status reports it in its table (the file, then the error naming it
+    // again), and nowhere else.
+    let out = toolhost(dir.path(), &["status"]);
+    assert!(!out.status.success());
+    assert!(!stderr(&out).contains("broken.wasm"), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        table.lines().filter(|l| l.contains("broken.wasm")).count(),
+        1,
+        "{table}"
+    );
+}
+
+#[test]
+fn an_unset_granted_variable_is_warned_about_once() {
+    let dir = plugins_dir();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        "plugins = \".\"\n[plugin.echo.grants.env_vars]\nTOKEN = { from_env = \"TOOLHOST_TEST_SURELY_UNSET\" }\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--no-cache", "call", "add", r#"{"a": 1, "b": 2}"#])
+        .env_remove("TOOLHOST_LOG")
+        .env_remove("TOOLHOST_TEST_SURELY_UNSET")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).matches("TOOLHOST_TEST_SURELY_UNSET").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_io_error_is_said_once() {
+    let dir = plugins_dir();
+    let missing = dir.path().join("missing.wasm");
+    let out = toolhost(dir.path(), &["inspect", missing.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+    let config = dir.path().join("absent.toml");
+    let out = toolhost_config(&config, &["list"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out).matches("os error 2").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let dir = plugins_dir();
+    for args in [
+        &["describe", "add"][..],
+        &["list"],
+        &["list", "--json"],
+        &["status"],
+        &["call", "add", r#"{"a": 1, "b": 2}"#],
+        &["call", "countdown", r#"{"from": 3}"#],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("--plugins")
+            .arg(dir.path())
+            .arg("--no-cache")
+            .args(args)
+            .env_remove("TOOLHOST_LOG")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before anything is written (as `| head -0`).
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+}
+
+/// Runs `toolhost ARGS` on a pseudo-terminal (with `script`), typing `typed`.
+/// None where `script` is not installed.
+fn on_a_terminal(config: &Path, args: &str, typed: &str) -> Option<(bool, String)> {
+    use std::io::Write as _;
+    let command = format!(
+        "{} --config {} --no-cache {args}",
+        env!("CARGO_BIN_EXE_toolhost"),
+        config.display()
+    );
+    let mut child = match Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("TOOLHOST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => panic!("script: {e}"),
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(typed.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    Some((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
+#[test]
+fn the_confirmation_prompt_asks_once_and_a_no_declines() {
+    let dir = plugins_dir();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "plugins = \".\"\n[confirm]\ntools = [\"add\"]\n").unwrap();
+    let call = r#"call add '{"a": 40, "b": 2}'"#;
+    let Some((ok, screen)) = on_a_terminal(&config, call, "y\n") else {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    };
+    assert!(ok, "{screen}");
+    assert_eq!(screen.matches("Run it?").count(), 1, "{screen}");
+    assert!(screen.contains("\"result\": 42"), "{screen}");
+    let (ok, screen) = on_a_terminal(&config, call, "n\n").unwrap();
+    assert!(!ok, "{screen}");
+    assert_eq!(screen.matches("Run it?").count(), 1, "{screen}");
+    assert!(screen.contains("declined: `add` was not run"), "{screen}");
+    assert!(
+        !screen.contains("--yes") && !screen.contains("result"),
+        "{screen}"
+    );
+    // Without a terminal there is nobody to ask: the error says how to approve.
+    let out = toolhost_config(&config, &["call", "add", r#"{"a": 40, "b": 2}"#]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("no terminal") && err.contains("--yes") && !err.contains("Run it?"),
+        "{err}"
+    );
+}
+
+/// Follows a child's stderr line by line, on a thread of its own.
+struct Lines {
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Lines {
+    fn follow(stderr: std::process::ChildStderr) -> Self {
+        use std::io::BufRead as _;
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a line that contains `needle` (giving up after two minutes).
+    fn wait_for(&mut self, needle: &str) -> String {
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
+                return line.clone();
+            }
+            let left = give_up.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(_) => panic!("no line with `{needle}` in: {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// Takes every line left, until the stream ends.
+    fn drain(&mut self) {
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(give_up.saturating_duration_since(std::time::Instant::now()))
+        {
+            self.seen.push(line);
+        }
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        self.seen.iter().filter(|l| l.contains(needle)).count()
+    }
+}
+
+#[test]
+fn serve_logs_each_load_reload_and_removal_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(ECHO, dir.path().join("echo.wasm")).unwrap();
+    std::fs::copy(HOSTILE, dir.path().join("hostile.wasm")).unwrap();
+    std::fs::write(dir.path().join("broken.wasm"), b"not wasm").unwrap();
+    // caps and hostile both offer `ok`: a clash, warned about once however
+    // many plugins load after both.
+    std::fs::copy(toolhost_test_plugins::CAPS, dir.path().join("caps.wasm")).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(dir.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .arg("serve")
+        .env_remove("TOOLHOST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = Lines::follow(child.stderr.take().unwrap());
+    // Nothing is cached yet: each plugin says it compiles, then that it loaded.
+    log.wait_for("compiling echo");
+    log.wait_for("compiling hostile");
+    let echo = log.wait_for("load: loaded echo (");
+    assert!(echo.contains(" INFO ") && echo.contains(" s "), "{echo}");
+    log.wait_for("load: loaded hostile (");
+    let broken = log.wait_for("not loaded: ");
+    assert!(
+        broken.contains(" WARN ") && broken.contains("broken.wasm"),
+        "{broken}"
+    );
+    // A replaced file is loaded again, a removed one leaves.
+    let next = dir.path().join("echo.wasm.new");
+    std::fs::copy(toolhost_test_plugins::CHATTY, &next).unwrap();
+    std::fs::rename(&next, dir.path().join("echo.wasm")).unwrap();
+    log.wait_for("reloaded echo (");
+    std::fs::remove_file(dir.path().join("hostile.wasm")).unwrap();
+    log.wait_for("removed hostile");
+    drop(child.stdin.take());
+    let _ = child.wait();
+    log.drain();
+    for (needle, times) in [
+        ("load: loaded echo (", 1),
+        ("load: loaded hostile (", 1),
+        ("load: reloaded echo (", 1),
+        ("removed hostile", 1),
+        ("broken.wasm", 1),
+        ("compiling echo", 2),
+        ("several plugins offer this tool", 1),
+    ] {
+        assert_eq!(log.count(needle), times, "{needle}: {:#?}", log.seen);
+    }
+    // Ungranted imports (caps's files and sockets) are no warning.
+    assert_eq!(log.count("not granted"), 0, "{:#?}", log.seen);
+}

@@ -119,6 +119,77 @@ fn failure(result: Result<ToolOutput, CallError>) -> String {
     }
 }
 
+/// A guest that retries a refused request in a loop gets one warning per
+/// call and capability, naming plugin, tool, interface and the grant that
+/// would allow it: it cannot flood the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_logged_once_per_call_however_often_the_guest_retries() {
+    crate::caps::logs();
+    let mut options = PluginOptions::default();
+    options.name("caps-refusal-flood");
+    let caps = plugin_with(CAPS, &options).await;
+    let flood = |call_id: &'static str| {
+        let caps = caps.clone();
+        async move {
+            caps.invoke(
+                ToolCall::new(
+                    "tcp_connect",
+                    json!({"addr": "127.0.0.1:9", "attempts": 2000}),
+                )
+                .with_call_id(call_id),
+            )
+            .await
+        }
+    };
+    let err = failure(flood("refusal-flood-1").await);
+    assert!(err.contains("access-denied"), "{err}");
+    let warned: Vec<String> = log_lines("refusal-flood-1")
+        .into_iter()
+        .filter(|l| l.contains("WARN"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:#?}");
+    let line = &warned[0];
+    for part in [
+        "refused a TCP socket",
+        "plugin=caps-refusal-flood",
+        "tool=tcp_connect",
+        "interface=\"wasi:sockets/tcp-create-socket\"",
+        "capability=tcp",
+        "tcp = [",
+    ] {
+        assert!(line.contains(part), "{part}: {line}");
+    }
+    // Another call of the same plugin is warned about again, once.
+    failure(flood("refusal-flood-2").await);
+    let refused = |call_id| {
+        log_lines(call_id)
+            .into_iter()
+            .filter(|l| l.contains("refused"))
+            .count()
+    };
+    assert_eq!(refused("refusal-flood-2"), 1);
+    // A name lookup is another capability, refused where it is tried.
+    let err = failure(
+        caps.invoke(
+            ToolCall::new("resolve", json!({"host": "localhost"})).with_call_id("refusal-lookup"),
+        )
+        .await,
+    );
+    assert!(err.contains("resolve"), "{err}");
+    let logged = log_lines("refusal-lookup");
+    assert!(
+        logged.len() == 1
+            && logged[0].contains("name lookup")
+            && logged[0].contains("name_lookup = true"),
+        "{logged:#?}"
+    );
+    // A call that reaches for nothing logs nothing.
+    caps.invoke(ToolCall::new("ok", json!({})).with_call_id("refusal-none"))
+        .await
+        .unwrap();
+    assert_eq!(refused("refusal-none"), 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_fetches_from_a_granted_host() {
     let server = Server::start().await;

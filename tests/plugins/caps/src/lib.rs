@@ -9,7 +9,7 @@
 //! | `list` | list a directory |
 //! | `env` | read one environment variable |
 //! | `environment` | list every environment variable name, the arguments and the working directory |
-//! | `tcp_connect` | open a TCP connection to an IPv4 address (raw `wasi:sockets`) |
+//! | `tcp_connect` | open a TCP connection to an IPv4 address (raw `wasi:sockets`), `attempts` times |
 //! | `resolve` | look a host name up (`wasi:sockets/ip-name-lookup`) |
 //! | `flood` | write `bytes` bytes of numbered lines to stdout (and a line to stderr) |
 //!
@@ -148,6 +148,10 @@ impl Tool for Environment {
 struct ConnectArgs {
     /// `a.b.c.d:port`.
     addr: String,
+    /// How many times to try (default 1), as a guest that retries a refused
+    /// connection in a loop would; the last outcome is returned.
+    #[serde(default)]
+    attempts: Option<u32>,
 }
 
 fn socket_error(what: &str, code: ErrorCode) -> ToolError {
@@ -166,27 +170,35 @@ impl Tool for TcpConnect {
             .addr
             .parse()
             .map_err(|e| ToolError::invalid_arguments(format!("{}: {e}", args.addr)))?;
-        let socket = create_tcp_socket(IpAddressFamily::Ipv4)
-            .map_err(|e| socket_error("create-tcp-socket", e))?;
-        let network = instance_network();
-        let [a, b, c, d] = addr.ip().octets();
-        let remote = IpSocketAddress::Ipv4(Ipv4SocketAddress {
-            port: addr.port(),
-            address: (a, b, c, d),
-        });
-        socket
-            .start_connect(&network, remote)
-            .map_err(|e| socket_error("connect", e))?;
-        loop {
-            match socket.finish_connect() {
-                Ok((input, output)) => {
-                    drop(input);
-                    drop(output);
-                    return Ok(json!({ "connected": args.addr }));
-                }
-                Err(ErrorCode::WouldBlock) => socket.subscribe().block(),
-                Err(e) => return Err(socket_error("connect", e)),
+        let mut outcome = connect(addr);
+        for _ in 1..args.attempts.unwrap_or(1) {
+            outcome = connect(addr);
+        }
+        outcome
+    }
+}
+
+fn connect(addr: SocketAddrV4) -> Result<Value, ToolError> {
+    let socket = create_tcp_socket(IpAddressFamily::Ipv4)
+        .map_err(|e| socket_error("create-tcp-socket", e))?;
+    let network = instance_network();
+    let [a, b, c, d] = addr.ip().octets();
+    let remote = IpSocketAddress::Ipv4(Ipv4SocketAddress {
+        port: addr.port(),
+        address: (a, b, c, d),
+    });
+    socket
+        .start_connect(&network, remote)
+        .map_err(|e| socket_error("connect", e))?;
+    loop {
+        match socket.finish_connect() {
+            Ok((input, output)) => {
+                drop(input);
+                drop(output);
+                return Ok(json!({ "connected": addr.to_string() }));
             }
+            Err(ErrorCode::WouldBlock) => socket.subscribe().block(),
+            Err(e) => return Err(socket_error("connect", e)),
         }
     }
 }
