@@ -169,7 +169,9 @@ fn pick_description(explicit: &str, doc: Option<String>) -> String {
 /// The draft 2020-12 JSON Schema of a type, for [`Tool::output_schema`]:
 /// `fn output_schema() -> Option<Value> { Some(toolhost_guest::schema_for::<Counts>()) }`.
 ///
-/// Only standard `format`s are kept (see [`root_schema_for`]).
+/// Only the `format`s JSON Schema defines are kept (`date-time`, `email`,
+/// `uri`, `uuid`, …): schemars' own (`uint32`, `double`, …) are dropped, and
+/// unsigned integers keep `"minimum": 0`.
 pub fn schema_for<T: JsonSchema>() -> Value {
     let mut schema = root_schema_for::<T>();
     if let Some(map) = schema.as_object_mut() {

@@ -4,7 +4,7 @@
 //! The README runs first, verbatim, in a scratch copy of the repository (the
 //! working tree's tracked and untracked, not ignored, files): its install
 //! (`cargo install --locked --path host`, into a scratch install root on
-//! `PATH`) and its tour. Then each page under `docs/` runs in its own scratch
+//! `PATH`, built in `<target>/docs-test-target`) and its tour. Then each page under `docs/` runs in its own scratch
 //! directory, where `target/plugins` is a copy of the example plugins the
 //! README built.
 //! Every fenced block of a page becomes part of one bash script (so `cd` and
@@ -143,7 +143,8 @@ fn script(page: &str, markdown: &str) -> Result<Option<String>> {
             ("sh", None) => out.push_str(&text),
             ("sh", Some(until)) => {
                 let log = format!("\"$DOCS_TEST_DIR/background-{n}.log\"");
-                let _ = writeln!(out, "( {} ) >{log} 2>&1 &", text.trim_end());
+                // The closing parenthesis on its own line: the block may end in a comment.
+                let _ = writeln!(out, "(\n{}\n) >{log} 2>&1 &", text.trim_end());
                 let _ = writeln!(out, "DOCS_TEST_JOBS+=($!)");
                 let _ = writeln!(out, "docs_test_wait {log} {}", shell_quote(&until));
             }
@@ -252,6 +253,10 @@ pub(crate) fn test() -> Result<()> {
     let repo = scratch.join("repo");
     copy_tree(&repo)?;
     let install = scratch.join("install");
+    // The copy builds in a target directory of its own, kept between runs:
+    // sharing the repository's would overwrite its `debug/xtask` and
+    // `release/toolhost` with the copy's (cargo links the newest build there).
+    let cargo_target = target.join("docs-test-target");
     let python = venv("mcp-venv", &root().join("tests/mcp/requirements.txt"))?;
     let path = std::env::join_paths(std::iter::once(install.join("bin")).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
@@ -295,7 +300,7 @@ pub(crate) fn test() -> Result<()> {
             .arg(&file)
             .current_dir(&workdir)
             .env("PATH", &path)
-            .env("CARGO_TARGET_DIR", &target)
+            .env("CARGO_TARGET_DIR", &cargo_target)
             .env("CARGO_INSTALL_ROOT", &install)
             .env("TOOLHOST_CACHE_DIR", scratch.join("cache"))
             .env_remove("TOOLHOST_CONFIG")
