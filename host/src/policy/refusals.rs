@@ -18,8 +18,7 @@
 //! - **files**: nowhere. Without a file grant the guest has no preopened
 //!   directory, so an open fails inside the guest before it reaches the host.
 
-use std::collections::HashSet;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU16, Ordering};
 
 use wasmtime::component::{Linker, Resource};
 use wasmtime::{Result, StoreContextMut};
@@ -36,17 +35,19 @@ use crate::plugin::state::PluginState;
 /// import of any `0.2.x` resolves to these definitions.
 const SOCKETS: &str = "0.2.12";
 
-/// The capabilities a call has been refused so far (to warn once each).
+/// The capabilities a call has been refused so far (to warn once each): one
+/// bit per [`Capability`], so a call pays no lock and no allocation for it.
 #[derive(Debug, Default)]
-pub(crate) struct Refused(Mutex<HashSet<Capability>>);
+pub(crate) struct Refused(AtomicU16);
+
+// One bit per capability: `Other` is the last.
+const _: () = assert!((Capability::Other as u16) < 16);
 
 impl Refused {
     /// Records a refusal; true if it is the call's first for `capability`.
     fn first(&self, capability: Capability) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(capability)
+        let bit = 1 << capability as u16;
+        self.0.fetch_or(bit, Ordering::Relaxed) & bit == 0
     }
 }
 
