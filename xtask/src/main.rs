@@ -1086,14 +1086,21 @@ enum Expected {
 }
 
 impl NewProject<'_> {
-    /// Calls `tool` with `arguments` and checks the outcome.
-    fn expect(&self, tool: &str, arguments: &str, expected: &Expected) -> Result<()> {
-        let output = Command::new(self.toolhost)
-            .arg("--cache-dir")
+    /// `toolhost call TOOL ARGUMENTS` on this project, with its cache.
+    fn call(&self, tool: &str, arguments: &str) -> Command {
+        let mut cmd = Command::new(self.toolhost);
+        cmd.arg("--cache-dir")
             .arg(&self.cache)
             .arg("--plugins")
             .arg(&self.dir)
-            .args(["call", tool, arguments])
+            .args(["call", tool, arguments]);
+        cmd
+    }
+
+    /// Calls `tool` with `arguments` and checks the outcome.
+    fn expect(&self, tool: &str, arguments: &str, expected: &Expected) -> Result<()> {
+        let output = self
+            .call(tool, arguments)
             .output()
             .context("running toolhost call")?;
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -1165,13 +1172,7 @@ impl NewProject<'_> {
                 && values.is_empty()
             {
                 // Shown without its output: it must succeed.
-                let output = Command::new(self.toolhost)
-                    .arg("--cache-dir")
-                    .arg(&self.cache)
-                    .arg("--plugins")
-                    .arg(&self.dir)
-                    .args(["call", tool, arguments])
-                    .output()?;
+                let output = self.call(tool, arguments).output()?;
                 if !output.status.success() {
                     bail!(
                         "`{line}` failed: {}",
