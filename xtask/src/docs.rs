@@ -41,19 +41,23 @@ use super::{copy_dir, ensure_wasm_target, root, run, target_dir, venv};
 
 /// One fenced block of a markdown file.
 #[derive(Debug)]
-struct Block {
+pub(crate) struct Block {
     /// The first word of the info string (`sh`, `toml`, `json`, …).
     lang: String,
     /// The block's lines, without the fences.
-    text: String,
+    pub(crate) text: String,
     /// Line number of the opening fence (1-based), for messages.
-    line: usize,
-    /// The `docs-test:` directive on the line before the fence, if any.
+    pub(crate) line: usize,
+    /// The HTML comment on the line before the fence, without `<!--` and
+    /// `-->` (`docs-test: skip …`, `new-test: file python src/app.py`).
+    pub(crate) mark: Option<String>,
+    /// The `docs-test:` directive of the mark, if any (a `new-test:` mark is
+    /// a skip here: `cargo xtask new-test` runs the block).
     directive: Option<String>,
 }
 
-/// The fenced blocks of a markdown text.
-fn blocks(markdown: &str) -> Result<Vec<Block>> {
+/// The fenced blocks of a markdown text (shared with `new-test`).
+pub(crate) fn blocks(markdown: &str) -> Result<Vec<Block>> {
     let mut found = Vec::new();
     let mut previous = "";
     let mut lines = markdown.lines().enumerate();
@@ -65,16 +69,19 @@ fn blocks(markdown: &str) -> Result<Vec<Block>> {
             continue;
         };
         let lang = info.split([' ', ',']).next().unwrap_or_default().to_owned();
-        let marker = previous.trim();
-        let directive = if marker.starts_with("<!-- new-test:") {
-            // `cargo xtask new-test` runs it, in a `toolhost new` project.
-            Some("skip run by new-test".to_owned())
-        } else {
-            marker
-                .strip_prefix("<!-- docs-test:")
-                .and_then(|rest| rest.strip_suffix("-->"))
-                .map(|d| d.trim().to_owned())
-        };
+        let mark = previous
+            .trim()
+            .strip_prefix("<!--")
+            .and_then(|rest| rest.strip_suffix("-->"))
+            .map(|m| m.trim().to_owned());
+        let directive = mark.as_deref().and_then(|m| {
+            if m.starts_with("new-test:") {
+                // `cargo xtask new-test` runs it, in a `toolhost new` project.
+                Some("skip run by new-test".to_owned())
+            } else {
+                m.strip_prefix("docs-test:").map(|d| d.trim().to_owned())
+            }
+        });
         let mut text = String::new();
         let mut closed = false;
         for (_, body) in lines.by_ref() {
@@ -92,6 +99,7 @@ fn blocks(markdown: &str) -> Result<Vec<Block>> {
             lang,
             text,
             line: index + 1,
+            mark,
             directive,
         });
         previous = "";

@@ -1219,30 +1219,19 @@ fn snippets(page: &Path) -> Result<Vec<Snippet>> {
         .display()
         .to_string();
     let mut found = Vec::new();
-    let mut mark: Option<(Vec<String>, usize)> = None;
-    let mut lines = text.lines().enumerate();
-    while let Some((i, line)) = lines.next() {
-        let origin = format!("{name}:{}", i + 1);
-        if let Some(words) = line
-            .trim()
-            .strip_prefix("<!-- new-test:")
-            .and_then(|rest| rest.strip_suffix("-->"))
-        {
-            mark = Some((words.split_whitespace().map(str::to_owned).collect(), i));
-            continue;
-        }
-        if !line.starts_with("```") {
-            continue;
-        }
-        let mut body = String::new();
-        for (_, line) in lines.by_ref() {
-            if line.starts_with("```") {
-                break;
-            }
-            body.push_str(line);
-            body.push('\n');
-        }
-        let Some((words, _)) = mark.take().filter(|(_, at)| *at + 1 == i) else {
+    for block in docs::blocks(&text).with_context(|| name.clone())? {
+        let origin = format!("{name}:{}", block.line);
+        let Some(words) = block
+            .mark
+            .as_deref()
+            .and_then(|mark| mark.strip_prefix("new-test:"))
+            .map(|words| {
+                words
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+        else {
             bail!(
                 "{origin}: a code block without a `<!-- new-test: ... -->` mark (every snippet is tested)"
             );
@@ -1259,7 +1248,7 @@ fn snippets(page: &Path) -> Result<Vec<Snippet>> {
         found.push(Snippet {
             lang: kind.1.clone(),
             kind: kind.0,
-            body,
+            body: block.text,
             origin,
         });
     }
