@@ -37,7 +37,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use super::{copy_dir, ensure_wasm_target, root, run, target_dir, venv};
+use crate::toolchain::{ensure_wasm_target, venv};
+use crate::workspace::{copy_dir, root, run, target_dir};
 
 /// One fenced block of a markdown file.
 #[derive(Debug)]

@@ -1,0 +1,33 @@
+//! `cargo xtask mcp-test [PYTEST ARGS]`: the MCP end-to-end tests
+//! (`tests/mcp`): the official Python MCP SDK drives `toolhost serve` over
+//! stdio and HTTP. Extra arguments go to pytest.
+
+use std::process::Command;
+
+use anyhow::Result;
+
+use crate::toolchain::{ensure_wasm_target, venv};
+use crate::workspace::{cargo, root, run, target_dir};
+
+/// Builds `toolhost` and the guests, then runs the MCP end-to-end tests in a
+/// Python venv with the pinned `tests/mcp/requirements.txt`.
+pub(crate) fn test(pytest_args: Vec<String>) -> Result<()> {
+    ensure_wasm_target()?;
+    let python = venv("mcp-venv", &root().join("tests/mcp/requirements.txt"))?;
+    // The binary and the guests (`toolhost-test-plugins`' build script builds
+    // them into `<target>/wasm-guests`), with the features unified as in
+    // `cargo test --workspace`: right after it this rebuilds nothing, where a
+    // `cargo build -p toolhost` would rebuild wasmtime with other features.
+    run(cargo().args(["test", "--workspace", "--no-run"]))?;
+    let target = target_dir();
+    run(Command::new(&python)
+        .current_dir(root())
+        .args(["-m", "pytest", "-q", "tests/mcp"])
+        .args(pytest_args)
+        .env("TOOLHOST_BIN", target.join("debug/toolhost"))
+        .env(
+            "TOOLHOST_GUESTS",
+            target.join("wasm-guests/wasm32-wasip2/guest"),
+        )
+        .env("PYTHONDONTWRITEBYTECODE", "1"))
+}

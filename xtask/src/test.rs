@@ -1,0 +1,23 @@
+//! `cargo xtask test`: every test, in order: the committed bindings
+//! (`bindings --check`), the non-Rust guests, the SDK unit tests, every cargo
+//! test (installs the wasm32-wasip2 target if missing), then `new-test`,
+//! `docs-test` and `mcp-test`.
+
+use anyhow::Result;
+
+use crate::toolchain::ensure_wasm_target;
+use crate::workspace::{cargo, run};
+use crate::{bindings, docs, guests, mcp_test, new_test, sdk_test};
+
+/// Runs every test; stops at the first that fails.
+pub(crate) fn all() -> Result<()> {
+    ensure_wasm_target()?;
+    bindings::generate(true)?;
+    // The host's conformance tests load these; without them they fail.
+    guests::build(&[])?;
+    sdk_test::test()?;
+    run(cargo().args(["test", "--workspace"]))?;
+    new_test::test(&[])?;
+    docs::test()?;
+    mcp_test::test(Vec::new())
+}

@@ -1,0 +1,118 @@
+//! Toolchains the tasks install on first use: rustup's wasm32-wasip2 target,
+//! Python venvs with pinned requirements (componentize-py, Go, wasm-tools,
+//! pytest, the MCP SDK), and the Debian packages C guests compile with.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::workspace::{run, target_dir};
+
+/// Installs the wasm32-wasip2 target if rustup does not have it yet.
+pub(crate) fn ensure_wasm_target() -> Result<()> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .context("cannot run rustup (it installs the wasm32-wasip2 target)")?;
+    if String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|l| l.trim() == "wasm32-wasip2")
+    {
+        return Ok(());
+    }
+    run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"]))
+}
+
+/// The venv `<target>/<name>` with `requirements` installed; returns its Python.
+/// Installs only when the requirements differ from the last install's (a stamp
+/// file holds a copy), so reruns are fast.
+pub(crate) fn venv(name: &str, requirements: &Path) -> Result<PathBuf> {
+    let venv = target_dir().join(name);
+    let python = venv.join("bin/python");
+    if !python.is_file() {
+        run(Command::new("python3").arg("-m").arg("venv").arg(&venv))
+            .context("creating a venv needs python3 with its venv module")?;
+    }
+    let wanted = std::fs::read_to_string(requirements)
+        .with_context(|| format!("reading {}", requirements.display()))?;
+    let stamp = venv.join("requirements.installed");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(python);
+    }
+    run(Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
+        .arg(requirements))?;
+    std::fs::write(&stamp, wanted).with_context(|| format!("writing {}", stamp.display()))?;
+    Ok(python)
+}
+
+/// The Debian packages a C guest needs: clang and wasm-ld for wasm32, wasi-libc
+/// (the sysroot) and compiler-rt's wasm32 builtins.
+const C_PACKAGES: [&str; 4] = [
+    "clang-19",
+    "lld-19",
+    "wasi-libc",
+    "libclang-rt-19-dev-wasm32",
+];
+
+/// Installs the missing [`C_PACKAGES`] with apt-get (through sudo unless root).
+pub(crate) fn ensure_c_toolchain() -> Result<()> {
+    let missing: Vec<&str> = C_PACKAGES
+        .into_iter()
+        .filter(|package| !debian_package_installed(package))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list = missing.join(" ");
+    eprintln!("xtask: C guests need the Debian packages {list}; installing them with apt-get");
+    let apt = || {
+        let mut cmd = if is_root() {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.arg("apt-get");
+            sudo
+        };
+        cmd.env("DEBIAN_FRONTEND", "noninteractive");
+        cmd
+    };
+    run(apt().args(["update", "-qq"]))
+        .and_then(|()| {
+            run(apt()
+                .args(["install", "-y", "-qq", "--no-install-recommends"])
+                .args(&missing))
+        })
+        .with_context(|| {
+            format!(
+                "cannot install the C toolchain; on Debian 12 run \
+                 `apt-get install --no-install-recommends {list}` as root"
+            )
+        })
+}
+
+/// Whether dpkg says the Debian `package` is installed.
+fn debian_package_installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .is_ok_and(|out| {
+            out.status.success() && String::from_utf8_lossy(&out.stdout).ends_with(" installed")
+        })
+}
+
+/// Whether xtask runs as root (then apt-get needs no sudo).
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
