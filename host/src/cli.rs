@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -11,9 +12,8 @@ mod new;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use toolhost::{
-    Aliases, CallError, Config, Confirm, ConfirmationHint, Context as Cx, Decision, Engine,
-    EngineConfig, Filter, HttpOptions, LoadState, McpServer, MediaKind, Part, PluginDir,
-    PluginOptions, PluginSet, Predicate, ServeConfig, StaticPlugins, ToolAliases, ToolSpec,
+    CallError, Config, Context as Cx, Decision, Engine, EngineConfig, HttpOptions, LoadState,
+    McpServer, MediaKind, Part, PluginDir, PluginOptions, PluginSet, ServeConfig, ToolSpec,
     Toolset, ToolsetExt, UnmatchedName,
 };
 
@@ -276,13 +276,15 @@ fn engine(cli: &Cli, config: &Config) -> Result<Engine> {
     Ok(Engine::new(&engine_config)?)
 }
 
-/// Each plugin's options: the config's limits for it, then the command-line flags.
+/// Each plugin's options: the configuration's ([`Config::plugin_options`]),
+/// then the command-line flags.
 fn options(cli: &Cli, config: &Config) -> impl Fn(&str) -> PluginOptions + Send + Sync + 'static {
     let config = config.clone();
     let (fuel, memory_mib, timeout_ms, max_output) =
         (cli.fuel, cli.memory_mib, cli.timeout_ms, cli.max_output);
     move |plugin| {
-        let mut limits = config.limits_for(plugin);
+        let mut options = config.plugin_options(plugin);
+        let limits = options.limits_mut();
         if let Some(fuel) = fuel {
             limits.fuel(fuel);
         }
@@ -295,30 +297,11 @@ fn options(cli: &Cli, config: &Config) -> impl Fn(&str) -> PluginOptions + Send 
         if let Some(bytes) = max_output {
             limits.output_bytes(bytes);
         }
-        let mut options = PluginOptions::default();
-        options.limits(limits).reuse(config.reuse_for(plugin));
-        apply_grants(&config, plugin, &mut options);
         options
     }
 }
 
-/// The config's `[plugin.NAME.grants]`, when it has them, win over a sidecar policy.
-fn apply_grants(config: &Config, plugin: &str, options: &mut PluginOptions) {
-    match config.grants_for(plugin) {
-        Ok(Some(grants)) => {
-            options.grants(grants);
-        }
-        Ok(None) => {}
-        Err(error) => {
-            // Checked when the config was loaded; if it broke since (a granted
-            // directory removed), grant nothing rather than guess.
-            tracing::error!(plugin, %error, "invalid grants; the plugin gets none");
-            options.grants(toolhost::Grants::default());
-        }
-    }
-}
-
-async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<PluginSet> {
+async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<Arc<PluginSet>> {
     let dir = plugins_dir(cli, config);
     if !dir.is_dir() {
         bail!(
@@ -355,13 +338,13 @@ async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<PluginSet> 
     for failure in set.failures() {
         eprintln!("warning: {failure}");
     }
-    Ok(set)
+    Ok(Arc::new(set))
 }
 
 /// The loaded plugins as the model sees them (see [`layered`]), after warning
 /// about the config names that match none of them.
-fn layered_set(set: &PluginSet, config: &Config) -> Result<Box<dyn Toolset>> {
-    let plugins = StaticPlugins::new("plugins", set);
+fn layered_set(set: &Arc<PluginSet>, config: &Config) -> Result<Box<dyn Toolset>> {
+    let plugins = Arc::clone(set);
     let names: Vec<String> = set
         .plugins()
         .iter()
@@ -434,49 +417,9 @@ fn follow_unmatched(config: &Config, plugins: &std::sync::Arc<PluginDir>) {
     });
 }
 
-/// The plugins as the model sees them, in the documented order (inner to
-/// outer): plugins → filter → confirmation → aliases.
+/// The plugins as the model sees them ([`Config::layered`]).
 fn layered(plugins: impl Toolset + 'static, config: &Config) -> Result<Box<dyn Toolset>> {
-    let filter = &config.filter;
-    let mut visible = Predicate::new(|_, _| true);
-    if !filter.allow.is_empty() {
-        visible = visible.and(Predicate::glob(filter.allow.clone()));
-    }
-    if !filter.deny.is_empty() {
-        visible = visible.and(!Predicate::glob(filter.deny.clone()));
-    }
-    let filtered = Filter::new(plugins, visible);
-    let hint = config
-        .confirm
-        .hint
-        .clone()
-        .unwrap_or_else(|| "This tool needs a human's approval for each call.".to_owned());
-    let mut confirmed = Confirm::new(filtered);
-    if config.confirm.all {
-        confirmed = confirmed.require_all_with(ConfirmationHint::new(hint.clone()));
-    }
-    if !config.confirm.tools.is_empty() {
-        let needs = Predicate::glob(config.confirm.tools.clone());
-        confirmed = confirmed.provider(move |cx, spec, _| {
-            needs
-                .test(cx, spec)
-                .then(|| ConfirmationHint::new(hint.clone()))
-        });
-    }
-    let mut aliases: std::collections::BTreeMap<String, ToolAliases> = Default::default();
-    for (alias, tool) in &config.aliases.tools {
-        let entry = aliases.entry(tool.clone()).or_default();
-        *entry = std::mem::take(entry).name(alias.clone());
-    }
-    for (tool, keys) in &config.aliases.arguments {
-        let entry = aliases.entry(tool.clone()).or_default();
-        for (alias, canonical) in keys {
-            *entry = std::mem::take(entry).argument(canonical.clone(), [alias.clone()]);
-        }
-    }
-    let aliased =
-        Aliases::new(confirmed, aliases).context("invalid [aliases] in the configuration")?;
-    Ok(Box::new(aliased))
+    Ok(Box::new(config.layered(plugins)?))
 }
 
 async fn run(cli: Cli) -> Result<()> {
@@ -766,7 +709,7 @@ fn list(set: &PluginSet, layered: &dyn Toolset, as_json: bool) -> Result<()> {
         .iter()
         .map(|t| t.spec().name.clone())
         .collect();
-    let mut tools = set.tools();
+    let mut tools = set.listed();
     tools.retain(|t| visible.contains(&t.call_name()));
     if as_json {
         let rows: Vec<Value> = tools
@@ -1061,6 +1004,34 @@ fn ask_on(
     Ok(if yes { Answer::Yes } else { Answer::No })
 }
 
+/// Asks on the terminal, or approves every call (`--yes`).
+struct Terminal {
+    yes: bool,
+}
+
+impl toolhost::Approver for Terminal {
+    fn decide<'a>(
+        &'a self,
+        _cx: &'a Cx,
+        request: &'a toolhost::ConfirmationRequest,
+    ) -> toolhost::BoxFuture<'a, Result<Decision, CallError>> {
+        let unavailable = |reason: String| CallError::ConfirmationUnavailable {
+            tool: request.tool.clone(),
+            hint: request.hint.clone(),
+            reason,
+        };
+        let decision = match if self.yes { Ok(Answer::Yes) } else { ask(request) } {
+            Ok(Answer::Yes) => Ok(Decision::approve(request)),
+            Ok(Answer::No) => Ok(Decision::reject("declined")),
+            Ok(Answer::NoTerminal) => Err(unavailable(
+                "there is no terminal to ask on; run again with --yes to approve it".to_owned(),
+            )),
+            Err(err) => Err(unavailable(format!("the terminal could not be read: {err:#}"))),
+        };
+        Box::pin(std::future::ready(decision))
+    }
+}
+
 async fn call_tool(
     tools: &dyn Toolset,
     cx: Cx,
@@ -1070,37 +1041,11 @@ async fn call_tool(
     out_dir: Option<&Path>,
 ) -> Result<()> {
     let tool = tools.find(&cx, name)?;
-    let streaming = tool.spec().streaming;
-    let start = |cx: Cx, arguments: Value| {
-        let tool = tool.clone();
-        async move {
-            if streaming {
-                tool.stream(&cx, arguments).await.map(Ok)
-            } else {
-                tool.invoke(&cx, arguments).await.map(Err)
-            }
-        }
-    };
-    let started = match start(cx.clone(), arguments).await {
-        Err(CallError::ConfirmationRequired(request)) => {
-            match if yes { Answer::Yes } else { ask(&request)? } {
-                Answer::Yes => {}
-                Answer::No => bail!("declined: `{}` was not run", request.tool),
-                Answer::NoTerminal => bail!(
-                    "`{}` needs confirmation ({}) and there is no terminal to ask on; run again with --yes to approve it",
-                    request.tool,
-                    request.hint
-                ),
-            }
-            let approved = cx.with_decision(
-                request.call_id.clone(),
-                Decision::Approve {
-                    arguments: request.arguments.clone(),
-                    payload: request.payload.clone(),
-                },
-            );
-            start(approved, request.arguments.clone()).await?
-        }
+    let started = match toolhost::start(&*tool, &cx, arguments, &Terminal { yes }).await {
+        Err(CallError::ConfirmationRejected { tool, reason, .. }) => bail!(
+            "{}: `{tool}` was not run",
+            reason.as_deref().unwrap_or("rejected")
+        ),
         other => other?,
     };
     let mut writer = PartWriter {
@@ -1109,8 +1054,7 @@ async fn call_tool(
         count: 0,
     };
     let output = match started {
-        Err(output) => output,
-        Ok(mut stream) => {
+        toolhost::Started::Stream(mut stream) => {
             // Print each chunk as a JSON line the moment it arrives.
             while let Some(part) = stream.next().await {
                 let line = writer.describe(part?)?;
@@ -1121,6 +1065,7 @@ async fn call_tool(
             }
             return Ok(());
         }
+        started => started.collect().await?,
     };
     if output.parts.is_empty() {
         return print_json(&output.result.unwrap_or(Value::Null));

@@ -14,22 +14,12 @@ use crate::engine::limits::Limits;
 use crate::plugin::Reuse;
 use crate::policy::{Grants, GrantsConfig};
 
+mod layers;
 mod names;
 
+pub use crate::error::ConfigError;
+pub use layers::Layered;
 pub use names::{NameSource, UnmatchedName};
-
-/// A configuration file could not be used. Names the file, the key and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{}: {reason}", path.display(), key.as_ref().map(|k| format!(": `{k}`")).unwrap_or_default())]
-#[non_exhaustive]
-pub struct ConfigError {
-    /// The file.
-    pub path: PathBuf,
-    /// The key at fault, when one is.
-    pub key: Option<String>,
-    /// What is wrong.
-    pub reason: String,
-}
 
 /// The parsed `toolhost.toml`.
 ///

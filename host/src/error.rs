@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Serialize;
+use serde_json::Value;
+
 /// The longest message a plugin may put in an error (`tool-error`, a panic):
 /// the rest is cut, and the cut is marked. Error text reaches a model's
 /// context, a client's response and the host's log.
@@ -70,6 +73,60 @@ pub enum Exhausted {
         /// The maximum wasm stack in bytes.
         limit: u64,
     },
+}
+
+/// A configuration file could not be used. Names the file, the key and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {reason}", path.display(), key.as_ref().map(|k| format!(": `{k}`")).unwrap_or_default())]
+#[non_exhaustive]
+pub struct ConfigError {
+    /// The file.
+    pub path: PathBuf,
+    /// The key at fault, when one is.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// A call waiting for a human's decision (carried by
+/// [`CallError::ConfirmationRequired`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ConfirmationRequest {
+    /// The call to resume: decide with [`Context::with_decision`](crate::Context::with_decision) under this ID.
+    pub call_id: String,
+    /// The tool, by its canonical name.
+    pub tool: String,
+    /// The exact arguments the tool would get; approve these.
+    pub arguments: Value,
+    /// The question for the human.
+    pub hint: String,
+    /// Anything else for the UI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}
+
+/// The host is at an engine-wide limit: the call could not go on now, but may
+/// succeed if retried shortly. Traps the guest; becomes
+/// [`CallError::Busy`](crate::CallError::Busy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Busy {
+    /// All calls together hold the engine's budget of guest memory.
+    #[error("the host's guest-memory budget ({limit} bytes) is in use by other calls")]
+    Memory {
+        /// The engine-wide budget in bytes.
+        limit: u64,
+    },
+    /// All invocations together hold the engine's budget of scratch state.
+    #[error("the host's invocation-state budget ({limit} bytes) is in use by other invocations")]
+    State {
+        /// The engine-wide budget in bytes.
+        limit: u64,
+    },
+    /// Every instance slot of the engine's pool is in use.
+    #[error("every instance slot is in use (too many calls in flight)")]
+    Instances,
 }
 
 /// Why a plugin could not be loaded.
@@ -163,7 +220,7 @@ pub enum LoadError {
         /// The plugin file.
         path: PathBuf,
         /// The policy error.
-        error: crate::config::ConfigError,
+        error: ConfigError,
     },
     /// The plugin declares more tools than the engine allows
     /// ([`EngineConfig::max_tools`](crate::EngineConfig::max_tools)).
@@ -385,7 +442,7 @@ pub enum CallError {
         /// The tool.
         tool: String,
         /// Which engine-wide limit.
-        reason: crate::Busy,
+        reason: Busy,
     },
     /// The host could not set up the call (not the plugin's or the caller's fault).
     #[error("tool `{tool}`: host error: {reason}")]
@@ -400,7 +457,19 @@ pub enum CallError {
     /// again with the same call ID and a [`Decision`](crate::Decision) for it.
     /// Boxed to keep `Result<_, CallError>` small.
     #[error("tool `{}` needs confirmation for call `{}`: {}", .0.tool, .0.call_id, .0.hint)]
-    ConfirmationRequired(Box<crate::toolset::ConfirmationRequest>),
+    ConfirmationRequired(Box<ConfirmationRequest>),
+    /// The call needs a human's approval and nobody can be asked (no terminal,
+    /// an MCP client without elicitation): it was not run. `reason` says why
+    /// nobody can be asked, and what to do instead.
+    #[error("`{tool}` needs confirmation ({hint}), and {reason}")]
+    ConfirmationUnavailable {
+        /// The tool.
+        tool: String,
+        /// The question that could not be asked.
+        hint: String,
+        /// Why nobody can be asked, and what to do instead.
+        reason: String,
+    },
     /// The call was not run: a human rejected it, or the confirmation layer
     /// refused the decision (already used, or the arguments changed since
     /// approval); `reason` says which (ADK's `ErrConfirmationRejected`).

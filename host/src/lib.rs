@@ -18,7 +18,7 @@
 //!   it goes on serving.
 //!
 //! ```no_run
-//! use toolhost::{Engine, EngineConfig, PluginSet, PluginOptions, ToolCall};
+//! use toolhost::{Context, Engine, EngineConfig, PluginOptions, PluginSet, ToolsetExt};
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let engine = Engine::new(&EngineConfig::default())?;
 //! let set = PluginSet::load_dir(&engine, "target/plugins", &PluginOptions::default()).await?;
@@ -26,7 +26,7 @@
 //!     eprintln!("not loaded: {failure}");
 //! }
 //! let output = set
-//!     .invoke(ToolCall::new("word_count", serde_json::json!({"text": "one two three"})))
+//!     .invoke(&Context::new(), "word_count", serde_json::json!({"text": "one two three"}))
 //!     .await?;
 //! println!("{:?}", output.result);
 //! # Ok(()) }
@@ -42,18 +42,17 @@ mod log;
 mod mcp;
 mod plugin;
 mod policy;
-mod registry;
 mod schema;
 mod tool;
 mod toolset;
 
 pub use config::{
     AliasConfig, Config, ConfigError, ConfirmConfig, EngineSettings, FilterConfig, LimitsConfig,
-    LoadConfig, NameSource, PluginConfig, ServeConfig, UnmatchedName,
+    Layered, LoadConfig, NameSource, PluginConfig, ServeConfig, UnmatchedName,
 };
-pub use engine::limits::{Busy, Limits};
+pub use engine::limits::Limits;
 pub use engine::{Engine, EngineConfig, EngineError, GuestMemory, default_cache_dir};
-pub use error::{CallError, Exhausted, LoadError};
+pub use error::{Busy, CallError, Exhausted, LoadError};
 pub use log::escape_control;
 #[cfg(feature = "mcp")]
 pub use mcp::{HttpOptions, McpError, McpServer};
@@ -63,18 +62,17 @@ pub use policy::{
     EnvGrant, EnvSource, EnvVarConfig, Grants, GrantsConfig, HostPattern, NetworkConfig,
     SIDECAR_SUFFIX, Secret, SocketPattern, sidecar_path,
 };
-pub use registry::{ListedTool, Loaded, PluginSet};
 pub use schema::{Schema, SchemaError};
 pub use tool::{
-    LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage, wrap_result,
+    Collector, LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage, wrap_result,
 };
 pub use toolset::{
-    AliasError, Aliases, Confirm, ConfirmationHint, ConfirmationRequest,
+    AliasError, Aliases, ApproveAll, Approver, Confirm, NoApprover, Started, call, start, ConfirmationHint, ConfirmationRequest,
     DEFAULT_REMEMBERED_DECISIONS, Filter, OnUnknown, Predicate, ToolAliases, UnknownFuture,
 };
 pub use toolset::{
     ArgumentsHook, BatchCall, BatchOutcome, BoxFuture, Context, Decision, Executor, Identity,
-    Logging, Metrics, Middleware, Next, PluginTool, SinglePlugin, StaticPlugins, Tool, ToolMetrics,
+    ListedTool, Loaded, Logging, Metrics, Middleware, Next, PluginSet, PluginTool, SinglePlugin, Tool, ToolMetrics,
     Toolset, ToolsetExt, WithMiddleware,
 };
 pub use toolset::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};

@@ -3,6 +3,10 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+/// The log target of plugin loads, reloads and removals: the CLI shows it
+/// at info for `serve` and leaves it to its own output in one-shot commands.
+pub(crate) const LOAD_TARGET: &str = "toolhost::load";
+
 /// `text` with every control character (newline, carriage return, escape,
 /// ...) written as a Rust-style escape (`\n`, `\r`, `\u{1b}`), so guest text
 /// stays on its own log line and cannot forge another or drive a terminal.

@@ -254,7 +254,7 @@ impl Code {
 
 struct LoadedTool {
     spec: ToolSpec,
-    input: Schema,
+    input: Arc<Schema>,
     output: Option<Schema>,
 }
 
@@ -490,7 +490,7 @@ impl Plugin {
         // Compiling a large component (a Python or JavaScript runtime) takes
         // seconds: say so, so an operator knows why its tools are not there yet.
         tracing::info!(
-            target: crate::registry::LOAD_TARGET, plugin = %plugin_display_name(&path, options),
+            target: crate::log::LOAD_TARGET, plugin = %plugin_display_name(&path, options),
             "compiling {}: no compiled code cached", plugin_display_name(&path, options)
         );
         let loaded = match compile_off_runtime(engine, &path, bytes).await {
@@ -1598,16 +1598,18 @@ fn check_declarations(
             .map(Schema::output)
             .transpose()
             .map_err(|e| invalid(format!("output schema: {e}")))?;
+        let input = Arc::new(input);
+        let mut spec = ToolSpec::new(
+            name.clone(),
+            declaration.info.description.clone(),
+            input.raw().clone(),
+        )
+        .with_compiled_input(Arc::clone(&input));
+        spec.long_running = declaration.info.long_running;
+        spec.streaming = declaration.streaming;
+        spec.output_schema = output.as_ref().map(|s| s.raw().clone());
         tools.push(LoadedTool {
-            spec: ToolSpec {
-                name: name.clone(),
-                description: declaration.info.description.clone(),
-                long_running: declaration.info.long_running,
-                streaming: declaration.streaming,
-                input_schema: input.raw().clone(),
-                output_schema: output.as_ref().map(|s| s.raw().clone()),
-                qualified_name: None,
-            },
+            spec,
             input,
             output,
         });

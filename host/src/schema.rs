@@ -33,6 +33,14 @@ impl Schema {
     pub fn input(raw: &str) -> Result<Self, SchemaError> {
         let schema: Value =
             serde_json::from_str(raw).map_err(|e| SchemaError::NotJson(e.to_string()))?;
+        Self::input_value(schema)
+    }
+
+    /// As [`Schema::input`], from parsed JSON.
+    ///
+    /// # Errors
+    /// Fails if the root is not an object, or it is not a valid schema.
+    pub fn input_value(schema: Value) -> Result<Self, SchemaError> {
         if schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err(SchemaError::RootNotObject);
         }

@@ -1,17 +1,34 @@
 //! What a tool is and what crosses a call: specs, calls, outputs and parts.
 
 use std::fmt::Write as _;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::error::CallError;
+use crate::schema::{Schema, SchemaError};
 
 /// ADK's note for long-running tools, appended to the description the model sees.
 pub const LONG_RUNNING_NOTE: &str = "NOTE: This is a long-running operation. Do not call this tool again if it has already returned some intermediate or pending status.";
 
 /// A tool's info and declaration: what the model sees.
+///
+/// # Examples
+/// ```
+/// use serde_json::json;
+/// let mut spec = toolhost::ToolSpec::new(
+///     "upper",
+///     "Upper-cases a text.",
+///     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+/// );
+/// spec.streaming = true;
+/// assert!(spec.prepare(json!({"text": "hi"})).is_ok());
+/// assert!(spec.prepare(json!({})).is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ToolSpec {
     /// The tool's name.
     pub name: String,
@@ -31,9 +48,106 @@ pub struct ToolSpec {
     /// `None` for tools that belong to no plugin.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qualified_name: Option<String>,
+    /// `input_schema`, compiled on first use; shared by clones.
+    #[serde(skip)]
+    input: CompiledInput,
+}
+
+/// A spec's compiled input schema, with the JSON it was compiled from (so a
+/// spec whose `input_schema` was changed after compiling is compiled afresh).
+#[derive(Clone, Default)]
+struct CompiledInput(Arc<OnceLock<Result<Arc<Schema>, SchemaError>>>);
+
+impl CompiledInput {
+    fn of(schema: Arc<Schema>) -> Self {
+        Self(Arc::new(OnceLock::from(Ok(schema))))
+    }
+}
+
+impl std::fmt::Debug for CompiledInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "compiled"
+        } else {
+            "not compiled"
+        })
+    }
+}
+
+/// A cache: two specs are equal when their declarations are.
+impl PartialEq for CompiledInput {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl ToolSpec {
+    /// A tool that neither streams nor runs long, with no output schema.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            long_running: false,
+            streaming: false,
+            input_schema,
+            output_schema: None,
+            qualified_name: None,
+            input: CompiledInput::default(),
+        }
+    }
+
+    /// A spec whose input schema is already compiled (a plugin's, at load).
+    pub(crate) fn with_compiled_input(mut self, input: Arc<Schema>) -> Self {
+        self.input = CompiledInput::of(input);
+        self
+    }
+
+    /// The arguments a call will run with: `null` becomes `{}`, obvious slips
+    /// are coerced where the input schema says what a value must be (`"42"`
+    /// for an integer), then the result is checked against the schema. Doing
+    /// it twice changes nothing. [`Tool::prepare`](crate::Tool::prepare) runs
+    /// this by default, before any confirmation is asked.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidArguments`] listing every violation, or
+    /// [`CallError::Host`] if the input schema itself is not a valid schema.
+    pub fn prepare(&self, mut arguments: Value) -> Result<Value, CallError> {
+        if arguments.is_null() {
+            arguments = Value::Object(Default::default());
+        }
+        let fresh;
+        let schema = match self.input.0.get_or_init(|| compile_input(&self.input_schema)) {
+            Ok(schema) if schema.raw() == &self.input_schema => schema,
+            // `input_schema` was changed after it was compiled.
+            Ok(_) => {
+                fresh = compile_input(&self.input_schema);
+                fresh.as_ref().map_err(|e| self.broken_schema(e))?
+            }
+            Err(e) => return Err(self.broken_schema(e)),
+        };
+        schema.coerce(&mut arguments);
+        let problems = schema.problems(&arguments);
+        if problems.is_empty() {
+            Ok(arguments)
+        } else {
+            Err(CallError::InvalidArguments {
+                tool: self.name.clone(),
+                problems,
+            })
+        }
+    }
+
+    fn broken_schema(&self, error: &SchemaError) -> CallError {
+        CallError::Host {
+            tool: self.name.clone(),
+            reason: format!("the tool's input schema cannot be used: {error}"),
+        }
+    }
+
     /// Every name this tool answers to in configuration rules (filters,
     /// confirmation, aliases): the listed name and, for a plugin's tool, its
     /// qualified name `plugin.tool` and its bare name `tool`. Duplicates are
@@ -42,11 +156,7 @@ impl ToolSpec {
     /// # Examples
     /// ```
     /// # use toolhost::ToolSpec;
-    /// # let mut spec = ToolSpec {
-    /// #     name: String::new(), description: String::new(), long_running: false,
-    /// #     streaming: false, input_schema: serde_json::json!({"type": "object"}),
-    /// #     output_schema: None, qualified_name: None,
-    /// # };
+    /// # let mut spec = ToolSpec::new("", "", serde_json::json!({"type": "object"}));
     /// spec.name = "fs.write_file".into(); // listed qualified: another plugin has `write_file`
     /// spec.qualified_name = Some("fs.write_file".into());
     /// assert_eq!(spec.names().collect::<Vec<_>>(), ["fs.write_file", "write_file"]);
@@ -87,6 +197,10 @@ impl ToolSpec {
             format!("{}\n\n{LONG_RUNNING_NOTE}", self.description)
         }
     }
+}
+
+fn compile_input(schema: &Value) -> Result<Arc<Schema>, SchemaError> {
+    Schema::input_value(schema.clone()).map(Arc::new)
 }
 
 /// A process-unique call ID, for calls whose caller gave none.
@@ -212,6 +326,58 @@ pub struct ToolOutput {
     pub call_id: String,
     /// What the call cost (zero for tools that are not plugins).
     pub usage: Usage,
+}
+
+/// Gathers the parts of a stream into one output, as they arrive: adjacent
+/// text chunks are joined; when every chunk is text, the JSON result is
+/// `{"result": "<all the text>"}` and no part is kept.
+///
+/// # Examples
+/// ```
+/// use toolhost::{Collector, Part};
+/// let mut parts = Collector::new();
+/// parts.push(Part::Text("Hello, ".into()));
+/// parts.push(Part::Text("world".into()));
+/// let output = parts.finish("call-1", Default::default());
+/// assert_eq!(output.result, Some(serde_json::json!({"result": "Hello, world"})));
+/// assert!(output.parts.is_empty());
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct Collector {
+    parts: Vec<Part>,
+}
+
+impl Collector {
+    /// Nothing gathered yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the next part.
+    pub fn push(&mut self, part: Part) {
+        match (part, self.parts.last_mut()) {
+            (Part::Text(text), Some(Part::Text(last))) => last.push_str(&text),
+            (part, _) => self.parts.push(part),
+        }
+    }
+
+    /// The output of the call `call_id`, which cost `usage`.
+    pub fn finish(mut self, call_id: impl Into<String>, usage: Usage) -> ToolOutput {
+        let result = match self.parts.as_mut_slice() {
+            [] => Some(wrap_result(Value::String(String::new()))),
+            [Part::Text(text)] => Some(wrap_result(Value::String(std::mem::take(text)))),
+            _ => None,
+        };
+        if result.is_some() {
+            self.parts.clear();
+        }
+        ToolOutput {
+            result,
+            parts: self.parts,
+            call_id: call_id.into(),
+            usage,
+        }
+    }
 }
 
 /// What one call cost in the sandbox.

@@ -7,12 +7,15 @@
 //! or a layer (filter, confirmation, aliases) wrapped around another set.
 
 mod alias;
+mod call;
 mod confirm;
 pub(crate) mod context;
 mod dir;
 mod executor;
 mod filter;
+mod plugin_set;
 mod plugin_tools;
+mod unknown;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,7 +23,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use alias::{AliasError, Aliases, OnUnknown, ToolAliases, UnknownFuture};
+pub use alias::{AliasError, Aliases, ToolAliases};
+pub use call::{ApproveAll, Approver, NoApprover, Started, call, start};
 pub use confirm::{Confirm, ConfirmationHint, ConfirmationRequest, DEFAULT_REMEMBERED_DECISIONS};
 pub use context::{Context, Decision, Identity};
 pub use dir::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};
@@ -30,7 +34,10 @@ pub use executor::{
 };
 pub(crate) use filter::glob_matches;
 pub use filter::{Filter, Predicate};
-pub use plugin_tools::{PluginTool, SinglePlugin, StaticPlugins};
+pub use plugin_set::{ListedTool, Loaded, PluginSet};
+pub(crate) use plugin_set::{log_failed, log_loaded, plugin_name, warn_clash};
+pub use plugin_tools::{PluginTool, SinglePlugin};
+pub use unknown::{OnUnknown, UnknownFuture};
 
 use crate::error::CallError;
 use crate::plugin::ToolStream;
@@ -47,15 +54,35 @@ pub trait Tool: Send + Sync {
     /// Info and declaration: what the model sees.
     fn spec(&self) -> &ToolSpec;
 
-    /// Runs the tool to completion. `cx` carries the call and invocation IDs,
-    /// the caller's identity and any confirmation decisions.
+    /// The arguments this call will run with: rewritten by the layers that
+    /// rewrite arguments (aliases, argument hooks), coerced and checked
+    /// against the input schema. It runs before anything else, so a human
+    /// asked to confirm a call sees, and approves, exactly these; and preparing
+    /// prepared arguments again changes nothing.
+    ///
+    /// [`Tool::invoke`] and [`Tool::stream`] take prepared arguments: call
+    /// tools through [`ToolsetExt`] or [`start`](crate::start), which prepare
+    /// first. The default is [`ToolSpec::prepare`]; layers forward it to the
+    /// tool they wrap.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidArguments`] listing every violation, or a layer's refusal.
+    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Value, CallError> {
+        let _ = cx;
+        self.spec().prepare(arguments)
+    }
+
+    /// Runs the tool to completion, with arguments from [`Tool::prepare`].
+    /// `cx` carries the call and invocation IDs, the caller's identity and any
+    /// confirmation decisions.
     fn invoke<'a>(
         &'a self,
         cx: &'a Context,
         arguments: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, CallError>>;
 
-    /// Runs the tool as a stream of parts. The default runs [`Tool::invoke`] and
+    /// Runs the tool as a stream of parts, with arguments from
+    /// [`Tool::prepare`]. The default runs [`Tool::invoke`] and
     /// yields its result (JSON first, then parts).
     fn stream<'a>(
         &'a self,
@@ -178,10 +205,12 @@ pub trait ToolsetExt: Toolset {
             .ok_or_else(|| self.not_found(cx, name))
     }
 
-    /// Finds a tool by name and invokes it.
+    /// Finds a tool by name, prepares the arguments and invokes it. A tool
+    /// that needs confirmation ends with [`CallError::ConfirmationRequired`];
+    /// [`start`](crate::start) also asks and resumes.
     ///
     /// # Errors
-    /// As [`ToolsetExt::find`] and [`Tool::invoke`].
+    /// As [`ToolsetExt::find`], [`Tool::prepare`] and [`Tool::invoke`].
     fn invoke<'a>(
         &'a self,
         cx: &'a Context,
@@ -193,14 +222,15 @@ pub trait ToolsetExt: Toolset {
     {
         Box::pin(async move {
             let tool = self.find(cx, name)?;
+            let arguments = tool.prepare(cx, arguments)?;
             tool.invoke(cx, arguments).await
         })
     }
 
-    /// Finds a tool by name and streams it.
+    /// Finds a tool by name, prepares the arguments and streams it.
     ///
     /// # Errors
-    /// As [`ToolsetExt::find`] and [`Tool::stream`].
+    /// As [`ToolsetExt::find`], [`Tool::prepare`] and [`Tool::stream`].
     fn stream<'a>(
         &'a self,
         cx: &'a Context,
@@ -212,6 +242,7 @@ pub trait ToolsetExt: Toolset {
     {
         Box::pin(async move {
             let tool = self.find(cx, name)?;
+            let arguments = tool.prepare(cx, arguments)?;
             tool.stream(cx, arguments).await
         })
     }

@@ -221,15 +221,9 @@ mod tests {
     use super::*;
 
     fn spec(listed: &str, qualified: &str) -> ToolSpec {
-        ToolSpec {
-            name: listed.into(),
-            description: String::new(),
-            long_running: false,
-            streaming: false,
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            qualified_name: Some(qualified.into()),
-        }
+        let mut spec = ToolSpec::new(listed, "", json!({"type": "object"}));
+        spec.qualified_name = Some(qualified.into());
+        spec
     }
 
     fn config(text: &str) -> Config {

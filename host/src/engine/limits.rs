@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+pub(crate) use crate::error::Busy;
 use crate::error::Exhausted;
 
 /// The budgets every call of a plugin runs under.
@@ -305,29 +306,6 @@ impl MemoryBudget {
             self.released.notify_waiters();
         }
     }
-}
-
-/// The host is at an engine-wide limit: the call could not go on now, but may
-/// succeed if retried shortly. Traps the guest; becomes
-/// [`CallError::Busy`](crate::CallError::Busy).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Busy {
-    /// All calls together hold the engine's budget of guest memory.
-    #[error("the host's guest-memory budget ({limit} bytes) is in use by other calls")]
-    Memory {
-        /// The engine-wide budget in bytes.
-        limit: u64,
-    },
-    /// All invocations together hold the engine's budget of scratch state.
-    #[error("the host's invocation-state budget ({limit} bytes) is in use by other invocations")]
-    State {
-        /// The engine-wide budget in bytes.
-        limit: u64,
-    },
-    /// Every instance slot of the engine's pool is in use.
-    #[error("every instance slot is in use (too many calls in flight)")]
-    Instances,
 }
 
 /// Half the memory this process may use: the machine's, or its cgroup's limit

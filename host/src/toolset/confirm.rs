@@ -8,10 +8,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::{BoxFuture, Context, Decision, Tool, Toolset};
+pub use crate::error::ConfirmationRequest;
 use crate::error::CallError;
 use crate::plugin::ToolStream;
 use crate::tool::{ToolOutput, ToolSpec};
@@ -40,24 +40,6 @@ impl ConfirmationHint {
         self.payload = Some(payload);
         self
     }
-}
-
-/// A call waiting for a human's decision (carried by
-/// [`CallError::ConfirmationRequired`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct ConfirmationRequest {
-    /// The call to resume: decide with [`Context::with_decision`] under this ID.
-    pub call_id: String,
-    /// The tool, by its canonical name.
-    pub tool: String,
-    /// The exact arguments the tool would get; approve these.
-    pub arguments: Value,
-    /// The question for the human.
-    pub hint: String,
-    /// Anything else for the UI.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Value>,
 }
 
 type ProviderFn = dyn Fn(&Context, &ToolSpec, &Value) -> Option<ConfirmationHint> + Send + Sync;
@@ -424,12 +406,20 @@ impl Tool for Confirmed {
         self.tool.spec()
     }
 
+    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Value, CallError> {
+        self.tool.prepare(cx, arguments)
+    }
+
+    // The gate prepares the arguments itself (preparing twice changes
+    // nothing), so what a human is asked about has been checked, and an
+    // approval binds the arguments the tool gets, however it was called.
     fn invoke<'a>(
         &'a self,
         cx: &'a Context,
         arguments: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
         Box::pin(async move {
+            let arguments = self.tool.prepare(cx, arguments)?;
             self.gate(cx, &arguments)?;
             self.tool.invoke(cx, arguments).await
         })
@@ -441,6 +431,7 @@ impl Tool for Confirmed {
         arguments: Value,
     ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
         Box::pin(async move {
+            let arguments = self.tool.prepare(cx, arguments)?;
             self.gate(cx, &arguments)?;
             self.tool.stream(cx, arguments).await
         })

@@ -39,6 +39,23 @@ pub enum Decision {
     },
 }
 
+impl Decision {
+    /// Approves a request as it was asked: its arguments, its payload.
+    pub fn approve(request: &super::ConfirmationRequest) -> Self {
+        Self::Approve {
+            arguments: request.arguments.clone(),
+            payload: request.payload.clone(),
+        }
+    }
+
+    /// Rejects the call, saying why.
+    pub fn reject(reason: impl Into<String>) -> Self {
+        Self::Reject {
+            reason: Some(reason.into()),
+        }
+    }
+}
+
 /// The context of one tool call.
 ///
 /// # Examples

@@ -27,7 +27,8 @@ use crate::Engine;
 use crate::error::LoadError;
 use crate::plugin::{CodeState, Plugin, PluginOptions};
 use crate::policy::sidecar_path;
-use crate::registry::{LOAD_TARGET, PluginSet, log_failed, log_loaded, plugin_name, warn_clash};
+use super::{PluginSet, log_failed, log_loaded, plugin_name, warn_clash};
+use crate::log::LOAD_TARGET;
 
 /// How long a file's size and times must stay unchanged before it is loaded.
 const SETTLE_INTERVAL: Duration = Duration::from_millis(100);
@@ -762,7 +763,7 @@ impl Snapshot {
         }
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut names: HashMap<&Path, Vec<String>> = HashMap::new();
-        for listed in set.tools() {
+        for listed in set.listed() {
             let name = listed.call_name();
             if let Some(tool) = PluginTool::new(listed.plugin, &listed.spec.name) {
                 names

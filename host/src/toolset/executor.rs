@@ -169,14 +169,34 @@ impl<'a> Next<'a> {
 
 /// A hook around every call of a toolset: rewrite arguments, log, time, retry, audit.
 pub trait Middleware: Send + Sync {
+    /// Rewrites or refuses the arguments while the call is prepared
+    /// ([`Tool::prepare`]): before any confirmation and before the tool's
+    /// schema check. By default they go on unchanged.
+    ///
+    /// # Errors
+    /// A refusal, which ends the call before anything runs.
+    fn prepare(
+        &self,
+        cx: &Context,
+        spec: &ToolSpec,
+        arguments: Value,
+    ) -> Result<Value, CallError> {
+        let _ = (cx, spec);
+        Ok(arguments)
+    }
+
     /// Around `invoke`: call `next.invoke(cx, arguments)` to go on (or don't).
+    /// By default it just goes on.
     fn invoke<'a>(
         &'a self,
         cx: &'a Context,
         spec: &'a ToolSpec,
         arguments: Value,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>>;
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        let _ = spec;
+        next.invoke(cx, arguments)
+    }
 
     /// Around the start of a stream; by default it just goes on.
     fn stream<'a>(
@@ -215,6 +235,15 @@ struct Chained {
 impl Tool for Chained {
     fn spec(&self) -> &ToolSpec {
         self.tool.spec()
+    }
+
+    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Value, CallError> {
+        let spec = self.tool.spec();
+        let arguments = self
+            .chain
+            .iter()
+            .try_fold(arguments, |arguments, m| m.prepare(cx, spec, arguments))?;
+        self.tool.prepare(cx, arguments)
     }
 
     fn invoke<'a>(
@@ -275,9 +304,11 @@ impl<T> WithMiddleware<T> {
 type ArgumentsFn = dyn Fn(&Context, &ToolSpec, Value) -> Result<Value, CallError> + Send + Sync;
 
 /// Rewrites (or refuses) the arguments of every call before the tool sees them
-/// (Eino's `ToolArgumentsHandler`). Put it inside the alias layer (it sees
-/// canonical keys) and outside the confirmation layer (the human approves the
-/// arguments the tool will get); the tool's schema validation runs after it.
+/// (Eino's `ToolArgumentsHandler`). It runs when the call is prepared
+/// ([`Tool::prepare`]), so the tool's schema check runs after it and a human
+/// asked to confirm sees the rewritten arguments. Put it outside the
+/// confirmation layer, which prepares again (only a layer outside it runs
+/// once).
 pub struct ArgumentsHook {
     hook: Box<ArgumentsFn>,
 }
@@ -294,30 +325,13 @@ impl ArgumentsHook {
 }
 
 impl Middleware for ArgumentsHook {
-    fn invoke<'a>(
-        &'a self,
-        cx: &'a Context,
-        spec: &'a ToolSpec,
+    fn prepare(
+        &self,
+        cx: &Context,
+        spec: &ToolSpec,
         arguments: Value,
-        next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
-        match (self.hook)(cx, spec, arguments) {
-            Ok(arguments) => next.invoke(cx, arguments),
-            Err(err) => Box::pin(async move { Err(err) }),
-        }
-    }
-
-    fn stream<'a>(
-        &'a self,
-        cx: &'a Context,
-        spec: &'a ToolSpec,
-        arguments: Value,
-        next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
-        match (self.hook)(cx, spec, arguments) {
-            Ok(arguments) => next.stream(cx, arguments),
-            Err(err) => Box::pin(async move { Err(err) }),
-        }
+    ) -> Result<Value, CallError> {
+        (self.hook)(cx, spec, arguments)
     }
 }
 

@@ -302,15 +302,19 @@ pub(crate) mod tests {
                 .map(|p| ((*p).to_owned(), json!({})))
                 .collect();
             Arc::new(Self {
-                spec: ToolSpec {
-                    name: name.to_owned(),
-                    description: format!("the {name} probe"),
-                    long_running: false,
-                    streaming: false,
-                    input_schema: json!({"type": "object", "properties": properties}),
-                    output_schema: None,
-                    qualified_name: None,
-                },
+                spec: ToolSpec::new(
+                    name,
+                    format!("the {name} probe"),
+                    json!({"type": "object", "properties": properties}),
+                ),
+                runs: AtomicUsize::new(0),
+            })
+        }
+
+        /// A probe whose arguments must match `schema`.
+        pub(crate) fn with_schema(name: &str, schema: Value) -> Arc<Self> {
+            Arc::new(Self {
+                spec: ToolSpec::new(name, format!("the {name} probe"), schema),
                 runs: AtomicUsize::new(0),
             })
         }

@@ -7,7 +7,6 @@ use serde_json::Value;
 use super::{BoxFuture, Context, Tool, Toolset, find_named};
 use crate::error::CallError;
 use crate::plugin::{Plugin, ToolStream};
-use crate::registry::PluginSet;
 use crate::tool::{ToolCall, ToolOutput, ToolSpec};
 
 /// One tool of a loaded plugin. Holds its plugin version: a call that started
@@ -102,48 +101,6 @@ impl SinglePlugin {
 impl Toolset for SinglePlugin {
     fn name(&self) -> &str {
         self.plugin.name()
-    }
-
-    fn tools(&self, _cx: &Context) -> Vec<Arc<dyn Tool>> {
-        self.tools.clone()
-    }
-
-    fn lookup(&self, _cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-        find_named(&self.tools, name)
-    }
-}
-
-/// A fixed [`PluginSet`] as a toolset. Tools are listed under their bare name
-/// while it is unique in the set, else as `plugin.tool`; the qualified name
-/// `plugin.tool` always reaches a tool.
-#[derive(Debug, Clone)]
-pub struct StaticPlugins {
-    name: String,
-    tools: Vec<Arc<dyn Tool>>,
-}
-
-impl StaticPlugins {
-    /// The toolset of these loaded plugins.
-    pub fn new(name: impl Into<String>, set: &PluginSet) -> Self {
-        let tools = set
-            .tools()
-            .into_iter()
-            .filter_map(|listed| {
-                PluginTool::new(listed.plugin, &listed.spec.name)
-                    .map(|tool| tool.renamed(listed.call_name()))
-            })
-            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
-            .collect();
-        Self {
-            name: name.into(),
-            tools,
-        }
-    }
-}
-
-impl Toolset for StaticPlugins {
-    fn name(&self) -> &str {
-        &self.name
     }
 
     fn tools(&self, _cx: &Context) -> Vec<Arc<dyn Tool>> {

@@ -340,7 +340,7 @@ async fn the_layers_stack() {
 }
 
 /// Echo, and optionally a second copy of it named `echo2` (every name clashes).
-async fn echoes(clash: bool) -> toolhost::StaticPlugins {
+async fn echoes(clash: bool) -> toolhost::PluginSet {
     let mut plugins = vec![plugin(ECHO).await];
     if clash {
         let mut options = toolhost::PluginOptions::default();
@@ -351,7 +351,7 @@ async fn echoes(clash: bool) -> toolhost::StaticPlugins {
                 .unwrap(),
         );
     }
-    toolhost::StaticPlugins::new("echoes", &toolhost::PluginSet::from_plugins(plugins))
+    toolhost::PluginSet::from_plugins(plugins)
 }
 
 fn asks(result: Result<ToolOutput, CallError>, what: &str) -> String {

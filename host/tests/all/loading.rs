@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use toolhost::{CallError, LoadError, Plugin, PluginOptions, PluginSet, ToolCall};
+use toolhost::{
+    CallError, Context, LoadError, Plugin, PluginOptions, PluginSet, ToolCall, ToolsetExt,
+};
 use toolhost_test_plugins::{BAD_SCHEMA, BIG_DECLARE, ECHO, OTHER_WORLD, RAW, SLOW_DECLARE};
 
 use crate::{engine, plugin};
@@ -152,7 +154,7 @@ async fn a_directory_loads_its_good_plugins_and_reports_the_bad() {
         ]
     );
     let out = set
-        .invoke(ToolCall::new("add", json!({"a": 2, "b": 3})))
+        .invoke(&Context::new(), "add", json!({"a": 2, "b": 3}))
         .await
         .unwrap();
     assert_eq!(out.result, Some(json!({"result": 5})));
@@ -167,7 +169,7 @@ async fn clashing_tool_names_need_the_plugin_prefix() {
         .await
         .unwrap();
     let err = set
-        .invoke(ToolCall::new("add", json!({"a": 1, "b": 1})))
+        .invoke(&Context::new(), "add", json!({"a": 1, "b": 1}))
         .await
         .unwrap_err();
     match &err {
@@ -177,7 +179,7 @@ async fn clashing_tool_names_need_the_plugin_prefix() {
         other => panic!("expected AmbiguousTool, got {other:?}"),
     }
     let out = set
-        .invoke(ToolCall::new("two.add", json!({"a": 1, "b": 1})))
+        .invoke(&Context::new(), "two.add", json!({"a": 1, "b": 1}))
         .await
         .unwrap();
     assert_eq!(out.result, Some(json!({"result": 2})));

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost::{
-    BoxFuture, CallError, Context, Part, PluginSet, SinglePlugin, StaticPlugins, Tool, ToolOutput,
+    BoxFuture, CallError, Context, Part, PluginSet, SinglePlugin, Tool, ToolOutput,
     ToolSpec, Toolset, ToolsetExt,
 };
 use toolhost_test_plugins::{CALC, ECHO};
@@ -19,15 +19,11 @@ struct Upper {
 impl Upper {
     fn new() -> Self {
         Self {
-            spec: ToolSpec {
-                name: "upper".into(),
-                description: "Upper-cases a text.".into(),
-                long_running: false,
-                streaming: false,
-                input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
-                output_schema: None,
-                qualified_name: None,
-            },
+            spec: ToolSpec::new(
+                "upper",
+                "Upper-cases a text.",
+                json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            ),
         }
     }
 }
@@ -123,7 +119,7 @@ async fn a_plugin_set_lists_clashing_tools_qualified() {
     )
     .await
     .unwrap();
-    let set = StaticPlugins::new("all", &PluginSet::from_plugins(vec![echo, calc, renamed]));
+    let set = PluginSet::from_plugins(vec![echo, calc, renamed]);
     let cx = Context::new();
     let names: Vec<String> = set
         .tools(&cx)
@@ -252,8 +248,7 @@ async fn echo_named(name: &str) -> toolhost::Plugin {
 
 #[tokio::test]
 async fn a_qualified_name_reaches_a_tool_listed_under_its_bare_name() {
-    let set = PluginSet::from_plugins(vec![plugin(ECHO).await, plugin(CALC).await]);
-    let tools = StaticPlugins::new("all", &set);
+    let tools = PluginSet::from_plugins(vec![plugin(ECHO).await, plugin(CALC).await]);
     let cx = Context::new();
     let names: Vec<String> = tools
         .tools(&cx)
@@ -273,15 +268,9 @@ async fn a_qualified_name_reaches_a_tool_listed_under_its_bare_name() {
             .unwrap();
         assert_eq!(out.result.unwrap()["result"], 3.0, "{name}");
     }
-    // The plugin set and a single plugin resolve it too.
-    let out = set
-        .invoke(toolhost::ToolCall::new(
-            "calc.evaluate",
-            json!({"expression": "2*3"}),
-        ))
-        .await
-        .unwrap();
-    assert_eq!(out.result.unwrap()["result"], 6.0);
+    // The plugin set's own resolution and a single plugin resolve it too.
+    let (owner, spec) = tools.resolve("calc.evaluate").unwrap();
+    assert_eq!((owner.name(), spec.name.as_str()), ("calc", "evaluate"));
     let single = SinglePlugin::new(plugin(ECHO).await);
     let out = single
         .invoke(&cx, "echo.add", json!({"a": 1, "b": 2}))
@@ -300,12 +289,11 @@ async fn a_qualified_name_reaches_a_tool_listed_under_its_bare_name() {
 
 #[tokio::test]
 async fn an_ambiguous_bare_name_says_so_and_lists_the_candidates() {
-    let set = PluginSet::from_plugins(vec![
+    let tools = PluginSet::from_plugins(vec![
         plugin(ECHO).await,
         plugin(CALC).await,
         echo_named("echo2").await,
     ]);
-    let tools = StaticPlugins::new("all", &set);
     let cx = Context::new();
     let err = tools
         .invoke(&cx, "add", json!({"a": 1, "b": 2}))
@@ -326,7 +314,7 @@ async fn an_ambiguous_bare_name_says_so_and_lists_the_candidates() {
     assert!(err.is_caller_error() && err.is_unresolved_name());
     // The plugin set's own resolution agrees.
     assert!(matches!(
-        set.resolve("add"),
+        tools.resolve("add"),
         Err(CallError::AmbiguousTool { .. })
     ));
     // The qualified names work, and so does an unrelated bare name.

@@ -3,12 +3,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::{Context, PluginTool, Tool, Toolset, find_named};
 use crate::Engine;
 use crate::error::{CallError, LoadError};
-use crate::plugin::{Plugin, PluginOptions, ToolStream};
-use crate::tool::{ToolCall, ToolOutput, ToolSpec};
+use crate::log::LOAD_TARGET;
+use crate::plugin::{Plugin, PluginOptions};
+use crate::tool::ToolSpec;
 
 /// The plugins loaded from a directory, and the files that failed to load.
 ///
@@ -16,10 +19,28 @@ use crate::tool::{ToolCall, ToolOutput, ToolSpec};
 /// works while exactly one plugin offers it. When two plugins offer the same
 /// name, the bare name is ambiguous (a call to it lists the qualified names)
 /// and a warning is logged at load: nothing is silently shadowed.
+///
+/// A set is a [`Toolset`]: call its tools through
+/// [`ToolsetExt`](super::ToolsetExt) or [`start`](crate::start), and put
+/// layers over it ([`Config::layered`](crate::Config::layered)).
+///
+/// # Examples
+/// ```no_run
+/// use toolhost::{Context, Engine, EngineConfig, PluginOptions, PluginSet, ToolsetExt};
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let engine = Engine::new(&EngineConfig::default())?;
+/// let set = PluginSet::load_dir(&engine, "target/plugins", &PluginOptions::default()).await?;
+/// let cx = Context::new();
+/// let output = set.invoke(&cx, "word_count", serde_json::json!({"text": "one two"})).await?;
+/// println!("{:?}", output.result);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Default)]
 pub struct PluginSet {
     plugins: Vec<Plugin>,
     failures: Vec<LoadError>,
+    /// Every tool as the set lists it (see [`PluginSet::listed`]).
+    tools: Vec<Arc<dyn Tool>>,
 }
 
 /// A tool as a set lists it.
@@ -43,10 +64,6 @@ impl ListedTool<'_> {
         }
     }
 }
-
-/// The log target of plugin loads, reloads and removals: the CLI shows it
-/// at info for `serve` and leaves it to its own output in one-shot commands.
-pub(crate) const LOAD_TARGET: &str = "toolhost::load";
 
 /// Logs a plugin's load (`verb`: loaded, reloaded) on one line, with its tool
 /// count and the time it took.
@@ -160,27 +177,25 @@ impl PluginSet {
             });
             results[index] = Some(result);
         }
-        let mut set = Self::default();
+        let (mut plugins, mut failures) = (Vec::new(), Vec::new());
         for (path, result) in files.into_iter().zip(results) {
             match result {
-                Some(Ok(plugin)) => set.plugins.push(plugin),
-                Some(Err(err)) => set.failures.push(err),
-                None => set.failures.push(LoadError::Engine {
+                Some(Ok(plugin)) => plugins.push(plugin),
+                Some(Err(err)) => failures.push(err),
+                None => failures.push(LoadError::Engine {
                     path,
                     reason: "the loading task failed".into(),
                 }),
             }
         }
+        let set = Self::assemble(plugins, failures);
         set.warn_clashes();
         Ok(set)
     }
 
     /// A set of already loaded plugins.
     pub fn from_plugins(plugins: Vec<Plugin>) -> Self {
-        let set = Self {
-            plugins,
-            failures: Vec::new(),
-        };
+        let set = Self::assemble(plugins, Vec::new());
         set.warn_clashes();
         set
     }
@@ -188,10 +203,25 @@ impl PluginSet {
     /// A set of already loaded plugins, without the clash warnings (for a
     /// caller that warns about each clash once, as it appears).
     pub(crate) fn from_plugins_quietly(plugins: Vec<Plugin>) -> Self {
-        Self {
+        Self::assemble(plugins, Vec::new())
+    }
+
+    fn assemble(plugins: Vec<Plugin>, failures: Vec<LoadError>) -> Self {
+        let mut set = Self {
             plugins,
-            failures: Vec::new(),
-        }
+            failures,
+            tools: Vec::new(),
+        };
+        set.tools = set
+            .listed()
+            .into_iter()
+            .filter_map(|listed| {
+                PluginTool::new(listed.plugin, &listed.spec.name)
+                    .map(|tool| tool.renamed(listed.call_name()))
+            })
+            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+            .collect();
+        set
     }
 
     fn warn_clashes(&self) {
@@ -228,8 +258,9 @@ impl PluginSet {
         &self.failures
     }
 
-    /// Every tool of every plugin.
-    pub fn tools(&self) -> Vec<ListedTool<'_>> {
+    /// Every tool of every plugin, with the plugin that offers it and
+    /// whether its bare name is unique.
+    pub fn listed(&self) -> Vec<ListedTool<'_>> {
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for tool in self.plugins.iter().flat_map(Plugin::tools) {
             *counts.entry(&tool.name).or_default() += 1;
@@ -277,35 +308,23 @@ impl PluginSet {
             }),
             [] => Err(CallError::UnknownTool {
                 tool: name.to_owned(),
-                available: self.tools().iter().map(ListedTool::call_name).collect(),
+                available: self.listed().iter().map(ListedTool::call_name).collect(),
             }),
         }
     }
+}
 
-    /// Calls a tool by name (see the naming rule above).
-    ///
-    /// # Errors
-    /// As [`Plugin::invoke`].
-    pub async fn invoke(&self, call: ToolCall) -> Result<ToolOutput, CallError> {
-        let (plugin, spec) = self.resolve(&call.tool)?;
-        let call = ToolCall {
-            tool: spec.name.clone(),
-            ..call
-        };
-        plugin.invoke(call).await
+impl Toolset for PluginSet {
+    fn name(&self) -> &str {
+        "plugins"
     }
 
-    /// Streams a tool by name (see the naming rule above).
-    ///
-    /// # Errors
-    /// As [`Plugin::stream`].
-    pub async fn stream(&self, call: ToolCall) -> Result<ToolStream, CallError> {
-        let (plugin, spec) = self.resolve(&call.tool)?;
-        let call = ToolCall {
-            tool: spec.name.clone(),
-            ..call
-        };
-        plugin.stream(call).await
+    fn tools(&self, _cx: &Context) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
+    }
+
+    fn lookup(&self, _cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        find_named(&self.tools, name)
     }
 }
 

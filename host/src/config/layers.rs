@@ -1,0 +1,100 @@
+//! What `toolhost.toml` means for a set of plugins: each plugin's options, and
+//! the layers over the set (filter, confirmation, aliases). The CLI, the MCP
+//! server and an embedder get the same meaning from here.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::{Config, ConfigError};
+use crate::plugin::PluginOptions;
+use crate::policy::Grants;
+use crate::toolset::{Aliases, Confirm, ConfirmationHint, Filter, Predicate, ToolAliases, Toolset};
+
+/// A set of plugins with the layers of a configuration over it, inner to
+/// outer: plugins → filter → confirmation → aliases (see [`Config::layered`]).
+pub type Layered<T> = Aliases<Confirm<Filter<T>>>;
+
+/// The hint of `[confirm]` when it gives none.
+const DEFAULT_HINT: &str = "This tool needs a human's approval for each call.";
+
+impl Config {
+    /// A plugin's options as this configuration sets them: its limits
+    /// ([`Config::limits_for`]), its instance reuse, and its
+    /// `[plugin.NAME.grants]` when it has them (they win over a sidecar
+    /// policy). Command-line flags go on top of these.
+    pub fn plugin_options(&self, plugin: &str) -> PluginOptions {
+        let mut options = PluginOptions::default();
+        options
+            .limits(self.limits_for(plugin))
+            .reuse(self.reuse_for(plugin));
+        match self.grants_for(plugin) {
+            Ok(Some(grants)) => {
+                options.grants(grants);
+            }
+            Ok(None) => {}
+            Err(error) => {
+                // Checked when the configuration was loaded; if it broke since
+                // (a granted directory removed), grant nothing rather than guess.
+                tracing::error!(plugin, %error, "invalid grants; the plugin gets none");
+                options.grants(Grants::default());
+            }
+        }
+        options
+    }
+
+    /// `plugins` as the model sees them under this configuration, in the
+    /// documented order (inner to outer): `[filter]` hides tools, `[confirm]`
+    /// makes calls wait for a human's approval, `[aliases]` adds names for
+    /// tools and their argument keys.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the `[aliases]` key at fault (an alias that
+    /// clashes with another, or with a tool's own name).
+    pub fn layered<T: Toolset>(&self, plugins: T) -> Result<Layered<T>, ConfigError> {
+        let filter = &self.filter;
+        let mut visible = Predicate::new(|_, _| true);
+        if !filter.allow.is_empty() {
+            visible = visible.and(Predicate::glob(filter.allow.clone()));
+        }
+        if !filter.deny.is_empty() {
+            visible = visible.and(!Predicate::glob(filter.deny.clone()));
+        }
+        let filtered = Filter::new(plugins, visible);
+        let hint = self
+            .confirm
+            .hint
+            .clone()
+            .unwrap_or_else(|| DEFAULT_HINT.to_owned());
+        let mut confirmed = Confirm::new(filtered);
+        if self.confirm.all {
+            confirmed = confirmed.require_all_with(ConfirmationHint::new(hint.clone()));
+        }
+        if !self.confirm.tools.is_empty() {
+            let needs = Predicate::glob(self.confirm.tools.clone());
+            confirmed = confirmed.provider(move |cx, spec, _| {
+                needs
+                    .test(cx, spec)
+                    .then(|| ConfirmationHint::new(hint.clone()))
+            });
+        }
+        let mut aliases: BTreeMap<String, ToolAliases> = BTreeMap::new();
+        for (alias, tool) in &self.aliases.tools {
+            let entry = aliases.entry(tool.clone()).or_default();
+            *entry = std::mem::take(entry).name(alias.clone());
+        }
+        for (tool, keys) in &self.aliases.arguments {
+            let entry = aliases.entry(tool.clone()).or_default();
+            for (alias, canonical) in keys {
+                *entry = std::mem::take(entry).argument(canonical.clone(), [alias.clone()]);
+            }
+        }
+        Aliases::new(confirmed, aliases).map_err(|e| ConfigError {
+            path: self
+                .source
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("toolhost.toml")),
+            key: Some("aliases".to_owned()),
+            reason: e.to_string(),
+        })
+    }
+}

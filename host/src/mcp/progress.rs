@@ -1,0 +1,138 @@
+//! A streaming call over MCP: its parts gathered into the final result, and
+//! reported on the way in progress notifications when the client asked.
+
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, ProgressNotificationParam};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, Peer, RoleServer};
+
+use super::convert::{error_result, stream_result};
+use crate::plugin::ToolStream;
+use crate::tool::{Collector, Part, Usage};
+
+/// Pulls a stream to its end, reporting it in progress notifications when the
+/// client asked for progress (at most one per `interval`; see the module
+/// docs); the result holds the whole output.
+pub(super) async fn pump(
+    mut stream: ToolStream,
+    tool: &str,
+    request: &RequestContext<RoleServer>,
+    interval: Duration,
+) -> Result<CallToolResult, ErrorData> {
+    let mut progress = request
+        .meta
+        .get_progress_token()
+        .map(|token| Progress::new(token, interval));
+    let mut parts = Collector::new();
+    loop {
+        let next = match progress.as_ref().and_then(Progress::due) {
+            Some(due) => tokio::select! {
+                biased;
+                part = stream.next() => part,
+                () = tokio::time::sleep_until(due) => {
+                    if let Some(progress) = &mut progress {
+                        progress.flush(tool, &request.peer).await;
+                    }
+                    continue;
+                }
+            },
+            None => stream.next().await,
+        };
+        let Some(part) = next else { break };
+        let part = match part {
+            Ok(part) => part,
+            Err(err) => return error_result(err),
+        };
+        if let Some(progress) = &mut progress {
+            progress.add(&part);
+            if progress
+                .due()
+                .is_some_and(|due| due <= tokio::time::Instant::now())
+            {
+                progress.flush(tool, &request.peer).await;
+            }
+        }
+        parts.push(part);
+    }
+    // What is still pending goes out before the result.
+    if let Some(progress) = &mut progress {
+        progress.flush(tool, &request.peer).await;
+    }
+    let output = parts.finish(stream.call_id(), Usage::default());
+    Ok(stream_result(output))
+}
+
+/// The progress of one streaming call: chunks not yet reported are merged
+/// until the next notification may go.
+struct Progress {
+    token: rmcp::model::ProgressToken,
+    interval: Duration,
+    /// Chunks so far.
+    count: u32,
+    /// The text of the chunks not yet reported, and how many there are.
+    pending: String,
+    unsent: u32,
+    last_sent: Option<tokio::time::Instant>,
+}
+
+impl Progress {
+    fn new(token: rmcp::model::ProgressToken, interval: Duration) -> Self {
+        Self {
+            token,
+            interval,
+            count: 0,
+            pending: String::new(),
+            unsent: 0,
+            last_sent: None,
+        }
+    }
+
+    fn add(&mut self, part: &Part) {
+        self.count = self.count.saturating_add(1);
+        self.unsent += 1;
+        let message = progress_message(part);
+        if !matches!(part, Part::Text(_))
+            && !self.pending.is_empty()
+            && !self.pending.ends_with('\n')
+        {
+            self.pending.push('\n');
+        }
+        self.pending.push_str(&message);
+    }
+
+    /// When the pending chunks may be reported; `None` when there are none.
+    fn due(&self) -> Option<tokio::time::Instant> {
+        if self.unsent == 0 {
+            return None;
+        }
+        Some(match self.last_sent {
+            Some(at) => at + self.interval,
+            None => tokio::time::Instant::now(),
+        })
+    }
+
+    async fn flush(&mut self, tool: &str, peer: &Peer<RoleServer>) {
+        if self.unsent == 0 {
+            return;
+        }
+        let message = std::mem::take(&mut self.pending);
+        self.unsent = 0;
+        self.last_sent = Some(tokio::time::Instant::now());
+        let progress = ProgressNotificationParam::new(self.token.clone(), f64::from(self.count))
+            .with_message(message);
+        if let Err(err) = peer.notify_progress(progress).await {
+            tracing::debug!(%tool, %err, "could not send a progress notification");
+        }
+    }
+}
+
+fn progress_message(part: &Part) -> String {
+    match part {
+        Part::Text(text) => text.clone(),
+        Part::Json(value) => value.to_string(),
+        Part::Blob {
+            mime_type, data, ..
+        } => format!("{mime_type}, {} bytes", data.len()),
+    }
+}
