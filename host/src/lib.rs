@@ -47,8 +47,8 @@ mod tool;
 mod toolset;
 
 pub use config::{
-    AliasConfig, Config, ConfigError, ConfirmConfig, EngineSettings, FilterConfig, LimitsConfig,
-    Layered, LoadConfig, NameSource, PluginConfig, ServeConfig, UnmatchedName,
+    AliasConfig, Config, ConfigError, ConfirmConfig, EngineSettings, FilterConfig, Layered,
+    LimitsConfig, LoadConfig, NameSource, PluginConfig, ServeConfig, UnmatchedName,
 };
 pub use engine::limits::Limits;
 pub use engine::{Engine, EngineConfig, EngineError, GuestMemory, default_cache_dir};
@@ -64,16 +64,18 @@ pub use policy::{
 };
 pub use schema::{Schema, SchemaError};
 pub use tool::{
-    Collector, LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage, wrap_result,
+    Collector, LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage,
+    wrap_result,
 };
 pub use toolset::{
-    AliasError, Aliases, ApproveAll, Approver, Confirm, NoApprover, Started, call, start, ConfirmationHint, ConfirmationRequest,
-    DEFAULT_REMEMBERED_DECISIONS, Filter, OnUnknown, Predicate, ToolAliases, UnknownFuture,
+    AliasError, Aliases, ApproveAll, Approver, Confirm, ConfirmationHint, ConfirmationRequest,
+    DEFAULT_REMEMBERED_DECISIONS, Filter, NoApprover, OnUnknown, Predicate, Started, ToolAliases,
+    UnknownFuture, call, start,
 };
 pub use toolset::{
     ArgumentsHook, BatchCall, BatchOutcome, BoxFuture, Context, Decision, Executor, Identity,
-    ListedTool, Loaded, Logging, Metrics, Middleware, Next, PluginSet, PluginTool, SinglePlugin, Tool, ToolMetrics,
-    Toolset, ToolsetExt, WithMiddleware,
+    ListedTool, Loaded, Logging, Metrics, Middleware, Next, PluginSet, PluginTool, SinglePlugin,
+    Tool, ToolMetrics, Toolset, ToolsetExt, WithMiddleware,
 };
 pub use toolset::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};
 

@@ -120,7 +120,11 @@ impl ToolSpec {
             arguments = Value::Object(Default::default());
         }
         let fresh;
-        let schema = match self.input.0.get_or_init(|| compile_input(&self.input_schema)) {
+        let schema = match self
+            .input
+            .0
+            .get_or_init(|| compile_input(&self.input_schema))
+        {
             Ok(schema) if schema.raw() == &self.input_schema => schema,
             // `input_schema` was changed after it was compiled.
             Ok(_) => {

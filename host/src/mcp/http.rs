@@ -15,10 +15,10 @@ use bytes::Bytes;
 use http_body::Frame;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use subtle::ConstantTimeEq as _;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
-use subtle::ConstantTimeEq as _;
 use tokio_util::sync::CancellationToken;
 
 /// The connection limits of the HTTP server.

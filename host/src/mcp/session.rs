@@ -54,7 +54,11 @@ impl Drop for SessionState {
 }
 
 impl Session {
-    pub(super) fn new(shared: Arc<Shared>, transport: &'static str, disconnected: CancellationToken) -> Self {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        transport: &'static str,
+        disconnected: CancellationToken,
+    ) -> Self {
         let n = shared.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let state = SessionState {
             id: format!("mcp-{transport}-{}-{n}", std::process::id()),

@@ -191,12 +191,22 @@ mod tests {
     async fn the_human_approves_the_coerced_arguments_and_they_run() {
         let (probe, set) = guarded();
         let asked = Recorder::default();
-        let output = call(&set, &Context::new(), "order", json!({"count": "3"}), &asked)
-            .await
-            .unwrap();
+        let output = call(
+            &set,
+            &Context::new(),
+            "order",
+            json!({"count": "3"}),
+            &asked,
+        )
+        .await
+        .unwrap();
         let asked = asked.0.into_inner().unwrap();
         assert_eq!(asked.len(), 1);
-        assert_eq!(asked[0].arguments, json!({"count": 3}), "asked after coercion");
+        assert_eq!(
+            asked[0].arguments,
+            json!({"count": 3}),
+            "asked after coercion"
+        );
         assert_eq!(output.result.unwrap()["arguments"], json!({"count": 3}));
         assert_eq!(probe.runs(), 1);
     }
@@ -253,9 +263,15 @@ mod tests {
         );
         assert_eq!(probe.runs(), 0);
         // Approving everything runs it, once.
-        call(&set, &Context::new(), "order", json!({"count": 1}), &ApproveAll)
-            .await
-            .unwrap();
+        call(
+            &set,
+            &Context::new(),
+            "order",
+            json!({"count": 1}),
+            &ApproveAll,
+        )
+        .await
+        .unwrap();
         assert_eq!(probe.runs(), 1);
     }
 
@@ -273,10 +289,19 @@ mod tests {
             }))],
         );
         let asked = Recorder::default();
-        let output = call(&hooked, &Context::new(), "order", json!({"count": 2}), &asked)
-            .await
-            .unwrap();
-        assert_eq!(asked.0.into_inner().unwrap()[0].arguments, json!({"count": 20}));
+        let output = call(
+            &hooked,
+            &Context::new(),
+            "order",
+            json!({"count": 2}),
+            &asked,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            asked.0.into_inner().unwrap()[0].arguments,
+            json!({"count": 20})
+        );
         assert_eq!(output.result.unwrap()["arguments"], json!({"count": 20}));
         assert_eq!(probe.runs(), 1);
     }

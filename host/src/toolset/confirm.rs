@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 
 use super::{BoxFuture, Context, Decision, Tool, Toolset};
-pub use crate::error::ConfirmationRequest;
 use crate::error::CallError;
+pub use crate::error::ConfirmationRequest;
 use crate::plugin::ToolStream;
 use crate::tool::{ToolOutput, ToolSpec};
 

@@ -23,12 +23,12 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::broadcast;
 
 use super::{Context, PluginTool, Tool, Toolset};
+use super::{PluginSet, log_failed, log_loaded, plugin_name, warn_clash};
 use crate::Engine;
 use crate::error::LoadError;
+use crate::log::LOAD_TARGET;
 use crate::plugin::{CodeState, Plugin, PluginOptions};
 use crate::policy::sidecar_path;
-use super::{PluginSet, log_failed, log_loaded, plugin_name, warn_clash};
-use crate::log::LOAD_TARGET;
 
 /// How long a file's size and times must stay unchanged before it is loaded.
 const SETTLE_INTERVAL: Duration = Duration::from_millis(100);

@@ -175,14 +175,16 @@ pub trait Middleware: Send + Sync {
     ///
     /// # Errors
     /// A refusal, which ends the call before anything runs.
-    fn prepare(
-        &self,
-        cx: &Context,
-        spec: &ToolSpec,
-        arguments: Value,
-    ) -> Result<Value, CallError> {
+    fn prepare(&self, cx: &Context, spec: &ToolSpec, arguments: Value) -> Result<Value, CallError> {
         let _ = (cx, spec);
         Ok(arguments)
+    }
+
+    /// The call was refused while it was prepared (by a middleware, an inner
+    /// layer or the tool's schema check), so it never runs: for middlewares
+    /// that count or log calls. By default nothing happens.
+    fn refused(&self, cx: &Context, spec: &ToolSpec, error: &CallError) {
+        let _ = (cx, spec, error);
     }
 
     /// Around `invoke`: call `next.invoke(cx, arguments)` to go on (or don't).
@@ -239,11 +241,17 @@ impl Tool for Chained {
 
     fn prepare(&self, cx: &Context, arguments: Value) -> Result<Value, CallError> {
         let spec = self.tool.spec();
-        let arguments = self
+        let prepared = self
             .chain
             .iter()
-            .try_fold(arguments, |arguments, m| m.prepare(cx, spec, arguments))?;
-        self.tool.prepare(cx, arguments)
+            .try_fold(arguments, |arguments, m| m.prepare(cx, spec, arguments))
+            .and_then(|arguments| self.tool.prepare(cx, arguments));
+        if let Err(error) = &prepared {
+            for middleware in self.chain.iter() {
+                middleware.refused(cx, spec, error);
+            }
+        }
+        prepared
     }
 
     fn invoke<'a>(
@@ -325,12 +333,7 @@ impl ArgumentsHook {
 }
 
 impl Middleware for ArgumentsHook {
-    fn prepare(
-        &self,
-        cx: &Context,
-        spec: &ToolSpec,
-        arguments: Value,
-    ) -> Result<Value, CallError> {
+    fn prepare(&self, cx: &Context, spec: &ToolSpec, arguments: Value) -> Result<Value, CallError> {
         (self.hook)(cx, spec, arguments)
     }
 }
@@ -340,6 +343,10 @@ impl Middleware for ArgumentsHook {
 pub struct Logging;
 
 impl Middleware for Logging {
+    fn refused(&self, cx: &Context, spec: &ToolSpec, error: &CallError) {
+        tracing::warn!(tool = %spec.name, call = cx.call_id(), %error, "tool call refused");
+    }
+
     fn invoke<'a>(
         &'a self,
         cx: &'a Context,
@@ -428,6 +435,14 @@ impl Metrics {
 }
 
 impl Middleware for Metrics {
+    /// A refused call counts as a call that failed, in no time.
+    fn refused(&self, _cx: &Context, spec: &ToolSpec, _error: &CallError) {
+        let mut tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = tools.entry(spec.name.clone()).or_default();
+        entry.calls += 1;
+        entry.errors += 1;
+    }
+
     fn invoke<'a>(
         &'a self,
         cx: &'a Context,

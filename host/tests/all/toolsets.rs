@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost::{
-    BoxFuture, CallError, Context, Part, PluginSet, SinglePlugin, Tool, ToolOutput,
-    ToolSpec, Toolset, ToolsetExt,
+    BoxFuture, CallError, Context, Part, PluginSet, SinglePlugin, Tool, ToolOutput, ToolSpec,
+    Toolset, ToolsetExt,
 };
 use toolhost_test_plugins::{CALC, ECHO};
 

@@ -1,0 +1,239 @@
+//! What the CLI reports about plugins and tools: `list`, `status`,
+//! `describe`'s declaration, and JSON output.
+
+use std::io::Write;
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+use toolhost::{Config, Context as Cx, Engine, LoadState, PluginDir, PluginSet, ToolSpec, Toolset};
+
+use super::{Cli, options, plugins_dir, unmatched, warn_unmatched};
+
+pub(super) async fn status(
+    cli: &Cli,
+    config: &Config,
+    engine: &Engine,
+    as_json: bool,
+) -> Result<()> {
+    let dir = plugins_dir(cli, config);
+    if !dir.is_dir() {
+        bail!("plugins directory {} does not exist", dir.display());
+    }
+    let plugins = PluginDir::open_configured(engine, &dir, options(cli, config)).await?;
+    let files: Vec<String> = plugins.status().into_iter().map(|s| s.plugin).collect();
+    let unmatched = unmatched(config, &files, &plugins);
+    for name in &unmatched {
+        warn_unmatched(name);
+    }
+    let rows: Vec<Value> = plugins
+        .status()
+        .into_iter()
+        .map(|status| {
+            let file = status
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match status.state {
+                LoadState::Loaded { tools } => {
+                    json!({"file": file, "plugin": status.plugin, "state": "loaded", "tools": tools})
+                }
+                LoadState::Failed { error, .. } => {
+                    json!({"file": file, "plugin": status.plugin, "state": "failed", "error": error})
+                }
+                _ => json!({"file": file, "plugin": status.plugin, "state": "unknown"}),
+            }
+        })
+        .collect();
+    let failed = rows.iter().filter(|r| r["state"] != "loaded").count();
+    if as_json {
+        let unmatched: Vec<Value> = unmatched
+            .iter()
+            .map(|name| {
+                json!({
+                    "from": name.place(),
+                    "name": name.name,
+                    "suggestion": name.suggestion,
+                    "candidates": name.candidates,
+                    "message": name.to_string(),
+                })
+            })
+            .collect();
+        print_json(&json!({"plugins": rows, "unmatched_config_names": unmatched}))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        for row in &rows {
+            let detail = match row["tools"].as_array() {
+                Some(tools) => tools
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                None => row["error"].as_str().unwrap_or("").to_owned(),
+            };
+            writeln!(
+                out,
+                "{:24}  {:7}  {detail}",
+                row["file"].as_str().unwrap_or(""),
+                row["state"].as_str().unwrap_or("")
+            )?;
+        }
+        if !unmatched.is_empty() {
+            writeln!(out, "\nCONFIG NAMES THAT MATCH NOTHING")?;
+            for name in &unmatched {
+                writeln!(out, "{name}")?;
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} plugin file(s) failed to load");
+    }
+    Ok(())
+}
+
+pub(super) fn declaration(spec: &ToolSpec) -> Value {
+    let mut value = json!({
+        "name": spec.name,
+        "description": spec.model_description(),
+        "parameters": spec.input_schema,
+        "long_running": spec.long_running,
+        "streaming": spec.streaming,
+    });
+    if let Some(output) = &spec.output_schema {
+        value["response"] = output.clone();
+    }
+    value
+}
+
+pub(super) fn print_json(value: &Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+pub(super) fn list(set: &PluginSet, layered: &dyn Toolset, as_json: bool) -> Result<()> {
+    let visible: std::collections::HashSet<String> = layered
+        .tools(&Cx::new())
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    let mut tools = set.listed();
+    tools.retain(|t| visible.contains(&t.call_name()));
+    if as_json {
+        let rows: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "plugin": t.plugin.name(),
+                    "tool": t.spec.name,
+                    "call_name": t.call_name(),
+                    "description": t.spec.description,
+                    "long_running": t.spec.long_running,
+                    "streaming": t.spec.streaming,
+                    "asks": asks(t.plugin),
+                    "granted": t.plugin.grants().summary(),
+                })
+            })
+            .collect();
+        return print_json(&Value::Array(rows));
+    }
+    let mut rows = vec![[
+        "PLUGIN".to_owned(),
+        "TOOL".to_owned(),
+        "LONG-RUNNING".to_owned(),
+        "DESCRIPTION".to_owned(),
+    ]];
+    for t in &tools {
+        let mut description = t.spec.description.lines().next().unwrap_or("").to_owned();
+        if description.chars().count() > 70 {
+            description = description.chars().take(69).collect::<String>() + "…";
+        }
+        let name = if t.spec.streaming {
+            format!("{} (stream)", t.call_name())
+        } else {
+            t.call_name()
+        };
+        let long = if t.spec.long_running { "yes" } else { "no" };
+        rows.push([
+            t.plugin.name().to_owned(),
+            name,
+            long.to_owned(),
+            description,
+        ]);
+    }
+    let widths: Vec<usize> = (0..3)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    for row in rows {
+        writeln!(
+            out,
+            "{:w0$}  {:w1$}  {:w2$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        )?;
+    }
+    capabilities(&mut out, set)
+}
+
+/// What a plugin's imports ask for: capability names, `!` marking those not granted.
+fn asks(plugin: &toolhost::Plugin) -> Vec<String> {
+    plugin
+        .requested()
+        .into_iter()
+        .map(|cap| {
+            if cap.needs_grant() && !plugin.grants().covers(cap) {
+                format!("{cap}!")
+            } else {
+                cap.to_string()
+            }
+        })
+        .collect()
+}
+
+/// Per plugin: what its WASI imports ask for and what it is granted.
+fn capabilities(out: &mut impl Write, set: &PluginSet) -> Result<()> {
+    writeln!(out)?;
+    let rows: Vec<[String; 3]> = set
+        .plugins()
+        .iter()
+        .map(|p| {
+            let granted = p.grants().summary();
+            [
+                p.name().to_owned(),
+                asks(p).join(", "),
+                if granted.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    granted.join("; ")
+                },
+            ]
+        })
+        .collect();
+    let width = |i: usize, title: &str| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([title.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1) = (width(0, "PLUGIN"), width(1, "ASKS FOR"));
+    writeln!(out, "{:w0$}  {:w1$}  GRANTED", "PLUGIN", "ASKS FOR")?;
+    for [plugin, asks, granted] in &rows {
+        writeln!(out, "{plugin:w0$}  {asks:w1$}  {granted}")?;
+    }
+    if rows.iter().any(|r| r[1].contains('!')) {
+        writeln!(
+            out,
+            "(`!`: imported but not granted; calls that use it are refused. Grant it in toolhost.toml or NAME{}.)",
+            toolhost::SIDECAR_SUFFIX
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! `toolhost serve`: the plugins directory, layered as configured, over MCP
+//! on stdio or HTTP, following changes.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use toolhost::{Config, Engine, HttpOptions, McpServer, PluginDir, ServeConfig, UnmatchedName};
+
+use super::{Cli, layered, options, plugins_dir, unmatched, warn_unmatched};
+
+/// `toolhost serve`: the plugins directory, layered as configured, over MCP.
+pub(super) async fn serve(
+    cli: &Cli,
+    config: &Config,
+    settings: &ServeConfig,
+    engine: &Engine,
+    http: Option<&str>,
+    watch: bool,
+) -> Result<()> {
+    let dir = plugins_dir(cli, config);
+    if !dir.is_dir() {
+        bail!(
+            "plugins directory {} does not exist (build the examples with `cargo xtask plugins`, or pass --plugins DIR)",
+            dir.display()
+        );
+    }
+    // The server answers at once; each plugin joins as it loads (a slow or
+    // failing one delays no other), and `tools/list` waits for the first load.
+    let plugins =
+        std::sync::Arc::new(PluginDir::start_configured(engine, &dir, options(cli, config)).await?);
+    follow_unmatched(config, &plugins);
+    let (loaded, ready) = tokio::sync::watch::channel(false);
+    let first_load = plugins.when_loaded();
+    // Each plugin's compile and load is logged as it happens (target
+    // `toolhost::load`, at info by default for `serve`).
+    tokio::spawn(async move {
+        first_load.await;
+        let _ = loaded.send(true);
+    });
+    if watch {
+        plugins
+            .watch()
+            .with_context(|| format!("cannot watch {}", dir.display()))?;
+    }
+    let changes = plugins.subscribe();
+    let tools = layered(plugins, config)?;
+    let mut server = McpServer::new(tools)
+        .with_changes(changes)
+        .with_engine(engine)
+        .with_ready(ready);
+    if let Some(ms) = settings.progress_interval_ms {
+        server = server.with_progress_interval(Duration::from_millis(ms));
+    }
+    let Some(addr) = http else {
+        server.serve_stdio().await?;
+        return Ok(());
+    };
+    let mut options = HttpOptions::default();
+    for host in &config.serve.allowed_hosts {
+        options.allow_host(host.clone());
+    }
+    for origin in &config.serve.allowed_origins {
+        options.allow_origin(origin.clone());
+    }
+    if let Some(max) = settings.max_connections {
+        options.max_connections(max);
+    }
+    if let Some(ms) = settings.header_read_timeout_ms {
+        options.header_read_timeout(Duration::from_millis(ms));
+    }
+    if let Some(ms) = settings.idle_timeout_ms {
+        options.idle_timeout(Duration::from_millis(ms));
+    }
+    if let Some(ms) = settings.session_idle_timeout_ms {
+        options.session_idle_timeout(Duration::from_millis(ms));
+    }
+    let token = match (
+        std::env::var("TOOLHOST_MCP_TOKEN"),
+        &config.serve.token_file,
+    ) {
+        (Ok(token), _) if !token.trim().is_empty() => Some(token.trim().to_owned()),
+        (_, Some(file)) => {
+            let token = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the token file {}", file.display()))?;
+            if token.trim().is_empty() {
+                bail!("the token file {} is empty", file.display());
+            }
+            Some(token.trim().to_owned())
+        }
+        _ => None,
+    };
+    if let Some(token) = token {
+        options.bearer_token(token);
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr()?;
+    if !local.ip().is_loopback()
+        && std::env::var("TOOLHOST_MCP_TOKEN").is_err()
+        && config.serve.token_file.is_none()
+    {
+        eprintln!(
+            "warning: serving on {local}, which is not a loopback address, without a bearer token (set TOOLHOST_MCP_TOKEN or [serve] token_file)"
+        );
+    }
+    eprintln!("toolhost: serving MCP at http://{local}/mcp");
+    let shutdown = async {
+        // Ctrl-C (or SIGINT) ends the server after in-flight requests.
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    server.serve_http(listener, options, shutdown).await?;
+    Ok(())
+}
+
+/// Follows the names of `config` that match nothing in `plugins`: warns about
+/// each once its first load is done, then, after each reload, about those that
+/// newly match nothing (and notes those that match again), so a reload loop
+/// repeats nothing.
+fn follow_unmatched(config: &Config, plugins: &std::sync::Arc<PluginDir>) {
+    let config = config.clone();
+    let mut changes = plugins.subscribe();
+    let first_load = plugins.when_loaded();
+    let plugins = std::sync::Arc::downgrade(plugins);
+    tokio::spawn(async move {
+        first_load.await;
+        let mut reported: std::collections::BTreeMap<_, UnmatchedName> = Default::default();
+        loop {
+            let Some(dir) = plugins.upgrade() else { return };
+            let files: Vec<String> = dir.status().into_iter().map(|s| s.plugin).collect();
+            let now: std::collections::BTreeMap<_, _> = unmatched(&config, &files, &*dir)
+                .into_iter()
+                .map(|name| ((name.source.clone(), name.name.clone()), name))
+                .collect();
+            drop(dir);
+            for (key, name) in &now {
+                if !reported.contains_key(key) {
+                    warn_unmatched(name);
+                }
+            }
+            for (key, name) in &reported {
+                if !now.contains_key(key) {
+                    tracing::info!(
+                        "configuration: {}: `{}` matches again",
+                        name.place(),
+                        name.name
+                    );
+                }
+            }
+            reported = now;
+            match changes.recv().await {
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+}
