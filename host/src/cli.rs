@@ -505,14 +505,11 @@ async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
                 .join(", ")
         }
     )?;
-    let mut caps: Vec<toolhost::Capability> = info
-        .imports
-        .iter()
-        .map(|i| toolhost::Capability::of_import(i))
-        .filter(|c| *c != toolhost::Capability::Other)
-        .collect();
-    caps.sort();
-    caps.dedup();
+    // The loaded plugin's own answer; from the imports alone if it did not load.
+    let caps = match &plugin {
+        Ok(plugin) => plugin.requested(),
+        Err(_) => toolhost::Capability::of_imports(&info.imports),
+    };
     let asks: Vec<String> = caps.iter().map(ToString::to_string).collect();
     writeln!(
         out,

@@ -353,14 +353,12 @@ impl Engine {
         let mut linker = Linker::new(&wasm);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| EngineError::Config(e.to_string()))?;
-        // Linked for every plugin: a component that does not import wasi:http
-        // pays nothing for it, and one that does meets its grants' allowlist.
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+        crate::policy::http::add_to_linker(&mut linker)
             .map_err(|e| EngineError::Config(e.to_string()))?;
         bindings::v0_1::Plugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| EngineError::Config(e.to_string()))?;
         // Refusals of sockets are logged where a call hits them.
-        crate::policy::refusals::add_to_linker(&mut linker)
+        crate::policy::sockets::add_to_linker(&mut linker)
             .map_err(|e| EngineError::Config(e.to_string()))?;
         spawn_epoch_ticker(&wasm, config.epoch_tick)
             .map_err(|e| EngineError::Config(format!("cannot start the epoch ticker: {e}")))?;

@@ -11,11 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
-use wasmtime::component::{
-    Component, ComponentExportIndex, Instance, InstancePre, ResourceAny, ResourceTable,
-};
+use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, ResourceAny};
 use wasmtime::{Store, Trap, UpdateDeadline, WasmBacktrace};
-use wasmtime_wasi_http::WasiHttpCtx;
 
 use crate::Engine;
 use crate::bindings::v0_1::exports::toolhost::plugin::tools as wit;
@@ -23,10 +20,8 @@ use crate::bindings::v0_1::toolhost::plugin::types::MediaKind as WitMediaKind;
 use crate::bindings::v0_1::{Plugin as WitPlugin, PluginIndices as WitPluginIndices};
 use crate::bindings::{TOOLS_INTERFACE, TOOLS_INTERFACE_PREFIX};
 use crate::engine::LoadLimits;
-use crate::engine::limits::{Busy, Limiter, Limits};
+use crate::engine::limits::{Busy, Limits};
 use crate::error::{CallError, Exhausted, LoadError};
-use crate::policy::http::HttpHooks;
-use crate::policy::stdio::StdioLog;
 use crate::policy::{CallTag, Capability, Grants};
 use crate::schema::Schema;
 use crate::tool::{MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage, wrap_result};
@@ -1049,38 +1044,15 @@ impl Plugin {
         invocation_id: &str,
     ) -> Result<(Store<PluginState>, Instance), CallError> {
         let code = self.code_for(tool).await?;
-        let limits = &self.inner.limits;
         let engine = &self.inner.engine;
-        let mut table = ResourceTable::new();
-        table.set_max_capacity(MAX_RESOURCES);
-        let call = self.call_tag(tool, call_id);
-        let stdio = StdioLog::new(Arc::clone(&call), limits.get_stdio_bytes());
-        // Exactly the grants: no inherited environment, arguments or network.
-        let wasi = self
-            .inner
-            .grants
-            .wasi_ctx(&stdio, &call)
-            .map_err(|reason| CallError::Host {
-                tool: tool.to_owned(),
-                reason,
-            })?;
-        let state = PluginState {
-            call: Arc::clone(&call),
-            stdio,
-            invocation_id: invocation_id.to_owned(),
-            invocations: engine.invocations().clone(),
-            scratch: None,
-            wasi,
-            http: WasiHttpCtx::new(),
-            http_hooks: HttpHooks {
-                call,
-                grants: Arc::clone(&self.inner.grants),
-            },
-            table,
-            limiter: Limiter::new(limits, Arc::clone(engine.memory_budget())),
-            panic_message: None,
-            deadline: Instant::now(),
-        };
+        let state = PluginState::new(
+            engine,
+            &self.inner.grants,
+            &self.inner.limits,
+            self.call_tag(tool, call_id),
+            invocation_id,
+            MAX_RESOURCES,
+        )?;
         let mut store = Store::new(engine.wasm(), state);
         store.limiter_async(|state| &mut state.limiter);
         self.arm(&mut store, tool)?;

@@ -19,317 +19,38 @@
 //! `toolhost.toml`, or from a sidecar file `NAME.policy.toml` next to
 //! `NAME.wasm` (see [`GrantsConfig`]). When `toolhost.toml` has grants for a
 //! plugin, they win and its sidecar is ignored (with a warning).
+//!
+//! This module is the front: [`Grants`], [`Capability`], [`GrantsConfig`] and
+//! sidecar files. Each kind of capability has a module of its own, in the
+//! manner of wasmtime-wasi's: `files`, `env`, `http`, `sockets` and `stdio`
+//! each hold their grant type, their config keys (checked and resolved
+//! there), what they add to a call's WASI context, and their linker
+//! additions if any. `refusals` logs refused requests across kinds.
 
+mod env;
+mod files;
 pub(crate) mod http;
 pub(crate) mod refusals;
+pub(crate) mod sockets;
 pub(crate) mod stdio;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use wasmtime_wasi::sockets::SocketAddrUse;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
+pub use self::env::{EnvGrant, EnvSource, EnvVarConfig, Secret};
+pub use self::files::{Access, DirConfig, DirGrant};
+pub use self::http::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, HostPattern};
+pub use self::sockets::SocketPattern;
 use crate::config::ConfigError;
-
-/// The default cap on an HTTP response body, in bytes.
-pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 10 << 20;
-/// The default limit on one HTTP request, from connecting to the last byte of the headers.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The suffix of a sidecar policy file: `NAME.policy.toml` next to `NAME.wasm`.
 pub const SIDECAR_SUFFIX: &str = ".policy.toml";
-
-/// A value that is never printed: `Debug` shows `"***"` and there is no `Display`.
-///
-/// Environment values granted to a plugin are kept as secrets, whatever their
-/// source, so `list`, `inspect`, logs and errors never show them.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(from = "String")]
-pub struct Secret(Arc<str>);
-
-impl From<String> for Secret {
-    fn from(value: String) -> Self {
-        Self(value.into())
-    }
-}
-
-impl Secret {
-    /// Wraps a value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into().into())
-    }
-
-    /// The value itself, for handing to the guest.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("\"***\"")
-    }
-}
-
-/// How a plugin may use a granted directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Access {
-    /// Read files and list directories; every write is refused.
-    #[default]
-    ReadOnly,
-    /// Read, create, write, rename and remove inside the directory.
-    ReadWrite,
-}
-
-impl fmt::Display for Access {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::ReadOnly => "ro",
-            Self::ReadWrite => "rw",
-        })
-    }
-}
-
-/// A host directory made visible to the guest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DirGrant {
-    /// The directory on the host.
-    pub host: PathBuf,
-    /// Where the guest sees it (for example `/workspace`).
-    pub guest: String,
-    /// Read-only or read-write.
-    pub access: Access,
-}
-
-/// Where a granted environment variable's value comes from (values are never shown).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EnvSource {
-    /// The host's environment variable of this name.
-    Host(String),
-    /// Written in the policy.
-    Policy,
-    /// Read from this file when the policy was loaded.
-    File(PathBuf),
-}
-
-/// A granted environment variable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct EnvGrant {
-    /// The name the guest sees.
-    pub name: String,
-    /// Where the value came from.
-    pub source: EnvSource,
-    value: Secret,
-}
-
-/// Which HTTP(S) requests a plugin may make: `[scheme://]host[:port]`.
-///
-/// - `host` is an exact name (`api.example.com`), an IP address, or a wildcard
-///   `*.example.com` matching every name that ends in `.example.com` (not
-///   `example.com` itself). Names compare case-insensitively.
-/// - Without a scheme only `https` is allowed; write `http://` to allow plain HTTP.
-/// - Without a port only the scheme's default port (443, 80) is allowed;
-///   `:*` allows any port.
-///
-/// # Examples
-/// ```
-/// use toolhost::HostPattern;
-/// let api: HostPattern = "*.example.com".parse().unwrap();
-/// assert!(api.allows("https", "api.example.com", 443));
-/// assert!(!api.allows("http", "api.example.com", 80));
-/// assert!(!api.allows("https", "example.com", 443));
-/// let local: HostPattern = "http://127.0.0.1:8080".parse().unwrap();
-/// assert!(local.allows("http", "127.0.0.1", 8080));
-/// assert!(!local.allows("http", "127.0.0.1", 8081));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostPattern {
-    text: String,
-    scheme: String,
-    host: HostMatch,
-    port: PortMatch,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum HostMatch {
-    Exact(String),
-    /// The suffix including its leading dot: `.example.com`.
-    Suffix(String),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PortMatch {
-    Default,
-    Any,
-    Exact(u16),
-}
-
-/// Normalizes a host name or address for comparison: lower case, no trailing
-/// dot, no IPv6 brackets.
-fn normalize_host(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .trim_end_matches('.')
-        .to_ascii_lowercase()
-}
-
-impl FromStr for HostPattern {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        let (scheme, rest) = match text.split_once("://") {
-            Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
-            None => ("https".to_owned(), text),
-        };
-        if scheme != "http" && scheme != "https" {
-            return Err(format!(
-                "`{text}`: the scheme must be http or https, not `{scheme}`"
-            ));
-        }
-        if rest.contains(['/', '@', '?', '#']) || rest.is_empty() {
-            return Err(format!(
-                "`{text}`: expected `[scheme://]host[:port]` (no path, user or query)"
-            ));
-        }
-        // An IPv6 address is bracketed: `[::1]:8080`.
-        let (host, port) = match rest.strip_prefix('[') {
-            Some(v6) => match v6.split_once(']') {
-                Some((host, after)) => (host, after.strip_prefix(':')),
-                None => return Err(format!("`{text}`: unclosed `[`")),
-            },
-            None => match rest.rsplit_once(':') {
-                Some((host, port)) => (host, Some(port)),
-                None => (rest, None),
-            },
-        };
-        let port = match port {
-            None => PortMatch::Default,
-            Some("*") => PortMatch::Any,
-            Some(port) => PortMatch::Exact(
-                port.parse()
-                    .map_err(|_| format!("`{text}`: `{port}` is not a port (1 to 65535 or `*`)"))?,
-            ),
-        };
-        let host = normalize_host(host);
-        let host = match host.strip_prefix("*.") {
-            Some(suffix) if valid_name(suffix) => HostMatch::Suffix(format!(".{suffix}")),
-            Some(_) => return Err(format!("`{text}`: `*.` must be followed by a domain name")),
-            None if host.parse::<IpAddr>().is_ok() || valid_name(&host) => HostMatch::Exact(host),
-            None => {
-                return Err(format!(
-                    "`{text}`: `{host}` is not a host name, an IP address or `*.domain`"
-                ));
-            }
-        };
-        Ok(Self {
-            text: text.to_owned(),
-            scheme,
-            host,
-            port,
-        })
-    }
-}
-
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        })
-}
-
-impl HostPattern {
-    /// Whether a request with this scheme, host and port is allowed.
-    pub fn allows(&self, scheme: &str, host: &str, port: u16) -> bool {
-        if !self.scheme.eq_ignore_ascii_case(scheme) {
-            return false;
-        }
-        let port_ok = match self.port {
-            PortMatch::Any => true,
-            PortMatch::Exact(p) => p == port,
-            PortMatch::Default => port == default_port(&self.scheme),
-        };
-        let host = normalize_host(host);
-        port_ok
-            && match &self.host {
-                HostMatch::Exact(exact) => *exact == host,
-                HostMatch::Suffix(suffix) => host.len() > suffix.len() && host.ends_with(suffix),
-            }
-    }
-}
-
-fn default_port(scheme: &str) -> u16 {
-    if scheme.eq_ignore_ascii_case("http") {
-        80
-    } else {
-        443
-    }
-}
-
-impl fmt::Display for HostPattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-/// Which raw TCP connections a plugin may open: `IP:PORT` or `IP:*`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SocketPattern {
-    ip: IpAddr,
-    port: Option<u16>,
-}
-
-impl FromStr for SocketPattern {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        let bad =
-            || format!("`{text}`: expected `IP:PORT` or `IP:*` (for example `127.0.0.1:5432`)");
-        if let Ok(addr) = text.parse::<SocketAddr>() {
-            return Ok(Self {
-                ip: addr.ip(),
-                port: Some(addr.port()),
-            });
-        }
-        let ip = text.strip_suffix(":*").ok_or_else(bad)?;
-        let ip = ip.trim_start_matches('[').trim_end_matches(']');
-        Ok(Self {
-            ip: ip.parse().map_err(|_| bad())?,
-            port: None,
-        })
-    }
-}
-
-impl SocketPattern {
-    /// Whether a connection to this address is allowed.
-    pub fn allows(&self, addr: SocketAddr) -> bool {
-        addr.ip() == self.ip && self.port.is_none_or(|p| p == addr.port())
-    }
-}
-
-impl fmt::Display for SocketPattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.ip, self.port) {
-            (IpAddr::V6(ip), Some(port)) => write!(f, "[{ip}]:{port}"),
-            (IpAddr::V6(ip), None) => write!(f, "[{ip}]:*"),
-            (ip, Some(port)) => write!(f, "{ip}:{port}"),
-            (ip, None) => write!(f, "{ip}:*"),
-        }
-    }
-}
 
 /// What a plugin's calls may reach beyond their own memory. Empty by default:
 /// no files, no environment, no network.
@@ -371,117 +92,6 @@ impl Default for Grants {
 }
 
 impl Grants {
-    /// Grants a host directory, seen by the guest at `guest` (an absolute guest path).
-    pub fn dir(
-        &mut self,
-        host: impl Into<PathBuf>,
-        guest: impl Into<String>,
-        access: Access,
-    ) -> &mut Self {
-        self.dirs.push(DirGrant {
-            host: host.into(),
-            guest: guest.into(),
-            access,
-        });
-        self
-    }
-
-    /// Grants an environment variable with a value given here.
-    pub fn env(&mut self, name: impl Into<String>, value: impl Into<String>) -> &mut Self {
-        self.push_env(name.into(), EnvSource::Policy, Secret::new(value));
-        self
-    }
-
-    /// Grants the host's environment variable `name` under the same name; does
-    /// nothing if the host does not have it.
-    pub fn env_from_host(&mut self, name: impl Into<String>) -> &mut Self {
-        let name = name.into();
-        if let Ok(value) = std::env::var(&name) {
-            self.push_env(name.clone(), EnvSource::Host(name), Secret::new(value));
-        }
-        self
-    }
-
-    /// Grants an environment variable whose value is a secret (never printed).
-    pub fn secret(&mut self, name: impl Into<String>, value: Secret) -> &mut Self {
-        self.push_env(name.into(), EnvSource::Policy, value);
-        self
-    }
-
-    fn push_env(&mut self, name: String, source: EnvSource, value: Secret) {
-        self.env.retain(|e| e.name != name);
-        self.env.push(EnvGrant {
-            name,
-            source,
-            value,
-        });
-    }
-
-    /// Allows outgoing HTTP(S) requests that match `pattern`.
-    pub fn http(&mut self, pattern: HostPattern) -> &mut Self {
-        self.http.push(pattern);
-        self
-    }
-
-    /// Allows raw TCP connections that match `pattern` (and turns on TCP sockets).
-    pub fn tcp(&mut self, pattern: SocketPattern) -> &mut Self {
-        self.tcp.push(pattern);
-        self
-    }
-
-    /// Allows `wasi:sockets/ip-name-lookup` (resolving host names).
-    pub fn name_lookup(&mut self, allow: bool) -> &mut Self {
-        self.name_lookup = allow;
-        self
-    }
-
-    /// The largest HTTP response body a call may receive, in bytes.
-    pub fn max_response_bytes(&mut self, bytes: u64) -> &mut Self {
-        self.max_response_bytes = bytes;
-        self
-    }
-
-    /// How long one HTTP request may take until its response headers arrive.
-    pub fn request_timeout(&mut self, timeout: Duration) -> &mut Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// The granted directories.
-    pub fn dirs(&self) -> &[DirGrant] {
-        &self.dirs
-    }
-
-    /// The granted environment variables (values are never shown).
-    pub fn env_vars(&self) -> &[EnvGrant] {
-        &self.env
-    }
-
-    /// The allowed HTTP(S) destinations.
-    pub fn http_hosts(&self) -> &[HostPattern] {
-        &self.http
-    }
-
-    /// The allowed raw TCP destinations.
-    pub fn tcp_addrs(&self) -> &[SocketPattern] {
-        &self.tcp
-    }
-
-    /// Whether name lookup is allowed.
-    pub fn allows_name_lookup(&self) -> bool {
-        self.name_lookup
-    }
-
-    /// The HTTP response body cap.
-    pub fn get_max_response_bytes(&self) -> u64 {
-        self.max_response_bytes
-    }
-
-    /// The HTTP request timeout.
-    pub fn get_request_timeout(&self) -> Duration {
-        self.request_timeout
-    }
-
     /// Whether nothing at all is granted.
     pub fn is_empty(&self) -> bool {
         self.dirs.is_empty()
@@ -507,86 +117,25 @@ impl Grants {
     /// A one-line summary of what is granted, without any value: for `list` and logs.
     pub fn summary(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for dir in &self.dirs {
-            out.push(format!(
-                "files {} → {} ({})",
-                dir.host.display(),
-                dir.guest,
-                dir.access
-            ));
-        }
-        if !self.env.is_empty() {
-            let names: Vec<&str> = self.env.iter().map(|e| e.name.as_str()).collect();
-            out.push(format!("env {}", names.join(", ")));
-        }
-        if !self.http.is_empty() {
-            let hosts: Vec<String> = self.http.iter().map(ToString::to_string).collect();
-            out.push(format!("http {}", hosts.join(", ")));
-        }
-        if !self.tcp.is_empty() {
-            let addrs: Vec<String> = self.tcp.iter().map(ToString::to_string).collect();
-            out.push(format!("tcp {}", addrs.join(", ")));
-        }
-        if self.name_lookup {
-            out.push("name lookup".to_owned());
-        }
+        files::summary(self, &mut out);
+        env::summary(self, &mut out);
+        http::summary(self, &mut out);
+        sockets::summary(self, &mut out);
         out
     }
 
-    /// Builds the WASI context of one call: exactly these grants, nothing inherited.
+    /// Builds the WASI context of one call: exactly these grants, nothing
+    /// inherited; each capability adds its part.
     pub(crate) fn wasi_ctx(
         &self,
         stdio: &stdio::StdioLog,
         call: &Arc<CallTag>,
     ) -> Result<WasiCtx, String> {
         let mut builder = WasiCtxBuilder::new();
-        builder
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .stdout(stdio.sink(stdio::Stream::Stdout))
-            .stderr(stdio.sink(stdio::Stream::Stderr));
-        for dir in &self.dirs {
-            let perms = match dir.access {
-                Access::ReadOnly => FsPerms::ReadOnly,
-                Access::ReadWrite => FsPerms::ReadWrite,
-            };
-            builder
-                .preopened_dir(&dir.host, &dir.guest, perms)
-                .map_err(|e| {
-                    format!(
-                        "the granted directory {} cannot be opened: {e}",
-                        dir.host.display()
-                    )
-                })?;
-        }
-        for env in &self.env {
-            builder.env(&env.name, env.value.expose());
-        }
-        if !self.tcp.is_empty() {
-            let allowed = Arc::new(self.tcp.clone());
-            let call = Arc::clone(call);
-            builder
-                .allow_tcp(true)
-                .socket_addr_check(move |addr, used| {
-                    let ok = match used {
-                        // A connect first checks the implicit bind to an ephemeral
-                        // port; binding anything else (a listener) is not granted.
-                        SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
-                        SocketAddrUse::TcpConnect => allowed.iter().any(|p| p.allows(addr)),
-                        _ => false,
-                    };
-                    if !ok {
-                        let what = match used {
-                            SocketAddrUse::TcpConnect => format!("a TCP connection to {addr}"),
-                            _ => format!("a TCP socket at {addr} ({used:?})"),
-                        };
-                        refusals::log(&call, Capability::Tcp, "wasi:sockets/tcp", &what);
-                    }
-                    Box::pin(async move { ok })
-                });
-        }
-        builder.allow_ip_name_lookup(self.name_lookup);
+        stdio::add_to_wasi(stdio, &mut builder);
+        files::add_to_wasi(self, &mut builder)?;
+        env::add_to_wasi(self, &mut builder);
+        sockets::add_to_wasi(self, &mut builder, call);
         Ok(builder.build())
     }
 }
@@ -644,6 +193,23 @@ impl Capability {
             i if i.starts_with("wasi:random/") => Self::Random,
             _ => Self::Other,
         }
+    }
+
+    /// The capabilities a component's imports ask for, sorted, without
+    /// duplicates and without [`Capability::Other`].
+    pub fn of_imports<I>(imports: I) -> Vec<Self>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        let mut caps: Vec<Self> = imports
+            .into_iter()
+            .map(|i| Self::of_import(i.as_ref()))
+            .filter(|c| *c != Self::Other)
+            .collect();
+        caps.sort();
+        caps.dedup();
+        caps
     }
 
     /// Whether a missing grant for it deserves a warning at load. Every Rust
@@ -714,34 +280,9 @@ pub struct GrantsConfig {
     pub network: NetworkConfig,
 }
 
-/// One granted directory as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct DirConfig {
-    /// The host directory (relative to the policy file).
-    pub host: PathBuf,
-    /// Where the guest sees it: an absolute guest path such as `/data`.
-    pub guest: String,
-    /// Allow writes (default: read-only).
-    #[serde(default)]
-    pub write: bool,
-}
-
-/// Where an environment variable's value comes from: exactly one of the three.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct EnvVarConfig {
-    /// The value itself.
-    pub value: Option<Secret>,
-    /// The host environment variable to take it from.
-    pub from_env: Option<String>,
-    /// A file to read it from (trailing newline removed; relative to the policy file).
-    pub from_file: Option<PathBuf>,
-}
-
-/// Network access as written.
+/// Network access as written: one `[network]` table for two kinds, HTTP
+/// (`http`, `max_response_bytes`, `timeout_ms`; see the `http` module) and
+/// sockets (`tcp`, `name_lookup`; see the `sockets` module).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -761,10 +302,6 @@ pub struct NetworkConfig {
     pub timeout_ms: Option<u64>,
 }
 
-fn valid_env_name(name: &str) -> bool {
-    !name.is_empty() && !name.contains(['=', '\0'])
-}
-
 impl GrantsConfig {
     /// Parses a sidecar policy file's text; `path` names it in errors.
     ///
@@ -778,67 +315,12 @@ impl GrantsConfig {
 
     /// Checks what can be checked without touching the file system.
     pub(crate) fn check(&self, path: &Path, prefix: &str) -> Result<(), ConfigError> {
-        let error = |key: String, reason: String| ConfigError {
-            path: path.to_owned(),
-            key: Some(format!("{prefix}{key}")),
-            reason,
-        };
-        for (i, dir) in self.dirs.iter().enumerate() {
-            if !dir.guest.starts_with('/') {
-                return Err(error(
-                    format!("dirs[{i}].guest"),
-                    format!(
-                        "`{}` must be an absolute guest path such as `/data`",
-                        dir.guest
-                    ),
-                ));
-            }
-            if dir.host.as_os_str().is_empty() {
-                return Err(error(format!("dirs[{i}].host"), "must not be empty".into()));
-            }
-        }
-        for (i, name) in self.env.iter().enumerate() {
-            if !valid_env_name(name) {
-                return Err(error(
-                    format!("env[{i}]"),
-                    format!("`{name}` is not a variable name"),
-                ));
-            }
-        }
-        for (name, source) in &self.env_vars {
-            let key = format!("env_vars.{name}");
-            if !valid_env_name(name) {
-                return Err(error(key, "not a variable name".into()));
-            }
-            let given = [
-                source.value.is_some(),
-                source.from_env.is_some(),
-                source.from_file.is_some(),
-            ];
-            if given.iter().filter(|g| **g).count() != 1 {
-                return Err(error(
-                    key,
-                    "give exactly one of `value`, `from_env` or `from_file`".into(),
-                ));
-            }
-        }
-        for (i, host) in self.network.http.iter().enumerate() {
-            host.parse::<HostPattern>()
-                .map_err(|reason| error(format!("network.http[{i}]"), reason))?;
-        }
-        for (i, addr) in self.network.tcp.iter().enumerate() {
-            addr.parse::<SocketPattern>()
-                .map_err(|reason| error(format!("network.tcp[{i}]"), reason))?;
-        }
-        if self.network.max_response_bytes == Some(0) || self.network.timeout_ms == Some(0) {
-            let key = if self.network.timeout_ms == Some(0) {
-                "network.timeout_ms"
-            } else {
-                "network.max_response_bytes"
-            };
-            return Err(error(key.into(), "must be greater than 0".into()));
-        }
-        Ok(())
+        let at = ErrorAt { path, prefix };
+        files::check(&self.dirs, &at)?;
+        env::check(&self.env, &self.env_vars, &at)?;
+        http::check_hosts(&self.network, &at)?;
+        sockets::check(&self.network, &at)?;
+        http::check_limits(&self.network, &at)
     }
 
     /// Turns the written grants into [`Grants`]: resolves paths against `base`
@@ -851,91 +333,31 @@ impl GrantsConfig {
     pub fn resolve(&self, path: &Path, prefix: &str) -> Result<Grants, ConfigError> {
         self.check(path, prefix)?;
         let base = path.parent().unwrap_or(Path::new(""));
-        let error = |key: String, reason: String| ConfigError {
-            path: path.to_owned(),
-            key: Some(format!("{prefix}{key}")),
-            reason,
-        };
+        let at = ErrorAt { path, prefix };
         let mut grants = Grants::default();
-        for (i, dir) in self.dirs.iter().enumerate() {
-            let host = base.join(&dir.host);
-            if !host.is_dir() {
-                return Err(error(
-                    format!("dirs[{i}].host"),
-                    format!("{} is not a directory", host.display()),
-                ));
-            }
-            let access = if dir.write {
-                Access::ReadWrite
-            } else {
-                Access::ReadOnly
-            };
-            grants.dir(host, dir.guest.clone(), access);
-        }
-        for name in &self.env {
-            match std::env::var(name) {
-                Ok(value) => grants.push_env(
-                    name.clone(),
-                    EnvSource::Host(name.clone()),
-                    Secret::new(value),
-                ),
-                Err(_) => tracing::debug!(
-                    policy = %path.display(), variable = %name,
-                    "granted host variable is not set; the plugin will not see it"
-                ),
-            }
-        }
-        for (name, source) in &self.env_vars {
-            let key = format!("env_vars.{name}");
-            if let Some(value) = &source.value {
-                grants.push_env(name.clone(), EnvSource::Policy, value.clone());
-            } else if let Some(var) = &source.from_env {
-                match std::env::var(var) {
-                    Ok(value) => grants.push_env(
-                        name.clone(),
-                        EnvSource::Host(var.clone()),
-                        Secret::new(value),
-                    ),
-                    Err(_) => tracing::warn!(
-                        policy = %path.display(), key = %format!("{prefix}{key}"), from_env = %var,
-                        "the host has no such environment variable; the plugin will not see `{name}`"
-                    ),
-                }
-            } else if let Some(file) = &source.from_file {
-                let file = base.join(file);
-                let text = std::fs::read_to_string(&file).map_err(|e| {
-                    error(
-                        format!("{key}.from_file"),
-                        format!("cannot read {}: {e}", file.display()),
-                    )
-                })?;
-                let value = text.strip_suffix('\n').unwrap_or(&text);
-                let value = value.strip_suffix('\r').unwrap_or(value);
-                grants.push_env(
-                    name.clone(),
-                    EnvSource::File(file.clone()),
-                    Secret::new(value),
-                );
-            }
-        }
-        for host in &self.network.http {
-            if let Ok(pattern) = host.parse() {
-                grants.http(pattern);
-            }
-        }
-        for addr in &self.network.tcp {
-            if let Ok(pattern) = addr.parse() {
-                grants.tcp(pattern);
-            }
-        }
-        grants.name_lookup(self.network.name_lookup);
-        if let Some(bytes) = self.network.max_response_bytes {
-            grants.max_response_bytes(bytes);
-        }
-        if let Some(ms) = self.network.timeout_ms {
-            grants.request_timeout(Duration::from_millis(ms));
-        }
+        files::resolve(&self.dirs, base, &at, &mut grants)?;
+        env::resolve(&self.env, &self.env_vars, base, &at, &mut grants)?;
+        http::resolve(&self.network, &mut grants);
+        sockets::resolve(&self.network, &mut grants);
         Ok(grants)
+    }
+}
+
+/// Where a key of a policy is written: its file, and the prefix of its keys
+/// (`plugin.NAME.grants.` in `toolhost.toml`, nothing in a sidecar).
+pub(crate) struct ErrorAt<'a> {
+    path: &'a Path,
+    prefix: &'a str,
+}
+
+impl ErrorAt<'_> {
+    /// The error of `key` (after the prefix).
+    fn key(&self, key: String, reason: String) -> ConfigError {
+        ConfigError {
+            path: self.path.to_owned(),
+            key: Some(format!("{}{key}", self.prefix)),
+            reason,
+        }
     }
 }
 

@@ -7,13 +7,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::WasiHttpCtx;
 
+use crate::Engine;
 use crate::bindings::v0_1::toolhost::plugin::{host, types};
-use crate::engine::limits::Limiter;
-use crate::policy::CallTag;
+use crate::engine::limits::{Limiter, Limits};
+use crate::error::CallError;
 use crate::policy::http::HttpHooks;
 use crate::policy::stdio::StdioLog;
+use crate::policy::{CallTag, Grants};
 
 /// The longest log message the host keeps from a guest.
 const MAX_MESSAGE_BYTES: usize = 8 << 10;
@@ -170,6 +172,8 @@ pub(crate) struct PluginState {
     /// The invocation's scratch state, once a call of this store touched it.
     pub(crate) scratch: Option<ScratchHandle>,
     pub(crate) wasi: WasiCtx,
+    /// What the plugin is granted (each capability's linker additions ask it).
+    pub(crate) grants: Arc<Grants>,
     pub(crate) http: WasiHttpCtx,
     /// Checks every outgoing HTTP request against the plugin's grants.
     pub(crate) http_hooks: HttpHooks,
@@ -180,21 +184,55 @@ pub(crate) struct PluginState {
     pub(crate) deadline: std::time::Instant,
 }
 
+impl PluginState {
+    /// The store data of one call of `call.tool`: exactly `grants` (each
+    /// capability adds its part of the WASI context and its hooks), the
+    /// memory limiter of `limits`, and a table of at most `max_resources`.
+    /// The deadline is set when the call is armed.
+    ///
+    /// # Errors
+    /// [`CallError::Host`] if a granted directory cannot be opened.
+    pub(crate) fn new(
+        engine: &Engine,
+        grants: &Arc<Grants>,
+        limits: &Limits,
+        call: Arc<CallTag>,
+        invocation_id: &str,
+        max_resources: usize,
+    ) -> Result<Self, CallError> {
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(max_resources);
+        let stdio = StdioLog::new(Arc::clone(&call), limits.get_stdio_bytes());
+        // Exactly the grants: no inherited environment, arguments or network.
+        let wasi = grants
+            .wasi_ctx(&stdio, &call)
+            .map_err(|reason| CallError::Host {
+                tool: call.tool.clone(),
+                reason,
+            })?;
+        Ok(Self {
+            call: Arc::clone(&call),
+            stdio,
+            invocation_id: invocation_id.to_owned(),
+            invocations: engine.invocations().clone(),
+            scratch: None,
+            wasi,
+            grants: Arc::clone(grants),
+            http: WasiHttpCtx::new(),
+            http_hooks: HttpHooks::new(call, Arc::clone(grants)),
+            table,
+            limiter: Limiter::new(limits, Arc::clone(engine.memory_budget())),
+            panic_message: None,
+            deadline: std::time::Instant::now(),
+        })
+    }
+}
+
 impl WasiView for PluginState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
-        }
-    }
-}
-
-impl WasiHttpView for PluginState {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: &mut self.http_hooks,
         }
     }
 }

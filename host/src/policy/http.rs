@@ -4,22 +4,293 @@
 //!
 //! The host never follows redirects: a guest that follows one makes a new
 //! request, which meets the allowlist like any other.
+//!
+//! Config keys: `http`, `max_response_bytes` and `timeout_ms` in `[network]`.
 
+use std::fmt;
+use std::net::IpAddr;
 use std::pin::Pin;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
-use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+use wasmtime::component::Linker;
+use wasmtime_wasi_http::{
+    Error, RequestOptions, WasiBody, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
+};
 
-use super::{CallTag, Grants, default_port};
+use super::{CallTag, Capability, ErrorAt, Grants, NetworkConfig};
+use crate::config::ConfigError;
+use crate::plugin::state::PluginState;
+
+/// The default cap on an HTTP response body, in bytes.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 10 << 20;
+/// The default limit on one HTTP request, from connecting to the last byte of the headers.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Which HTTP(S) requests a plugin may make: `[scheme://]host[:port]`.
+///
+/// - `host` is an exact name (`api.example.com`), an IP address, or a wildcard
+///   `*.example.com` matching every name that ends in `.example.com` (not
+///   `example.com` itself). Names compare case-insensitively.
+/// - Without a scheme only `https` is allowed; write `http://` to allow plain HTTP.
+/// - Without a port only the scheme's default port (443, 80) is allowed;
+///   `:*` allows any port.
+///
+/// # Examples
+/// ```
+/// use toolhost::HostPattern;
+/// let api: HostPattern = "*.example.com".parse().unwrap();
+/// assert!(api.allows("https", "api.example.com", 443));
+/// assert!(!api.allows("http", "api.example.com", 80));
+/// assert!(!api.allows("https", "example.com", 443));
+/// let local: HostPattern = "http://127.0.0.1:8080".parse().unwrap();
+/// assert!(local.allows("http", "127.0.0.1", 8080));
+/// assert!(!local.allows("http", "127.0.0.1", 8081));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPattern {
+    text: String,
+    scheme: String,
+    host: HostMatch,
+    port: PortMatch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostMatch {
+    Exact(String),
+    /// The suffix including its leading dot: `.example.com`.
+    Suffix(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PortMatch {
+    Default,
+    Any,
+    Exact(u16),
+}
+
+/// Normalizes a host name or address for comparison: lower case, no trailing
+/// dot, no IPv6 brackets.
+fn normalize_host(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase()
+}
+
+impl FromStr for HostPattern {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (scheme, rest) = match text.split_once("://") {
+            Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
+            None => ("https".to_owned(), text),
+        };
+        if scheme != "http" && scheme != "https" {
+            return Err(format!(
+                "`{text}`: the scheme must be http or https, not `{scheme}`"
+            ));
+        }
+        if rest.contains(['/', '@', '?', '#']) || rest.is_empty() {
+            return Err(format!(
+                "`{text}`: expected `[scheme://]host[:port]` (no path, user or query)"
+            ));
+        }
+        // An IPv6 address is bracketed: `[::1]:8080`.
+        let (host, port) = match rest.strip_prefix('[') {
+            Some(v6) => match v6.split_once(']') {
+                Some((host, after)) => (host, after.strip_prefix(':')),
+                None => return Err(format!("`{text}`: unclosed `[`")),
+            },
+            None => match rest.rsplit_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (rest, None),
+            },
+        };
+        let port = match port {
+            None => PortMatch::Default,
+            Some("*") => PortMatch::Any,
+            Some(port) => PortMatch::Exact(
+                port.parse()
+                    .map_err(|_| format!("`{text}`: `{port}` is not a port (1 to 65535 or `*`)"))?,
+            ),
+        };
+        let host = normalize_host(host);
+        let host = match host.strip_prefix("*.") {
+            Some(suffix) if valid_name(suffix) => HostMatch::Suffix(format!(".{suffix}")),
+            Some(_) => return Err(format!("`{text}`: `*.` must be followed by a domain name")),
+            None if host.parse::<IpAddr>().is_ok() || valid_name(&host) => HostMatch::Exact(host),
+            None => {
+                return Err(format!(
+                    "`{text}`: `{host}` is not a host name, an IP address or `*.domain`"
+                ));
+            }
+        };
+        Ok(Self {
+            text: text.to_owned(),
+            scheme,
+            host,
+            port,
+        })
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+impl HostPattern {
+    /// Whether a request with this scheme, host and port is allowed.
+    pub fn allows(&self, scheme: &str, host: &str, port: u16) -> bool {
+        if !self.scheme.eq_ignore_ascii_case(scheme) {
+            return false;
+        }
+        let port_ok = match self.port {
+            PortMatch::Any => true,
+            PortMatch::Exact(p) => p == port,
+            PortMatch::Default => port == default_port(&self.scheme),
+        };
+        let host = normalize_host(host);
+        port_ok
+            && match &self.host {
+                HostMatch::Exact(exact) => *exact == host,
+                HostMatch::Suffix(suffix) => host.len() > suffix.len() && host.ends_with(suffix),
+            }
+    }
+}
+
+fn default_port(scheme: &str) -> u16 {
+    if scheme.eq_ignore_ascii_case("http") {
+        80
+    } else {
+        443
+    }
+}
+
+impl fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Grants {
+    /// Allows outgoing HTTP(S) requests that match `pattern`.
+    pub fn http(&mut self, pattern: HostPattern) -> &mut Self {
+        self.http.push(pattern);
+        self
+    }
+
+    /// The largest HTTP response body a call may receive, in bytes.
+    pub fn max_response_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    /// How long one HTTP request may take until its response headers arrive.
+    pub fn request_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The allowed HTTP(S) destinations.
+    pub fn http_hosts(&self) -> &[HostPattern] {
+        &self.http
+    }
+
+    /// The HTTP response body cap.
+    pub fn get_max_response_bytes(&self) -> u64 {
+        self.max_response_bytes
+    }
+
+    /// The HTTP request timeout.
+    pub fn get_request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+}
+
+/// Checks `network.http`.
+pub(super) fn check_hosts(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
+    for (i, host) in network.http.iter().enumerate() {
+        host.parse::<HostPattern>()
+            .map_err(|reason| at.key(format!("network.http[{i}]"), reason))?;
+    }
+    Ok(())
+}
+
+/// Checks `network.max_response_bytes` and `network.timeout_ms`.
+pub(super) fn check_limits(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
+    if network.max_response_bytes == Some(0) || network.timeout_ms == Some(0) {
+        let key = if network.timeout_ms == Some(0) {
+            "network.timeout_ms"
+        } else {
+            "network.max_response_bytes"
+        };
+        return Err(at.key(key.into(), "must be greater than 0".into()));
+    }
+    Ok(())
+}
+
+/// Grants `network.http` and its limits (checked before).
+pub(super) fn resolve(network: &NetworkConfig, grants: &mut Grants) {
+    for host in &network.http {
+        if let Ok(pattern) = host.parse() {
+            grants.http(pattern);
+        }
+    }
+    if let Some(bytes) = network.max_response_bytes {
+        grants.max_response_bytes(bytes);
+    }
+    if let Some(ms) = network.timeout_ms {
+        grants.request_timeout(Duration::from_millis(ms));
+    }
+}
+
+/// The allowed destinations, for `list` and logs.
+pub(super) fn summary(grants: &Grants, out: &mut Vec<String>) {
+    if !grants.http.is_empty() {
+        let hosts: Vec<String> = grants.http.iter().map(ToString::to_string).collect();
+        out.push(format!("http {}", hosts.join(", ")));
+    }
+}
+
+/// Links `wasi:http` for every plugin: a component that does not import it
+/// pays nothing for it, and one that does meets its grants' allowlist.
+pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
+}
+
+impl WasiHttpView for PluginState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_hooks,
+        }
+    }
+}
 
 /// The `wasi:http` hooks of one call.
 pub(crate) struct HttpHooks {
     pub(crate) call: Arc<CallTag>,
     pub(crate) grants: Arc<Grants>,
+}
+
+impl HttpHooks {
+    /// The hooks of a call under `grants`.
+    pub(crate) fn new(call: Arc<CallTag>, grants: Arc<Grants>) -> Self {
+        Self { call, grants }
+    }
 }
 
 type ResponseFuture = Box<
@@ -72,7 +343,7 @@ impl WasiHttpHooks for HttpHooks {
             // Only scheme and authority are logged: a query may hold a key.
             super::refusals::log(
                 call,
-                super::Capability::Http,
+                Capability::Http,
                 "wasi:http/outgoing-handler",
                 &format!("an HTTP request to {destination}"),
             );

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
@@ -139,6 +140,13 @@ impl StdioLog {
             stream,
         }
     }
+}
+
+/// Sends a call's stdout and stderr to its log (stdin stays empty).
+pub(super) fn add_to_wasi(stdio: &StdioLog, builder: &mut WasiCtxBuilder) {
+    builder
+        .stdout(stdio.sink(Stream::Stdout))
+        .stderr(stdio.sink(Stream::Stderr));
 }
 
 impl State {
