@@ -7,6 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use serde_json::Value;
 
+mod stream;
+
+pub use stream::ToolStream;
+pub(crate) use stream::{NextPart, PartSource};
+
 /// ADK's note for long-running tools, appended to the description the model sees.
 pub const LONG_RUNNING_NOTE: &str = "NOTE: This is a long-running operation. Do not call this tool again if it has already returned some intermediate or pending status.";
 
