@@ -32,7 +32,7 @@ use crate::tool::ToolSpec;
 use code::{Code, compile_off_runtime, component_info};
 use manifest::ManifestKey;
 
-/// Where the toolset and the MCP server have long found it.
+/// Lives in [`crate::tool`]; re-exported for the modules that import it from here.
 pub(crate) use crate::tool::ToolStream;
 pub use options::{PluginOptions, Reuse};
 pub(crate) use reuse::IdleInstances;
