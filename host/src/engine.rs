@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 
-use crate::bindings;
 use crate::plugin::IdleInstances;
 use crate::plugin::state::{Invocations, PluginState};
 use limits::MemoryBudget;
@@ -355,7 +354,7 @@ impl Engine {
             .map_err(|e| EngineError::Config(e.to_string()))?;
         crate::policy::http::add_to_linker(&mut linker)
             .map_err(|e| EngineError::Config(e.to_string()))?;
-        bindings::v0_1::Plugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+        crate::plugin::abi::add_to_linker(&mut linker)
             .map_err(|e| EngineError::Config(e.to_string()))?;
         // Refusals of sockets are logged where a call hits them.
         crate::policy::sockets::add_to_linker(&mut linker)

@@ -177,14 +177,17 @@ pub enum LoadError {
         found: String,
     },
     /// The component targets a version of the contract this host does not support.
-    #[error("{path}: built for `{found}`, but this host supports `{supported}`")]
+    #[error(
+        "{path}: built for `{found}`, but this host supports only `{}`",
+        supported.join("`, `")
+    )]
     UnsupportedVersion {
         /// The plugin file.
         path: PathBuf,
         /// The version the plugin exports.
         found: String,
-        /// The versions this host loads.
-        supported: String,
+        /// Every version this host loads (their tools interfaces, oldest first).
+        supported: Vec<String>,
     },
     /// The component imports something the host does not provide.
     #[error("{path}: cannot be linked: {reason}")]

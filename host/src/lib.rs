@@ -33,7 +33,6 @@
 //! ```
 #![deny(missing_docs)]
 
-mod bindings;
 mod config;
 mod engine;
 mod error;
@@ -56,7 +55,7 @@ pub use error::{Busy, CallError, Exhausted, LoadError};
 pub use log::escape_control;
 #[cfg(feature = "mcp")]
 pub use mcp::{HttpOptions, McpError, McpServer};
-pub use plugin::{ComponentInfo, Plugin, PluginOptions, Reuse, ToolStream, inspect};
+pub use plugin::{ComponentInfo, Plugin, PluginOptions, Reuse, inspect};
 pub use policy::{
     Access, Capability, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, DirConfig, DirGrant,
     EnvGrant, EnvSource, EnvVarConfig, Grants, GrantsConfig, HostPattern, NetworkConfig,
@@ -64,8 +63,8 @@ pub use policy::{
 };
 pub use schema::{Schema, SchemaError};
 pub use tool::{
-    Collector, LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, Usage,
-    wrap_result,
+    Collector, LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, ToolStream,
+    Usage, wrap_result,
 };
 pub use toolset::{
     AliasError, Aliases, ApproveAll, Approver, Confirm, ConfirmationHint, ConfirmationRequest,

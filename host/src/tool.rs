@@ -7,6 +7,11 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use serde_json::Value;
 
+mod stream;
+
+pub use stream::ToolStream;
+pub(crate) use stream::{NextPart, PartSource};
+
 use crate::error::CallError;
 use crate::schema::{Schema, SchemaError};
 

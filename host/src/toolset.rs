@@ -40,7 +40,7 @@ pub use plugin_tools::{PluginTool, SinglePlugin};
 pub use unknown::{OnUnknown, UnknownFuture};
 
 use crate::error::CallError;
-use crate::plugin::ToolStream;
+use crate::tool::ToolStream;
 use crate::tool::{ToolOutput, ToolSpec};
 
 /// A boxed, `Send` future: what object-safe async trait methods return.

@@ -8,7 +8,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer};
 
 use super::convert::{error_result, stream_result};
-use crate::plugin::ToolStream;
+use crate::tool::ToolStream;
 use crate::tool::{Collector, Part, Usage};
 
 /// Pulls a stream to its end, reporting it in progress notifications when the

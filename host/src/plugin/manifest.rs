@@ -14,7 +14,7 @@
 //! the cache directory can also replace the compiled code beside it.
 //!
 //! A plugin that failed to load for a reason of its own (see `lasting` in
-//! `plugin.rs`) leaves a failure record, keyed by the same hash plus its
+//! `plugin/load.rs`) leaves a failure record, keyed by the same hash plus its
 //! settings (limits, grants, load limits), so that a restart reports the
 //! failure without compiling or running the plugin again.
 
@@ -24,14 +24,19 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::bindings::v0_1::exports::toolhost::plugin::tools as wit;
-use crate::bindings::v0_1::toolhost::plugin::types::ToolInfo;
+use super::abi::{self, Declaration};
 
 /// Bumped when the manifest's format or meaning changes.
 const FORMAT: &str = "toolhost-manifest-1";
 
 /// The contract the declarations were read through.
 const WIT: &str = include_str!("../../../wit/plugin.wit");
+
+/// The versions of the contract this host reads declarations through: a
+/// host that supports other versions loads other components.
+fn supported() -> String {
+    abi::supported().join("\n")
+}
 
 /// The manifest of one component's bytes, in one cache directory.
 #[derive(Debug, Clone)]
@@ -73,7 +78,8 @@ impl ManifestKey {
             }
         }
         let mut hash = Sha256::new();
-        for part in [FORMAT, env!("CARGO_PKG_VERSION"), WIT] {
+        let supported = supported();
+        for part in [FORMAT, env!("CARGO_PKG_VERSION"), WIT, supported.as_str()] {
             hash.update((part.len() as u64).to_le_bytes());
             hash.update(part.as_bytes());
         }
@@ -252,15 +258,15 @@ pub(crate) struct Declared {
 
 impl Manifest {
     /// The manifest of a plugin that just loaded.
-    pub(crate) fn new(imports: &[String], declarations: &[wit::Declaration]) -> Self {
+    pub(crate) fn new(imports: &[String], declarations: &[Declaration]) -> Self {
         Self {
             imports: imports.to_vec(),
             tools: declarations
                 .iter()
                 .map(|d| Declared {
-                    name: d.info.name.clone(),
-                    description: d.info.description.clone(),
-                    long_running: d.info.long_running,
+                    name: d.name.clone(),
+                    description: d.description.clone(),
+                    long_running: d.long_running,
                     streaming: d.streaming,
                     input_schema: d.input_schema.clone(),
                     output_schema: d.output_schema.clone(),
@@ -270,15 +276,13 @@ impl Manifest {
     }
 
     /// The declarations, to be checked as if the guest had just returned them.
-    pub(crate) fn declarations(self) -> Vec<wit::Declaration> {
+    pub(crate) fn declarations(self) -> Vec<Declaration> {
         self.tools
             .into_iter()
-            .map(|d| wit::Declaration {
-                info: ToolInfo {
-                    name: d.name,
-                    description: d.description,
-                    long_running: d.long_running,
-                },
+            .map(|d| Declaration {
+                name: d.name,
+                description: d.description,
+                long_running: d.long_running,
                 input_schema: d.input_schema,
                 output_schema: d.output_schema,
                 streaming: d.streaming,

@@ -1,5 +1,6 @@
 //! What one plugin instance may touch: its WASI context, resource table,
-//! limiter, and the host interface it imports.
+//! limiter, and the host interface it imports (each contract version's
+//! `Host` traits, in `abi/`, call the methods here).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,7 +11,6 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::WasiHttpCtx;
 
 use crate::Engine;
-use crate::bindings::v0_1::toolhost::plugin::{host, types};
 use crate::engine::limits::{Limiter, Limits};
 use crate::error::CallError;
 use crate::policy::http::HttpHooks;
@@ -261,49 +261,39 @@ impl PluginState {
     }
 }
 
-impl types::Host for PluginState {}
-
-impl host::Host for PluginState {
-    fn log(&mut self, level: host::Level, message: String) -> wasmtime::Result<()> {
-        let level = match level {
-            host::Level::Trace => tracing::Level::TRACE,
-            host::Level::Debug => tracing::Level::DEBUG,
-            host::Level::Info => tracing::Level::INFO,
-            host::Level::Warn => tracing::Level::WARN,
-            host::Level::Error => tracing::Level::ERROR,
-        };
+/// The host interface every contract version imports, in host types.
+impl PluginState {
+    /// Writes a guest's log line, cut to [`MAX_MESSAGE_BYTES`].
+    pub(crate) fn host_log(&mut self, level: tracing::Level, message: &str) {
         let mut end = message.len().min(MAX_MESSAGE_BYTES);
         while !message.is_char_boundary(end) {
             end -= 1;
         }
         self.stdio.log(level, &message[..end], end < message.len());
-        Ok(())
     }
 
-    fn panicked(&mut self, message: String) -> wasmtime::Result<()> {
+    /// Keeps why the guest is about to trap.
+    pub(crate) fn host_panicked(&mut self, message: String) {
         self.panic_message = Some(crate::error::cut(
             message,
             crate::error::MAX_ERROR_MESSAGE_BYTES,
         ));
-        Ok(())
     }
 
-    fn state_get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self
-            .scratch(false)
-            .and_then(|scratch| lock(&scratch).map.get(&key).cloned()))
+    pub(crate) fn host_state_get(&mut self, key: &str) -> Option<String> {
+        self.scratch(false)
+            .and_then(|scratch| lock(&scratch).map.get(key).cloned())
     }
 
-    fn state_set(&mut self, key: String, value: String) -> wasmtime::Result<()> {
+    pub(crate) fn host_state_set(&mut self, key: String, value: String) -> wasmtime::Result<()> {
         let scratch = self.scratch(true).expect("created on demand");
         self.invocations.set(&scratch, key, value)
     }
 
-    fn state_delete(&mut self, key: String) -> wasmtime::Result<()> {
+    pub(crate) fn host_state_delete(&mut self, key: &str) {
         if let Some(scratch) = self.scratch(false) {
-            self.invocations.delete(&scratch, &key);
+            self.invocations.delete(&scratch, key);
         }
-        Ok(())
     }
 }
 

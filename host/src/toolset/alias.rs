@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{BoxFuture, Context, Tool, Toolset};
 use crate::error::CallError;
-use crate::plugin::ToolStream;
+use crate::tool::ToolStream;
 use crate::tool::{ToolOutput, ToolSpec};
 
 /// The aliases of one tool (Eino's `ToolAliasConfig`).

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::{BoxFuture, ConfirmationRequest, Context, Decision, Tool, Toolset, ToolsetExt};
 use crate::error::CallError;
-use crate::plugin::ToolStream;
 use crate::tool::ToolOutput;
+use crate::tool::ToolStream;
 
 /// Who decides a call that needs a human's approval: a terminal prompt, an
 /// MCP client's elicitation, a web page.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::{BoxFuture, Context, Decision, Tool, Toolset};
 use crate::error::CallError;
 pub use crate::error::ConfirmationRequest;
-use crate::plugin::ToolStream;
+use crate::tool::ToolStream;
 use crate::tool::{ToolOutput, ToolSpec};
 
 /// What a UI shows when asking for approval: a hint, and anything else it needs.

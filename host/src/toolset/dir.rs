@@ -25,11 +25,11 @@ use std::time::{Instant, SystemTime};
 use tokio::sync::broadcast;
 
 use self::scan::{FileEntry, Snapshot, list_dir};
+use super::plugin_name;
 use super::{Context, Tool, Toolset};
 use crate::Engine;
 use crate::error::LoadError;
 use crate::plugin::{Plugin, PluginOptions};
-use super::plugin_name;
 
 /// Capacity of the change-event channel; a slower subscriber sees `Lagged`.
 const EVENT_CAPACITY: usize = 64;

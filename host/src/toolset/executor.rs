@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{BoxFuture, Context, Tool, Toolset, ToolsetExt};
 use crate::error::CallError;
-use crate::plugin::ToolStream;
+use crate::tool::ToolStream;
 use crate::tool::{ToolOutput, ToolSpec};
 
 /// One tool call the model asked for.

@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use super::{BoxFuture, Context, Tool, Toolset, find_named};
 use crate::error::CallError;
-use crate::plugin::{Plugin, ToolStream};
+use crate::plugin::Plugin;
+use crate::tool::ToolStream;
 use crate::tool::{ToolCall, ToolOutput, ToolSpec};
 
 /// One tool of a loaded plugin. Holds its plugin version: a call that started

@@ -15,6 +15,7 @@ mod reuse;
 mod shared;
 mod tools;
 mod toolsets;
+mod versions;
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 use super::{LoadState, PluginStatus, Shared, ToolsetChange};
 use crate::Engine;
 use crate::error::LoadError;
+use crate::log::LOAD_TARGET;
 use crate::plugin::{CodeState, Plugin, PluginOptions};
 use crate::policy::sidecar_path;
-use crate::log::LOAD_TARGET;
 use crate::toolset::{PluginSet, log_failed, log_loaded, plugin_name, warn_clash};
 use crate::toolset::{PluginTool, Tool};
 

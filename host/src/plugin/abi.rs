@@ -1,0 +1,345 @@
+//! The contract seam: every supported version of the WIT contract, behind
+//! host types.
+//!
+//! Each version is one module (`abi/v0_1.rs`, ...), the only place that names
+//! its generated bindings: it links the version's host imports, and converts
+//! its declarations, calls, parts and errors to and from the types here. The
+//! rest of the plugin code calls a component through [`ExportIndices`] and
+//! [`Exports`], enums over the versions, and never matches on a version's
+//! types. A new version is a new module and one arm per enum; plugins built
+//! against older versions keep loading.
+
+pub(crate) mod v0_1;
+#[cfg(feature = "abi-preview")]
+pub(crate) mod v0_2_preview;
+
+use std::path::Path;
+
+use wasmtime::Store;
+use wasmtime::component::{Component, Instance, InstancePre, Linker, ResourceAny};
+
+use super::ComponentInfo;
+use super::state::PluginState;
+use crate::error::LoadError;
+use crate::tool::MediaKind;
+
+/// The prefix shared by every version of the tools interface.
+pub(crate) const TOOLS_INTERFACE_PREFIX: &str = "toolhost:plugin/tools@";
+
+/// A version of the contract this host supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Version {
+    /// `toolhost:plugin@0.1.0`, the published contract (`wit/plugin.wit`).
+    V0_1,
+    /// The test-only preview of `toolhost:plugin@0.2.0` (`tests/wit/preview-0.2.0`):
+    /// not a published contract.
+    #[cfg(feature = "abi-preview")]
+    V0_2Preview,
+}
+
+/// Every supported version, oldest first.
+#[cfg(not(feature = "abi-preview"))]
+pub(crate) const VERSIONS: &[Version] = &[Version::V0_1];
+/// Every supported version, oldest first.
+#[cfg(feature = "abi-preview")]
+pub(crate) const VERSIONS: &[Version] = &[Version::V0_1, Version::V0_2Preview];
+
+impl Version {
+    /// The tools interface a plugin of this version exports.
+    pub(crate) fn tools_interface(self) -> &'static str {
+        match self {
+            Self::V0_1 => v0_1::TOOLS_INTERFACE,
+            #[cfg(feature = "abi-preview")]
+            Self::V0_2Preview => v0_2_preview::TOOLS_INTERFACE,
+        }
+    }
+}
+
+/// The tools interfaces of every supported version, oldest first.
+pub(crate) fn supported() -> Vec<String> {
+    VERSIONS
+        .iter()
+        .map(|v| v.tools_interface().to_owned())
+        .collect()
+}
+
+/// Adds the host imports of every supported version to the linker.
+pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+    v0_1::add_to_linker(linker)?;
+    #[cfg(feature = "abi-preview")]
+    v0_2_preview::add_to_linker(linker)?;
+    Ok(())
+}
+
+/// The version of the contract a component exports, if this host supports it.
+///
+/// # Errors
+/// [`LoadError::UnsupportedVersion`] (listing every supported version) for a
+/// toolhost plugin of another version, [`LoadError::WrongWorld`] for any
+/// other component.
+pub(crate) fn check_world(path: &Path, info: &ComponentInfo) -> Result<Version, LoadError> {
+    // Newest first: a component that exported two versions speaks the newer.
+    if let Some(&version) = VERSIONS
+        .iter()
+        .rev()
+        .find(|v| info.exports.iter().any(|e| e == v.tools_interface()))
+    {
+        return Ok(version);
+    }
+    if let Some(found) = info
+        .exports
+        .iter()
+        .find(|e| e.starts_with(TOOLS_INTERFACE_PREFIX))
+    {
+        return Err(LoadError::UnsupportedVersion {
+            path: path.to_owned(),
+            found: found.clone(),
+            supported: supported(),
+        });
+    }
+    Err(LoadError::WrongWorld {
+        path: path.to_owned(),
+        // The published contract: what a plugin author should build against.
+        expected: Version::V0_1.tools_interface().to_owned(),
+        found: if info.exports.is_empty() {
+            "nothing".to_owned()
+        } else {
+            info.exports.join(", ")
+        },
+    })
+}
+
+/// One tool's declaration, as the guest returned it (not checked yet).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Declaration {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) long_running: bool,
+    pub(crate) streaming: bool,
+    pub(crate) input_schema: String,
+    pub(crate) output_schema: Option<String>,
+}
+
+/// One call of one tool, as the guest receives it.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    pub(crate) call_id: String,
+    pub(crate) invocation_id: String,
+    pub(crate) tool: String,
+    /// The arguments object, as JSON text.
+    pub(crate) arguments: String,
+}
+
+/// A part as the guest returned it: JSON still as text.
+#[derive(Debug)]
+pub(crate) enum RawPart {
+    Text(String),
+    Json(String),
+    Blob {
+        kind: MediaKind,
+        mime_type: String,
+        name: Option<String>,
+        data: Vec<u8>,
+    },
+}
+
+impl RawPart {
+    /// The bytes it holds, toward the output cap.
+    pub(crate) fn size(&self) -> usize {
+        match self {
+            Self::Text(text) | Self::Json(text) => text.len(),
+            Self::Blob {
+                mime_type,
+                name,
+                data,
+                ..
+            } => mime_type.len() + name.as_ref().map_or(0, String::len) + data.len(),
+        }
+    }
+}
+
+/// What a tool returned, as the guest returned it.
+#[derive(Debug)]
+pub(crate) struct RawOutput {
+    /// The JSON result, as text.
+    pub(crate) json: Option<String>,
+    pub(crate) parts: Vec<RawPart>,
+}
+
+/// A tool's own, expected failure.
+#[derive(Debug)]
+pub(crate) enum ToolError {
+    InvalidArguments(String),
+    Failed(String),
+    UnknownTool(String),
+}
+
+/// Where a linked component's exports are, per version (type-checked when
+/// the plugin loaded).
+#[derive(Clone)]
+pub(crate) enum ExportIndices {
+    V0_1(v0_1::ExportIndices),
+    #[cfg(feature = "abi-preview")]
+    V0_2Preview(v0_2_preview::ExportIndices),
+}
+
+impl ExportIndices {
+    /// Looks up and type-checks the exports of a component of `version`.
+    pub(crate) fn new(
+        version: Version,
+        pre: &InstancePre<PluginState>,
+        component: &Component,
+    ) -> wasmtime::Result<Self> {
+        Ok(match version {
+            Version::V0_1 => Self::V0_1(v0_1::ExportIndices::new(pre, component)?),
+            #[cfg(feature = "abi-preview")]
+            Version::V0_2Preview => {
+                Self::V0_2Preview(v0_2_preview::ExportIndices::new(pre, component)?)
+            }
+        })
+    }
+
+    /// `invoke` alone: what a plain call needs, without every other export.
+    pub(crate) fn invoke(
+        &self,
+        store: &mut Store<PluginState>,
+        instance: &Instance,
+    ) -> wasmtime::Result<Invoke> {
+        Ok(match self {
+            Self::V0_1(indices) => Invoke::V0_1(indices.invoke(store, instance)?),
+            #[cfg(feature = "abi-preview")]
+            Self::V0_2Preview(indices) => Invoke::V0_2Preview(indices.invoke(store, instance)?),
+        })
+    }
+
+    /// Every typed export of an instance.
+    pub(crate) fn exports(
+        &self,
+        store: &mut Store<PluginState>,
+        instance: &Instance,
+    ) -> wasmtime::Result<Exports> {
+        Ok(match self {
+            Self::V0_1(indices) => Exports::V0_1(indices.exports(store, instance)?),
+            #[cfg(feature = "abi-preview")]
+            Self::V0_2Preview(indices) => Exports::V0_2Preview(indices.exports(store, instance)?),
+        })
+    }
+}
+
+/// The typed `invoke` export of one instance.
+pub(crate) enum Invoke {
+    V0_1(v0_1::Invoke),
+    #[cfg(feature = "abi-preview")]
+    V0_2Preview(v0_2_preview::Invoke),
+}
+
+impl Invoke {
+    /// Runs a tool to completion.
+    pub(crate) async fn call(
+        &self,
+        store: &mut Store<PluginState>,
+        call: Call,
+    ) -> wasmtime::Result<Result<RawOutput, ToolError>> {
+        match self {
+            Self::V0_1(invoke) => v0_1::invoke(invoke, store, call).await,
+            #[cfg(feature = "abi-preview")]
+            Self::V0_2Preview(invoke) => v0_2_preview::invoke(invoke, store, call).await,
+        }
+    }
+}
+
+/// Every typed export of one instance.
+pub(crate) enum Exports {
+    V0_1(v0_1::Exports),
+    #[cfg(feature = "abi-preview")]
+    V0_2Preview(v0_2_preview::Exports),
+}
+
+impl Exports {
+    /// Every tool the plugin offers.
+    pub(crate) async fn declarations(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Vec<Declaration>> {
+        match self {
+            Self::V0_1(exports) => v0_1::declarations(exports, store).await,
+            #[cfg(feature = "abi-preview")]
+            Self::V0_2Preview(exports) => v0_2_preview::declarations(exports, store).await,
+        }
+    }
+
+    /// Starts a streaming tool: the handle of its chunks.
+    pub(crate) async fn invoke_stream(
+        &self,
+        store: &mut Store<PluginState>,
+        call: Call,
+    ) -> wasmtime::Result<Result<ResourceAny, ToolError>> {
+        match self {
+            Self::V0_1(exports) => v0_1::invoke_stream(exports, store, call).await,
+            #[cfg(feature = "abi-preview")]
+            Self::V0_2Preview(exports) => v0_2_preview::invoke_stream(exports, store, call).await,
+        }
+    }
+
+    /// The next chunk of a stream; `None` at its end.
+    pub(crate) async fn next(
+        &self,
+        store: &mut Store<PluginState>,
+        chunks: ResourceAny,
+    ) -> wasmtime::Result<Result<Option<RawPart>, ToolError>> {
+        match self {
+            Self::V0_1(exports) => v0_1::next(exports, store, chunks).await,
+            #[cfg(feature = "abi-preview")]
+            Self::V0_2Preview(exports) => v0_2_preview::next(exports, store, chunks).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+    use super::*;
+
+    fn exporting(exports: &[&str]) -> ComponentInfo {
+        ComponentInfo {
+            imports: Vec::new(),
+            exports: exports.iter().map(|e| (*e).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn every_supported_version_loads() {
+        for &version in VERSIONS {
+            let info = exporting(&["wasi:cli/run@0.2.0", version.tools_interface()]);
+            assert_eq!(check_world(Path::new("p.wasm"), &info).unwrap(), version);
+        }
+    }
+
+    #[test]
+    fn an_unsupported_version_lists_every_supported_one() {
+        let info = exporting(&["toolhost:plugin/tools@9.0.0"]);
+        let err = check_world(Path::new("p.wasm"), &info).unwrap_err();
+        let LoadError::UnsupportedVersion {
+            found, supported, ..
+        } = &err
+        else {
+            panic!("expected UnsupportedVersion, got {err:?}");
+        };
+        assert_eq!(found, "toolhost:plugin/tools@9.0.0");
+        assert_eq!(supported.len(), VERSIONS.len());
+        for version in VERSIONS {
+            assert!(err.to_string().contains(version.tools_interface()), "{err}");
+        }
+        assert!(supported.contains(&"toolhost:plugin/tools@0.1.0".to_owned()));
+    }
+
+    #[test]
+    fn another_world_names_the_published_contract() {
+        let err = check_world(Path::new("p.wasm"), &exporting(&["other:thing/x@1.0.0"]));
+        assert!(
+            matches!(&err, Err(LoadError::WrongWorld { expected, .. }) if expected == "toolhost:plugin/tools@0.1.0"),
+            "{err:?}"
+        );
+    }
+}

@@ -1,0 +1,381 @@
+//! Calling a tool: arguments checked, a fresh (or this invocation's idle)
+//! instance armed with the call's budgets, the guest run under its deadline,
+//! and its output checked.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use wasmtime::component::Instance;
+use wasmtime::{Store, UpdateDeadline};
+
+use super::abi::{self, Exports, RawOutput, RawPart};
+use super::state::PluginState;
+use super::stream::GuestStream;
+use super::{LoadedTool, Plugin, Reuse, reuse};
+use crate::error::{CallError, Exhausted};
+use crate::policy::CallTag;
+use crate::tool::{Part, ToolCall, ToolOutput, ToolStream, Usage, wrap_result};
+
+/// The most resources (streams, WASI handles) one call may hold at once.
+const MAX_RESOURCES: usize = 10_000;
+
+impl Plugin {
+    /// Coerces and checks the arguments; returns them as JSON text for the guest.
+    fn prepare(&self, tool: &LoadedTool, mut arguments: Value) -> Result<String, CallError> {
+        if arguments.is_null() {
+            arguments = Value::Object(Default::default());
+        }
+        tool.input.coerce(&mut arguments);
+        let problems = tool.input.problems(&arguments);
+        if !problems.is_empty() {
+            return Err(CallError::InvalidArguments {
+                tool: tool.spec.name.clone(),
+                problems,
+            });
+        }
+        // Straight into a buffer: `Value`'s `Display` goes through `fmt`, and is slower.
+        serde_json::to_string(&arguments).map_err(|e| CallError::Host {
+            tool: tool.spec.name.clone(),
+            reason: format!("cannot encode the arguments: {e}"),
+        })
+    }
+
+    /// Runs a tool to completion in a fresh instance.
+    ///
+    /// # Errors
+    /// A [`CallError`]: unknown tool, invalid arguments (every violation listed),
+    /// the tool's own failure, an exhausted budget, a panic or trap, or an invalid result.
+    pub async fn invoke(&self, call: ToolCall) -> Result<ToolOutput, CallError> {
+        let tool = self
+            .find(&call.tool)
+            .ok_or_else(|| self.unknown(&call.tool))?;
+        if tool.spec.streaming {
+            return self.stream(call).await?.collect().await;
+        }
+        let name = tool.spec.name.as_str();
+        let (mut store, instance, call) = self.begin(tool, call).await?;
+        let deadline = store.data().deadline;
+        let invoke = self
+            .code_for(name)
+            .await?
+            .exports
+            .invoke(&mut store, &instance)
+            .map_err(|e| CallError::Host {
+                tool: name.to_owned(),
+                reason: format!("the `invoke` export: {e:#}"),
+            })?;
+        let (call_id, invocation_id) = (call.call_id.clone(), call.invocation_id.clone());
+        let result = timeout(deadline, invoke.call(&mut store, call)).await;
+        let output = self.settle(&mut store, name, result)?;
+        let usage = self.usage(&store);
+        // The guest returned (a trap or an exhausted budget returned early
+        // above and dropped the instance): it may serve the invocation again.
+        if self.inner.reuse == Reuse::PerInvocation {
+            let idle = reuse::Idle { store, instance };
+            self.inner
+                .engine
+                .idle()
+                .put(self.inner.id, &invocation_id, idle);
+        }
+        let output = output.map_err(|e| self.tool_error(name, e))?;
+        let mut output = self.finish(tool, output, call_id)?;
+        output.usage = usage;
+        Ok(output)
+    }
+
+    /// Checks a call's arguments, then gives it a fresh instance.
+    async fn begin(
+        &self,
+        tool: &LoadedTool,
+        call: ToolCall,
+    ) -> Result<(Store<PluginState>, Instance, abi::Call), CallError> {
+        let arguments = self.prepare(tool, call.arguments)?;
+        // A stream keeps its instance to the end and does not return it, so it
+        // never takes the invocation's idle one.
+        let idle = match self.inner.reuse {
+            Reuse::PerInvocation if !tool.spec.streaming => self
+                .inner
+                .engine
+                .idle()
+                .take(self.inner.id, &call.invocation_id),
+            _ => None,
+        };
+        let (store, instance) = match idle {
+            Some(mut idle) => {
+                self.rearm(&mut idle.store, &tool.spec.name, &call.call_id)?;
+                (idle.store, idle.instance)
+            }
+            None => {
+                self.instantiate(&tool.spec.name, &call.call_id, &call.invocation_id)
+                    .await?
+            }
+        };
+        let call = abi::Call {
+            call_id: call.call_id,
+            invocation_id: call.invocation_id,
+            tool: tool.spec.name.clone(),
+            arguments,
+        };
+        Ok((store, instance, call))
+    }
+
+    /// Starts a tool and returns its output as a stream of parts. A tool that
+    /// does not stream gives its whole output as the stream's parts (its JSON
+    /// result first).
+    ///
+    /// # Errors
+    /// As [`Plugin::invoke`]; errors while streaming come from [`ToolStream::next`].
+    pub async fn stream(&self, call: ToolCall) -> Result<ToolStream, CallError> {
+        let tool = self
+            .find(&call.tool)
+            .ok_or_else(|| self.unknown(&call.tool))?;
+        if !tool.spec.streaming {
+            let output = Box::pin(self.invoke(call)).await?;
+            return Ok(ToolStream::from_output(output));
+        }
+        let name = tool.spec.name.as_str();
+        let (mut store, instance, call) = self.begin(tool, call).await?;
+        let exports = self.exports(&mut store, name, &instance).await?;
+        let deadline = store.data().deadline;
+        let call_id = call.call_id.clone();
+        let result = timeout(deadline, exports.invoke_stream(&mut store, call)).await;
+        let handle = self
+            .settle(&mut store, name, result)?
+            .map_err(|e| self.tool_error(name, e))?;
+        let guest = GuestStream {
+            plugin: self.clone(),
+            tool: tool.spec.name.clone(),
+            store,
+            exports,
+            handle,
+            emitted: 0,
+            done: false,
+        };
+        Ok(ToolStream::from_source(call_id, Box::new(guest)))
+    }
+
+    /// A fresh store under this plugin's limits, and a fresh instance in it.
+    pub(super) async fn instantiate(
+        &self,
+        tool: &str,
+        call_id: &str,
+        invocation_id: &str,
+    ) -> Result<(Store<PluginState>, Instance), CallError> {
+        let code = self.code_for(tool).await?;
+        let engine = &self.inner.engine;
+        let state = PluginState::new(
+            engine,
+            &self.inner.grants,
+            &self.inner.limits,
+            self.call_tag(tool, call_id),
+            invocation_id,
+            MAX_RESOURCES,
+        )?;
+        let mut store = Store::new(engine.wasm(), state);
+        store.limiter_async(|state| &mut state.limiter);
+        self.arm(&mut store, tool)?;
+        let deadline = store.data().deadline;
+        let instantiated = timeout(deadline, code.pre.instantiate_async(&mut store)).await;
+        let instance = self.settle(&mut store, tool, instantiated)?;
+        Ok((store, instance))
+    }
+
+    /// Every typed export of an instance (type-checked when the plugin loaded).
+    pub(super) async fn exports(
+        &self,
+        store: &mut Store<PluginState>,
+        tool: &str,
+        instance: &Instance,
+    ) -> Result<Exports, CallError> {
+        self.code_for(tool)
+            .await?
+            .exports
+            .exports(store, instance)
+            .map_err(|e| CallError::Host {
+                tool: tool.to_owned(),
+                reason: format!("the plugin's exports: {e:#}"),
+            })
+    }
+
+    /// Which call a log line or a refusal belongs to.
+    fn call_tag(&self, tool: &str, call_id: &str) -> Arc<CallTag> {
+        Arc::new(CallTag {
+            plugin: self.inner.name.clone(),
+            tool: tool.to_owned(),
+            call_id: call_id.to_owned(),
+            refused: Default::default(),
+        })
+    }
+
+    /// Gives a store the budgets of one call: fuel, and a deadline from now.
+    fn arm(&self, store: &mut Store<PluginState>, tool: &str) -> Result<(), CallError> {
+        let limits = &self.inner.limits;
+        let limit = limits.get_deadline();
+        let deadline = Instant::now() + limit;
+        store.data_mut().deadline = deadline;
+        store.data_mut().limiter.deadline = deadline;
+        store
+            .set_fuel(limits.get_fuel())
+            .map_err(|e| CallError::Host {
+                tool: tool.to_owned(),
+                reason: e.to_string(),
+            })?;
+        store.set_epoch_deadline(1);
+        // Yield at every tick so a runaway guest cannot starve the executor, and
+        // stop it once its deadline has passed.
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() < deadline {
+                Ok(UpdateDeadline::Yield(1))
+            } else {
+                Err(Exhausted::Deadline { limit }.into())
+            }
+        });
+        Ok(())
+    }
+
+    /// Readies an idle instance of this invocation for its next call: the
+    /// call's tag in logs and hooks, a fresh output cap, fresh budgets.
+    fn rearm(
+        &self,
+        store: &mut Store<PluginState>,
+        tool: &str,
+        call_id: &str,
+    ) -> Result<(), CallError> {
+        let call = self.call_tag(tool, call_id);
+        let state = store.data_mut();
+        state.stdio.rebind(Arc::clone(&call));
+        state.http_hooks.call = Arc::clone(&call);
+        state.call = call;
+        state.panic_message = None;
+        self.arm(store, tool)
+    }
+
+    /// What a store's call has cost so far.
+    pub(super) fn usage(&self, store: &Store<PluginState>) -> Usage {
+        let left = store.get_fuel().unwrap_or(0);
+        Usage {
+            fuel: self.inner.limits.get_fuel().saturating_sub(left),
+            peak_memory_bytes: store.data().limiter.peak_memory,
+        }
+    }
+
+    /// The tool's own error, its message cut to a size a model's context (and
+    /// the host's log) can take.
+    pub(super) fn tool_error(&self, tool: &str, err: abi::ToolError) -> CallError {
+        let cut = |message| crate::error::cut(message, crate::error::MAX_ERROR_MESSAGE_BYTES);
+        match err {
+            abi::ToolError::InvalidArguments(message) => CallError::InvalidArguments {
+                tool: tool.to_owned(),
+                problems: vec![cut(message)],
+            },
+            abi::ToolError::Failed(message) => CallError::Failed {
+                plugin: self.inner.name.to_string(),
+                tool: tool.to_owned(),
+                message: cut(message),
+            },
+            abi::ToolError::UnknownTool(message) => CallError::InvalidOutput {
+                plugin: self.inner.name.to_string(),
+                tool: tool.to_owned(),
+                reason: format!(
+                    "the plugin declared this tool but does not know it: {}",
+                    cut(message)
+                ),
+            },
+        }
+    }
+
+    fn invalid_output(&self, tool: &str, reason: String) -> CallError {
+        CallError::InvalidOutput {
+            plugin: self.inner.name.to_string(),
+            tool: tool.to_owned(),
+            reason,
+        }
+    }
+
+    pub(super) fn check_output_size(&self, tool: &str, size: u64) -> Result<(), CallError> {
+        let limit = self.inner.limits.get_output_bytes();
+        if size > limit {
+            return Err(CallError::Exhausted {
+                plugin: self.inner.name.to_string(),
+                tool: tool.to_owned(),
+                budget: Exhausted::Output { limit },
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn convert_part(&self, tool: &str, part: RawPart) -> Result<Part, CallError> {
+        Ok(match part {
+            RawPart::Text(text) => Part::Text(text),
+            RawPart::Json(text) => Part::Json(serde_json::from_str(&text).map_err(|e| {
+                self.invalid_output(tool, format!("a JSON part is not valid JSON: {e}"))
+            })?),
+            RawPart::Blob {
+                kind,
+                mime_type,
+                name,
+                data,
+            } => Part::Blob {
+                kind,
+                mime_type,
+                name,
+                data,
+            },
+        })
+    }
+
+    fn finish(
+        &self,
+        tool: &LoadedTool,
+        output: RawOutput,
+        call_id: String,
+    ) -> Result<ToolOutput, CallError> {
+        let name = tool.spec.name.as_str();
+        let size = output.json.as_ref().map_or(0, String::len)
+            + output.parts.iter().map(RawPart::size).sum::<usize>();
+        self.check_output_size(name, size as u64)?;
+        let result = match output.json {
+            None => None,
+            Some(text) => {
+                let value: Value = serde_json::from_str(&text).map_err(|e| {
+                    self.invalid_output(name, format!("the JSON result is not valid JSON: {e}"))
+                })?;
+                if let Some(schema) = &tool.output {
+                    let problems = schema.problems(&value);
+                    if !problems.is_empty() {
+                        return Err(self.invalid_output(
+                            name,
+                            format!(
+                                "it does not match its declared result schema: {}",
+                                problems.join("; ")
+                            ),
+                        ));
+                    }
+                }
+                Some(wrap_result(value))
+            }
+        };
+        let parts = output
+            .parts
+            .into_iter()
+            .map(|p| self.convert_part(name, p))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ToolOutput {
+            result,
+            parts,
+            call_id,
+            usage: Usage::default(),
+        })
+    }
+}
+
+/// Runs a guest call under the call's deadline. The epoch callback stops guest
+/// code that computes past it; this timer also stops a guest blocked in an
+/// async host call (a WASI sleep or poll), which never reaches an epoch check.
+pub(super) async fn timeout<F: Future>(
+    deadline: Instant,
+    call: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), call).await
+}

@@ -1,0 +1,491 @@
+//! Loading a plugin: read, check and compile its component (or list it from
+//! its cached manifest and load its code later), read its declarations once.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use wasmtime::component::Component;
+
+use super::abi::Declaration;
+use super::call::timeout;
+use super::code::{Code, check_header, compile_off_runtime};
+use super::declarations::{check_declarations, differences};
+use super::manifest::{Manifest, ManifestKey};
+use super::{CodeState, Inner, LoadedTool, Plugin, PluginOptions, reuse};
+use crate::Engine;
+use crate::engine::LoadLimits;
+use crate::engine::limits::Limits;
+use crate::error::{CallError, Exhausted, LoadError};
+use crate::policy::{Capability, Grants};
+
+impl Plugin {
+    /// Loads a plugin file: reads, checks and compiles it (from the cache when
+    /// possible), links it, reads its declarations once and compiles their schemas.
+    /// A component that loaded before with the same cache directory is listed
+    /// from its manifest instead, and its code loads in the background (see
+    /// [`Plugin::from_bytes`]).
+    ///
+    /// # Errors
+    /// A [`LoadError`] naming the file and what is wrong: not WebAssembly, a core
+    /// module, truncated, another world, an unsupported version, missing imports,
+    /// failing declarations, or an invalid tool name or schema.
+    pub async fn load(
+        engine: &Engine,
+        path: impl AsRef<Path>,
+        options: &PluginOptions,
+    ) -> Result<Self, LoadError> {
+        let path = path.as_ref().to_owned();
+        let bytes = engine
+            .read_file(&path)
+            .await
+            .map_err(|error| LoadError::Io {
+                path: path.clone(),
+                error,
+            })?;
+        Self::from_bytes(engine, path, bytes, options).await
+    }
+
+    /// Loads a plugin from bytes; `path` names it in errors (and, by default, gives its name).
+    ///
+    /// With a cache directory, a component that loaded before is listed from
+    /// its manifest there (what it declared and imports) and its code loads in
+    /// the background: its first call waits for the code if it is not loaded
+    /// yet (see [`Plugin::ready`]).
+    ///
+    /// # Errors
+    /// As [`Plugin::load`].
+    pub async fn from_bytes(
+        engine: &Engine,
+        path: PathBuf,
+        bytes: Vec<u8>,
+        options: &PluginOptions,
+    ) -> Result<Self, LoadError> {
+        check_header(&path, &bytes)?;
+        let grants = options.effective_grants(&path)?;
+        let bytes = bytes::Bytes::from(bytes);
+        let key = match engine.config().get_cache_dir() {
+            Some(dir) => {
+                let (dir, hashed, wasm) = (dir.to_owned(), bytes.clone(), engine.wasm().clone());
+                engine
+                    .load_blocking(move || ManifestKey::new(&dir, &wasm, &hashed))
+                    .await
+                    .ok()
+            }
+            None => None,
+        };
+        let limits = engine.config().load_limits();
+        // A failure is remembered per component and settings: any of them
+        // may be why it failed.
+        let failure = key
+            .as_ref()
+            .map(|key| key.failure(&format!("{:?}\n{grants:?}\n{limits:?}", options.limits)));
+        if let Some(failure) = &failure
+            && let Some(reason) = failure.read().await
+        {
+            return Err(LoadError::Remembered {
+                path,
+                reason,
+                record: failure.path().to_owned(),
+            });
+        }
+        if let Some(key) = &key
+            && let Some(manifest) = key.read(manifest_cap(limits)).await
+        {
+            match Self::from_manifest(
+                engine,
+                &path,
+                &bytes,
+                manifest,
+                options,
+                grants.clone(),
+                key,
+            ) {
+                Ok(plugin) => {
+                    plugin.preload();
+                    return Ok(plugin);
+                }
+                Err(e) => tracing::warn!(
+                    manifest = %key.path().display(), error = %e,
+                    "ignoring a plugin manifest that does not check; loading the plugin in full"
+                ),
+            }
+        }
+        // Compiling a large component (a Python or JavaScript runtime) takes
+        // seconds: say so, so an operator knows why its tools are not there yet.
+        tracing::info!(
+            target: crate::log::LOAD_TARGET, plugin = %plugin_display_name(&path, options),
+            "compiling {}: no compiled code cached", plugin_display_name(&path, options)
+        );
+        let loaded = match compile_off_runtime(engine, &path, bytes).await {
+            Ok(component) => {
+                Self::from_compiled(engine, path, &component, options, grants, key.as_ref()).await
+            }
+            Err(e) => Err(e),
+        };
+        if let (Err(e), Some(failure)) = (&loaded, &failure)
+            && lasting(e)
+        {
+            failure.write(e).await;
+        }
+        loaded
+    }
+
+    /// Loads a plugin from an already compiled component.
+    pub(crate) async fn from_component(
+        engine: &Engine,
+        path: PathBuf,
+        component: &Component,
+        options: &PluginOptions,
+    ) -> Result<Self, LoadError> {
+        let grants = options.effective_grants(&path)?;
+        Self::from_compiled(engine, path, component, options, grants, None).await
+    }
+
+    /// Links a compiled component, reads its declarations and, given a key,
+    /// stores its manifest.
+    async fn from_compiled(
+        engine: &Engine,
+        path: PathBuf,
+        component: &Component,
+        options: &PluginOptions,
+        grants: Grants,
+        key: Option<&ManifestKey>,
+    ) -> Result<Self, LoadError> {
+        let (code, imports) = Code::link(engine, &path, component)?;
+        let declarations = Self::loader(engine, &path, &options.limits, &grants, &imports, &code)
+            .read_declarations()
+            .await?;
+        let tools = check_declarations(&path, &declarations, engine.config().load_limits())?;
+        if let Some(key) = key {
+            key.write(&Manifest::new(&imports, &declarations)).await;
+        }
+        let code = tokio::sync::OnceCell::new_with(Some(Ok(code)));
+        let plugin = Self::assemble(engine, &path, options, (grants, imports, tools), code, None);
+        plugin.note_ungranted();
+        Ok(plugin)
+    }
+
+    /// A plugin around `code` whose guest runs under the load deadline, to
+    /// read its declarations.
+    fn loader(
+        engine: &Engine,
+        path: &Path,
+        limits: &Limits,
+        grants: &Grants,
+        imports: &[String],
+        code: &Code,
+    ) -> Self {
+        let mut limits = limits.clone();
+        limits.deadline(engine.config().get_load_deadline());
+        let mut options = PluginOptions::default();
+        options.limits(limits);
+        let code = tokio::sync::OnceCell::new_with(Some(Ok(code.clone())));
+        let parts = (grants.clone(), imports.to_vec(), Vec::new());
+        Self::assemble(engine, path, &options, parts, code, None)
+    }
+
+    /// Lists a plugin from its manifest; its code loads later.
+    fn from_manifest(
+        engine: &Engine,
+        path: &Path,
+        bytes: &bytes::Bytes,
+        manifest: Manifest,
+        options: &PluginOptions,
+        grants: Grants,
+        key: &ManifestKey,
+    ) -> Result<Self, LoadError> {
+        let imports = manifest.imports.clone();
+        let declarations = manifest.declarations();
+        let tools = check_declarations(path, &declarations, engine.config().load_limits())?;
+        let plugin = Self::assemble(
+            engine,
+            path,
+            options,
+            (grants, imports, tools),
+            tokio::sync::OnceCell::new(),
+            Some((bytes.clone(), key.clone())),
+        );
+        plugin.note_ungranted();
+        Ok(plugin)
+    }
+
+    /// A plugin from its parts: what it may reach, imports and declares, and
+    /// its code (or the bytes to load it from).
+    fn assemble(
+        engine: &Engine,
+        path: &Path,
+        options: &PluginOptions,
+        (grants, imports, tools): (Grants, Vec<String>, Vec<LoadedTool>),
+        code: tokio::sync::OnceCell<Result<Code, String>>,
+        source: Option<(bytes::Bytes, ManifestKey)>,
+    ) -> Self {
+        let name: Arc<str> = plugin_display_name(path, options).into();
+        let state = if code.initialized() {
+            CodeState::Loaded
+        } else {
+            CodeState::Pending
+        };
+        let (source, manifest) = source.unzip();
+        Self {
+            inner: Arc::new(Inner {
+                id: reuse::next_plugin_id(),
+                reuse: options.reuse,
+                name,
+                path: path.to_owned(),
+                engine: engine.clone(),
+                code,
+                source: Mutex::new(source),
+                manifest,
+                code_state: tokio::sync::watch::Sender::new(state),
+                tools,
+                limits: options.limits.clone(),
+                grants: Arc::new(grants),
+                imports,
+            }),
+        }
+    }
+
+    /// Notes, at debug, the imports its grants do not cover. Most runtimes
+    /// (Python, JavaScript, Go, C) import files and sockets whether or not a
+    /// tool uses them, so this is no warning: `toolhost list` shows it, and a
+    /// call that actually reaches a refused interface is logged then.
+    fn note_ungranted(&self) {
+        for import in self.ungranted_imports() {
+            tracing::debug!(
+                plugin = self.name(), interface = import,
+                capability = %Capability::of_import(import),
+                "the plugin imports an interface it is not granted; its calls that use it will be refused"
+            );
+        }
+    }
+
+    /// Loads the code of a plugin listed from its manifest in the background,
+    /// a few plugins at a time (the engine's preload gate), so that a start
+    /// with many plugins answers its first call without waiting for them all.
+    fn preload(&self) {
+        let plugin = Arc::downgrade(&self.inner);
+        let gate = self.inner.engine.preload_gate();
+        tokio::spawn(async move {
+            let Ok(_permit) = gate.acquire_owned().await else {
+                return;
+            };
+            // A plugin dropped meanwhile (reloaded, removed) needs no code.
+            if let Some(inner) = plugin.upgrade() {
+                let _ = Plugin { inner }.code().await;
+            }
+        });
+    }
+
+    /// The plugin's code, loaded now if it is not yet.
+    pub(super) async fn code(&self) -> Result<&Code, String> {
+        let loaded = match self.inner.code.get() {
+            Some(loaded) => loaded,
+            None => self.inner.code.get_or_init(|| self.load_code()).await,
+        };
+        loaded.as_ref().map_err(Clone::clone)
+    }
+
+    /// Compiles (from the cache) and links the plugin's code from its bytes.
+    /// Cancellation-safe: the bytes go only once the outcome is kept.
+    async fn load_code(&self) -> Result<Code, String> {
+        let source = self.lock_source().clone();
+        let Some(bytes) = source else {
+            return Err("its code was never loaded and its bytes are gone".into());
+        };
+        let (engine, path) = (&self.inner.engine, &self.inner.path);
+        let loaded = match compile_off_runtime(engine, path, bytes).await {
+            Ok(component) => match Code::link(engine, path, &component) {
+                Ok((code, imports)) => self.reconcile(code, imports).await,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        *self.lock_source() = None;
+        self.inner.code_state.send_replace(match &loaded {
+            Ok(_) => CodeState::Loaded,
+            Err(LoadError::StaleManifest { reason, .. }) => CodeState::Stale {
+                reason: reason.clone(),
+            },
+            Err(_) => CodeState::Failed,
+        });
+        loaded.map_err(|e| {
+            tracing::error!(plugin = self.name(), error = %e, "cannot load the plugin's code; its calls fail");
+            e.to_string()
+        })
+    }
+
+    /// Checks a plugin listed from its manifest against its code: the
+    /// component is asked for its declarations (under the load deadline) and
+    /// they must be those listed. If not, the manifest is rewritten from the
+    /// component and this version is stale.
+    async fn reconcile(&self, code: Code, imports: Vec<String>) -> Result<Code, LoadError> {
+        let inner = &*self.inner;
+        let Some(key) = &inner.manifest else {
+            return Ok(code);
+        };
+        let (engine, path) = (&inner.engine, &inner.path);
+        let loader = Self::loader(engine, path, &inner.limits, &inner.grants, &imports, &code);
+        // Boxed: reading declarations instantiates, which may load code.
+        let declarations = Box::pin(loader.read_declarations()).await?;
+        let tools = check_declarations(path, &declarations, engine.config().load_limits())?;
+        let reason = if imports == inner.imports {
+            differences(&inner.tools, &tools)
+        } else {
+            Some("it imports other interfaces".to_owned())
+        };
+        let Some(reason) = reason else {
+            return Ok(code);
+        };
+        key.write(&Manifest::new(&imports, &declarations)).await;
+        tracing::warn!(
+            plugin = self.name(), manifest = %key.path().display(), %reason,
+            "the cache manifest did not match the component; rewritten from the component"
+        );
+        Err(LoadError::StaleManifest {
+            path: path.clone(),
+            manifest: key.path().to_owned(),
+            reason,
+        })
+    }
+
+    fn lock_source(&self) -> std::sync::MutexGuard<'_, Option<bytes::Bytes>> {
+        // Only ever replaced whole: a poisoned lock holds a usable value.
+        self.inner
+            .source
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The code, for a call that runs it.
+    pub(super) async fn code_for(&self, tool: &str) -> Result<&Code, CallError> {
+        self.code().await.map_err(|reason| CallError::Host {
+            tool: tool.to_owned(),
+            reason: format!("the plugin's code cannot be loaded: {reason}"),
+        })
+    }
+
+    async fn read_declarations(&self) -> Result<Vec<Declaration>, LoadError> {
+        let path = || self.inner.path.clone();
+        let reason = |e: CallError| match e {
+            CallError::Exhausted {
+                budget: Exhausted::Deadline { limit },
+                ..
+            } => LoadError::Timeout {
+                path: path(),
+                limit,
+            },
+            e @ (CallError::Exhausted { .. }
+            | CallError::Panicked { .. }
+            | CallError::Trapped { .. }) => LoadError::Declarations {
+                path: path(),
+                reason: e.to_string(),
+            },
+            // Not the plugin's doing (the engine is busy): not remembered.
+            e => LoadError::Engine {
+                path: path(),
+                reason: e.to_string(),
+            },
+        };
+        let (mut store, instance) = self
+            .instantiate("(declarations)", "load", "load")
+            .await
+            .map_err(reason)?;
+        let exports = self
+            .exports(&mut store, "(declarations)", &instance)
+            .await
+            .map_err(reason)?;
+        let deadline = store.data().deadline;
+        let result = timeout(deadline, exports.declarations(&mut store)).await;
+        self.settle(&mut store, "(declarations)", result)
+            .map_err(reason)
+    }
+}
+
+/// A plugin's name: the one its options give, else its file name without `.wasm`.
+fn plugin_display_name(path: &Path, options: &PluginOptions) -> String {
+    match &options.name {
+        Some(name) => name.clone(),
+        None => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "plugin".to_owned()),
+    }
+}
+
+/// The largest manifest file worth reading under these limits (JSON may
+/// escape a byte of text into six).
+fn manifest_cap(limits: &LoadLimits) -> u64 {
+    (limits.max_declaration_bytes as u64)
+        .saturating_mul(6)
+        .saturating_add(1 << 20)
+}
+
+/// Whether a load failure comes from the component and its settings alone,
+/// so that loading the same bytes the same way would fail again.
+fn lasting(error: &LoadError) -> bool {
+    matches!(
+        error,
+        LoadError::Malformed { .. }
+            | LoadError::WrongWorld { .. }
+            | LoadError::UnsupportedVersion { .. }
+            | LoadError::Link { .. }
+            | LoadError::Declarations { .. }
+            | LoadError::InvalidTool { .. }
+            | LoadError::TooManyTools { .. }
+            | LoadError::SchemaTooLarge { .. }
+            | LoadError::DeclarationsTooLarge { .. }
+            | LoadError::Timeout { .. }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+    use super::*;
+    use crate::tool::ToolCall;
+
+    /// A plugin listed from its manifest whose code then fails to load: it is
+    /// listed, every call reports why, and `ready` says so too.
+    #[tokio::test]
+    async fn code_that_fails_after_a_manifest_listing_fails_every_call() {
+        let cache = tempfile::tempdir().unwrap();
+        let mut config = crate::EngineConfig::default();
+        config.cache_dir(Some(cache.path().to_owned()));
+        let engine = Engine::new(&config).unwrap();
+        // A component header, then garbage: it cannot compile.
+        let bytes = b"\0asm\x0d\0\x01\0 not a component body".to_vec();
+        let declared = Declaration {
+            name: "t".into(),
+            description: "listed".into(),
+            long_running: false,
+            input_schema: r#"{"type": "object"}"#.into(),
+            output_schema: None,
+            streaming: false,
+        };
+        ManifestKey::new(cache.path(), engine.wasm(), &bytes)
+            .write(&Manifest::new(&[], &[declared]))
+            .await;
+
+        let path = PathBuf::from("broken.wasm");
+        let plugin = Plugin::from_bytes(&engine, path, bytes, &PluginOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(plugin.tool("t").unwrap().description, "listed");
+        for _ in 0..2 {
+            let err = plugin
+                .invoke(ToolCall::new("t", serde_json::json!({})))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, CallError::Host { reason, .. } if reason.contains("malformed")),
+                "{err:?}"
+            );
+        }
+        let err = plugin.ready().await.unwrap_err();
+        assert!(
+            matches!(&err, LoadError::Engine { reason, .. } if reason.contains("malformed")),
+            "{err:?}"
+        );
+    }
+}

@@ -1,0 +1,125 @@
+//! How a plugin is loaded: its name, limits, grants and instance reuse.
+
+use std::path::Path;
+
+use crate::engine::limits::Limits;
+use crate::error::LoadError;
+use crate::policy::Grants;
+
+/// How a plugin is loaded: its name, the limits its calls run under and what
+/// they may reach.
+#[derive(Debug, Clone)]
+pub struct PluginOptions {
+    pub(super) name: Option<String>,
+    pub(super) limits: Limits,
+    grants: Option<Grants>,
+    sidecar: bool,
+    pub(super) reuse: Reuse,
+}
+
+/// Whether each call gets a fresh instance, or the calls of one invocation share one.
+/// In `toolhost.toml`: `reuse = "never"` or `reuse = "per-invocation"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Reuse {
+    /// A fresh instance for every call (the default): nothing one call leaves
+    /// in the guest's memory reaches another call.
+    #[default]
+    Never,
+    /// The calls of one invocation (one invocation ID) share an instance, one
+    /// call at a time; different invocations never share one. For runtimes
+    /// whose start-up dominates a call (Python, JavaScript). Each call still
+    /// gets its own fuel, deadline and output cap. A streaming call always gets
+    /// a fresh instance. An instance is dropped when a call traps or runs out
+    /// of a budget, when its invocation ends
+    /// ([`Engine::end_invocation`](crate::Engine::end_invocation)), or when the engine's set of idle instances
+    /// is full ([`EngineConfig::max_idle_instances`](crate::EngineConfig::max_idle_instances)).
+    PerInvocation,
+}
+
+impl Default for PluginOptions {
+    fn default() -> Self {
+        Self {
+            name: None,
+            limits: Limits::default(),
+            grants: None,
+            sidecar: true,
+            reuse: Reuse::Never,
+        }
+    }
+}
+
+impl PluginOptions {
+    /// The plugin's name; by default the file name without `.wasm`.
+    pub fn name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The limits every call of this plugin runs under.
+    pub fn limits(&mut self, limits: Limits) -> &mut Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Mutable access to the limits, to change one of them.
+    pub fn limits_mut(&mut self) -> &mut Limits {
+        &mut self.limits
+    }
+
+    /// What the plugin's calls may reach. Given here, they win over the
+    /// plugin's sidecar policy file, which is then ignored (with a warning).
+    pub fn grants(&mut self, grants: Grants) -> &mut Self {
+        self.grants = Some(grants);
+        self
+    }
+
+    /// Whether a plugin without grants given here reads them from its sidecar
+    /// `NAME.policy.toml` next to `NAME.wasm` (default: yes). Without either,
+    /// nothing is granted.
+    pub fn sidecar_policy(&mut self, read: bool) -> &mut Self {
+        self.sidecar = read;
+        self
+    }
+
+    /// Whether calls share instances ([`Reuse`]; default: never).
+    pub fn reuse(&mut self, reuse: Reuse) -> &mut Self {
+        self.reuse = reuse;
+        self
+    }
+
+    /// The instance reuse chosen.
+    pub fn get_reuse(&self) -> Reuse {
+        self.reuse
+    }
+
+    /// The grants given here, if any.
+    pub fn get_grants(&self) -> Option<&Grants> {
+        self.grants.as_ref()
+    }
+
+    /// The grants a plugin file gets: those given here, else its sidecar's,
+    /// else none.
+    pub(super) fn effective_grants(&self, path: &Path) -> Result<Grants, LoadError> {
+        let sidecar = crate::policy::sidecar_path(path);
+        match &self.grants {
+            Some(grants) => {
+                if self.sidecar && sidecar.is_file() {
+                    tracing::warn!(
+                        plugin = %path.display(), sidecar = %sidecar.display(),
+                        "the configuration grants this plugin; its sidecar policy is ignored"
+                    );
+                }
+                Ok(grants.clone())
+            }
+            None if self.sidecar => crate::policy::load_sidecar(path)
+                .map(Option::unwrap_or_default)
+                .map_err(|error| LoadError::Policy {
+                    path: path.to_owned(),
+                    error,
+                }),
+            None => Ok(Grants::default()),
+        }
+    }
+}
