@@ -304,7 +304,7 @@ impl Config {
     /// # Errors
     /// As [`Config::load`].
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let mut config: Self = from_toml(text, path)?;
+        let mut config: Self = ConfigError::from_toml(text, path)?;
         config.check(path)?;
         config.source = Some(path.to_owned());
         Ok(config)
@@ -432,27 +432,6 @@ impl Config {
     pub fn reuse_for(&self, plugin: &str) -> Reuse {
         self.plugin.get(plugin).map(|p| p.reuse).unwrap_or_default()
     }
-}
-
-/// Parses TOML into `T`; errors name the file and the line.
-pub(crate) fn from_toml<T: serde::de::DeserializeOwned>(
-    text: &str,
-    path: &Path,
-) -> Result<T, ConfigError> {
-    toml::from_str(text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|span| {
-                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                format!("line {line}: ")
-            })
-            .unwrap_or_default();
-        ConfigError {
-            path: path.to_owned(),
-            key: None,
-            reason: format!("{at}{}", e.message()),
-        }
-    })
 }
 
 fn apply(limits: &mut Limits, config: &LimitsConfig) {

@@ -88,6 +88,29 @@ pub struct ConfigError {
     pub reason: String,
 }
 
+impl ConfigError {
+    /// Parses TOML into `T`; errors name the file and the line.
+    pub(crate) fn from_toml<T: serde::de::DeserializeOwned>(
+        text: &str,
+        path: &std::path::Path,
+    ) -> Result<T, Self> {
+        toml::from_str(text).map_err(|e| {
+            let at = e
+                .span()
+                .map(|span| {
+                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                    format!("line {line}: ")
+                })
+                .unwrap_or_default();
+            Self {
+                path: path.to_owned(),
+                key: None,
+                reason: format!("{at}{}", e.message()),
+            }
+        })
+    }
+}
+
 /// A call waiting for a human's decision (carried by
 /// [`CallError::ConfirmationRequired`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]

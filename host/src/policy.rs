@@ -47,7 +47,16 @@ pub use self::env::{EnvGrant, EnvSource, EnvVarConfig, Secret};
 pub use self::files::{Access, DirConfig, DirGrant};
 pub use self::http::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, HostPattern};
 pub use self::sockets::SocketPattern;
-use crate::config::ConfigError;
+use crate::error::ConfigError;
+
+/// What the capabilities' host functions need of a call's store data: its
+/// WASI view, the plugin's grants and the call (for refusal logs).
+pub(crate) trait CallState: wasmtime_wasi::WasiView + 'static {
+    /// The plugin's grants.
+    fn grants(&self) -> &Grants;
+    /// The call the store serves.
+    fn call_tag(&self) -> &Arc<CallTag>;
+}
 
 /// The suffix of a sidecar policy file: `NAME.policy.toml` next to `NAME.wasm`.
 pub const SIDECAR_SUFFIX: &str = ".policy.toml";
@@ -308,7 +317,7 @@ impl GrantsConfig {
     /// # Errors
     /// A [`ConfigError`] naming the file, the line or key, and the reason.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let config: Self = crate::config::from_toml(text, path)?;
+        let config: Self = ConfigError::from_toml(text, path)?;
         config.check(path, "")?;
         Ok(config)
     }

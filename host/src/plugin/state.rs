@@ -8,14 +8,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::WasiHttpCtx;
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::Engine;
 use crate::engine::limits::{Limiter, Limits};
 use crate::error::CallError;
 use crate::policy::http::HttpHooks;
 use crate::policy::stdio::StdioLog;
-use crate::policy::{CallTag, Grants};
+use crate::policy::{CallState, CallTag, Grants};
 
 /// The longest log message the host keeps from a guest.
 const MAX_MESSAGE_BYTES: usize = 8 << 10;
@@ -225,6 +225,26 @@ impl PluginState {
             panic_message: None,
             deadline: std::time::Instant::now(),
         })
+    }
+}
+
+impl WasiHttpView for PluginState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_hooks,
+        }
+    }
+}
+
+impl CallState for PluginState {
+    fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    fn call_tag(&self) -> &Arc<CallTag> {
+        &self.call
     }
 }
 

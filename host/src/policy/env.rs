@@ -13,7 +13,7 @@ use serde::Deserialize;
 use wasmtime_wasi::WasiCtxBuilder;
 
 use super::{ErrorAt, Grants};
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// A value that is never printed: `Debug` shows `"***"` and there is no `Display`.
 ///

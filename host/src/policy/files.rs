@@ -11,7 +11,7 @@ use serde::Deserialize;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::{ErrorAt, Grants};
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// How a plugin may use a granted directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

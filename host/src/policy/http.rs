@@ -19,13 +19,10 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use wasmtime::component::Linker;
-use wasmtime_wasi_http::{
-    Error, RequestOptions, WasiBody, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
-};
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks, WasiHttpView};
 
 use super::{CallTag, Capability, ErrorAt, Grants, NetworkConfig};
-use crate::config::ConfigError;
-use crate::plugin::state::PluginState;
+use crate::error::ConfigError;
 
 /// The default cap on an HTTP response body, in bytes.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 10 << 20;
@@ -266,18 +263,10 @@ pub(super) fn summary(grants: &Grants, out: &mut Vec<String>) {
 
 /// Links `wasi:http` for every plugin: a component that does not import it
 /// pays nothing for it, and one that does meets its grants' allowlist.
-pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker<T: WasiHttpView + 'static>(
+    linker: &mut Linker<T>,
+) -> wasmtime::Result<()> {
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
-}
-
-impl WasiHttpView for PluginState {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: &mut self.http_hooks,
-        }
-    }
 }
 
 /// The `wasi:http` hooks of one call.

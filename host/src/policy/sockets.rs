@@ -19,9 +19,8 @@ use wasmtime_wasi::p2::{TcpSocket, UdpSocket};
 use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsView as _};
 
 use super::refusals::log;
-use super::{CallTag, Capability, ErrorAt, Grants, NetworkConfig};
-use crate::config::ConfigError;
-use crate::plugin::state::PluginState;
+use super::{CallState, CallTag, Capability, ErrorAt, Grants, NetworkConfig};
+use crate::error::ConfigError;
 
 /// The socket interfaces' version in wasmtime-wasi's linker; a guest's
 /// import of any `0.2.x` resolves to these definitions.
@@ -163,17 +162,17 @@ pub(super) fn add_to_wasi(grants: &Grants, builder: &mut WasiCtxBuilder, call: &
 /// Puts logging in front of the socket functions that refuse a call without
 /// a grant. Each still answers as wasmtime-wasi does (it is called for the
 /// answer); only the log line is added.
-pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> Result<()> {
+pub(crate) fn add_to_linker<T: CallState>(linker: &mut Linker<T>) -> Result<()> {
     linker.allow_shadowing(true);
     linker
         .instance(&format!("wasi:sockets/tcp-create-socket@{SOCKETS}"))?
         .func_wrap(
             "create-tcp-socket",
-            |mut store: StoreContextMut<'_, PluginState>, (family,): (IpAddressFamily,)| {
+            |mut store: StoreContextMut<'_, T>, (family,): (IpAddressFamily,)| {
                 let state = store.data_mut();
-                if !state.grants.covers(Capability::Tcp) {
+                if !state.grants().covers(Capability::Tcp) {
                     log(
-                        &state.call,
+                        state.call_tag(),
                         Capability::Tcp,
                         "wasi:sockets/tcp-create-socket",
                         "a TCP socket",
@@ -192,10 +191,10 @@ pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> Result<()> {
         .instance(&format!("wasi:sockets/udp-create-socket@{SOCKETS}"))?
         .func_wrap(
             "create-udp-socket",
-            |mut store: StoreContextMut<'_, PluginState>, (_family,): (IpAddressFamily,)| {
+            |mut store: StoreContextMut<'_, T>, (_family,): (IpAddressFamily,)| {
                 let state = store.data_mut();
                 log(
-                    &state.call,
+                    state.call_tag(),
                     Capability::Udp,
                     "wasi:sockets/udp-create-socket",
                     "a UDP socket",
@@ -209,13 +208,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> Result<()> {
         .instance(&format!("wasi:sockets/ip-name-lookup@{SOCKETS}"))?
         .func_wrap(
             "resolve-addresses",
-            |mut store: StoreContextMut<'_, PluginState>,
-             (net, name): (Resource<Network>, String)| {
+            |mut store: StoreContextMut<'_, T>, (net, name): (Resource<Network>, String)| {
                 let state = store.data_mut();
-                if !state.grants.allows_name_lookup() {
+                if !state.grants().allows_name_lookup() {
                     // The name is the guest's; it stays out of the message.
                     log(
-                        &state.call,
+                        state.call_tag(),
                         Capability::NameLookup,
                         "wasi:sockets/ip-name-lookup",
                         "a name lookup",
