@@ -11,7 +11,8 @@
 use std::time::Instant;
 
 use serde_json::json;
-use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, ToolCall};
+use toolhost::tool::ToolCall;
+use toolhost::{Engine, EngineConfig, Plugin, PluginOptions};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};

@@ -10,7 +10,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, Reuse, ToolCall};
+use toolhost::plugin::Reuse;
+use toolhost::tool::ToolCall;
+use toolhost::{Engine, EngineConfig, Plugin, PluginOptions};
 
 #[path = "support/guests.rs"]
 mod guests;

@@ -23,7 +23,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use tokio::process::Command;
-use toolhost::{Engine, EngineConfig, Plugin, PluginOptions, ToolCall};
+use toolhost::tool::ToolCall;
+use toolhost::{Engine, EngineConfig, Plugin, PluginOptions};
 
 #[path = "support/rpc.rs"]
 mod rpc;

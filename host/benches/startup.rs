@@ -133,7 +133,7 @@ async fn start(dir: &Path, cache: &Path, first: &str) -> Result<(Duration, Durat
     let failed: Vec<String> = set
         .status()
         .into_iter()
-        .filter(|s| !matches!(s.state, toolhost::LoadState::Loaded { .. }))
+        .filter(|s| !matches!(s.state, toolhost::toolset::LoadState::Loaded { .. }))
         .map(|s| format!("{}: {:?}", s.path.display(), s.state))
         .collect();
     anyhow::ensure!(failed.is_empty(), "plugins failed to load: {failed:?}");
@@ -221,7 +221,10 @@ async fn main() -> Result<()> {
         .find(|p| p.name().ends_with("-echo"))
         .context("no echo plugin")?;
     plugin
-        .invoke(toolhost::ToolCall::new("add", json!({"a": 1, "b": 2})))
+        .invoke(toolhost::tool::ToolCall::new(
+            "add",
+            json!({"a": 1, "b": 2}),
+        ))
         .await?;
     let cold_first = wall.elapsed();
     drop((set, engine));

@@ -18,9 +18,10 @@ use clap::{Parser, Subcommand};
 use report::{declaration, list, print_json, status};
 use serde_json::json;
 use serve::serve;
+use toolhost::config::UnmatchedName;
 use toolhost::{
     Config, Context as Cx, Engine, EngineConfig, PluginOptions, PluginSet, ToolSpec, Toolset,
-    ToolsetExt, UnmatchedName,
+    ToolsetExt,
 };
 
 /// Run LLM-agent tools as sandboxed WebAssembly components.
@@ -464,7 +465,7 @@ async fn run(cli: Cli) -> Result<()> {
 }
 
 async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
-    let (info, plugin) = toolhost::inspect(engine, file).await?;
+    let (info, plugin) = toolhost::plugin::inspect(engine, file).await?;
     let wasi: Vec<&String> = info
         .imports
         .iter()
@@ -508,7 +509,7 @@ async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
     // The loaded plugin's own answer; from the imports alone if it did not load.
     let caps = match &plugin {
         Ok(plugin) => plugin.requested(),
-        Err(_) => toolhost::Capability::of_imports(&info.imports),
+        Err(_) => toolhost::policy::Capability::of_imports(&info.imports),
     };
     let asks: Vec<String> = caps.iter().map(ToString::to_string).collect();
     writeln!(

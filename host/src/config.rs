@@ -101,7 +101,7 @@ pub struct Config {
 
 /// Settings of the MCP server (`toolhost serve`); all but
 /// `progress_interval_ms` are about its HTTP transport. Unset ones keep the
-/// defaults of [`HttpOptions`](crate::HttpOptions) and
+/// defaults of [`HttpOptions`](crate::mcp::HttpOptions) and
 /// [`McpServer`](crate::McpServer).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]

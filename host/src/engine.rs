@@ -14,6 +14,8 @@ use crate::plugin::IdleInstances;
 use crate::plugin::state::{Invocations, PluginState};
 use limits::MemoryBudget;
 use loader::Loader;
+
+pub use limits::Limits;
 pub(crate) use loader::LoaderFailed;
 
 /// How the process-wide [`Engine`] is set up.
@@ -23,7 +25,7 @@ pub(crate) use loader::LoaderFailed;
 /// let mut config = toolhost::EngineConfig::default();
 /// config.cache_dir(Some("/var/cache/toolhost".into()));
 /// let engine = toolhost::Engine::new(&config)?;
-/// # Ok::<(), toolhost::EngineError>(())
+/// # Ok::<(), toolhost::engine::EngineError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -144,7 +146,7 @@ impl EngineConfig {
 
     /// How many instances may wait, idle, for their invocation's next call
     /// (default 16), for plugins loaded with
-    /// [`Reuse::PerInvocation`](crate::Reuse::PerInvocation). Each holds a slot
+    /// [`Reuse::PerInvocation`](crate::plugin::Reuse::PerInvocation). Each holds a slot
     /// of [`max_concurrent_instances`](Self::max_concurrent_instances) and its
     /// memory; the least recently used goes first.
     pub fn max_idle_instances(&mut self, n: usize) -> &mut Self {
@@ -177,7 +179,7 @@ impl EngineConfig {
     /// [`LoadError::Timeout`](crate::LoadError::Timeout), without delaying the
     /// other plugins; with a cache directory the failure is remembered, so a
     /// restart does not wait again. Calls have their own deadline
-    /// ([`Limits::deadline`](crate::Limits::deadline)).
+    /// ([`Limits::deadline`](crate::engine::Limits::deadline)).
     pub fn load_deadline(&mut self, deadline: Duration) -> &mut Self {
         self.load.deadline = deadline;
         self
@@ -415,7 +417,7 @@ impl Engine {
     }
 
     /// Ends an invocation: drops the scratch state its calls shared, and the
-    /// instances kept for it ([`Reuse::PerInvocation`](crate::Reuse::PerInvocation)).
+    /// instances kept for it ([`Reuse::PerInvocation`](crate::plugin::Reuse::PerInvocation)).
     pub fn end_invocation(&self, invocation_id: &str) {
         self.inner.invocations.end(invocation_id);
         self.inner.idle.end(invocation_id);

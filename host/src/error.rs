@@ -131,7 +131,7 @@ pub struct ConfirmationRequest {
 
 /// The host is at an engine-wide limit: the call could not go on now, but may
 /// succeed if retried shortly. Traps the guest; becomes
-/// [`CallError::Busy`](crate::CallError::Busy).
+/// [`CallError::Busy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Busy {
@@ -480,7 +480,7 @@ pub enum CallError {
     },
     /// The call needs a human's approval before it runs (ADK's
     /// `ErrConfirmationRequired`): not a failure but a pause. Resume by calling
-    /// again with the same call ID and a [`Decision`](crate::Decision) for it.
+    /// again with the same call ID and a [`Decision`](crate::toolset::Decision) for it.
     /// Boxed to keep `Result<_, CallError>` small.
     #[error("tool `{}` needs confirmation for call `{}`: {}", .0.tool, .0.call_id, .0.hint)]
     ConfirmationRequired(Box<ConfirmationRequest>),

@@ -33,50 +33,29 @@
 //! ```
 #![deny(missing_docs)]
 
-mod config;
-mod engine;
-mod error;
+pub mod config;
+pub mod engine;
+pub mod error;
 mod log;
 #[cfg(feature = "mcp")]
-mod mcp;
-mod plugin;
-mod policy;
-mod schema;
-mod tool;
-mod toolset;
+pub mod mcp;
+pub mod plugin;
+pub mod policy;
+pub mod schema;
+pub mod tool;
+pub mod toolset;
 
-pub use config::{
-    AliasConfig, Config, ConfigError, ConfirmConfig, EngineSettings, FilterConfig, Layered,
-    LimitsConfig, LoadConfig, NameSource, PluginConfig, ServeConfig, UnmatchedName,
-};
-pub use engine::limits::Limits;
-pub use engine::{Engine, EngineConfig, EngineError, GuestMemory, default_cache_dir};
-pub use error::{Busy, CallError, Exhausted, LoadError};
+// The front door: what most embedders name. Everything else lives in the
+// public modules above, one concept each.
+pub use config::Config;
+pub use engine::{Engine, EngineConfig};
+pub use error::{CallError, LoadError};
 pub use log::escape_control;
 #[cfg(feature = "mcp")]
-pub use mcp::{HttpOptions, McpError, McpServer};
-pub use plugin::{ComponentInfo, Plugin, PluginOptions, Reuse, inspect};
-pub use policy::{
-    Access, Capability, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, DirConfig, DirGrant,
-    EnvGrant, EnvSource, EnvVarConfig, Grants, GrantsConfig, HostPattern, NetworkConfig,
-    SIDECAR_SUFFIX, Secret, SocketPattern, sidecar_path,
-};
-pub use schema::{Schema, SchemaError};
-pub use tool::{
-    Collector, LONG_RUNNING_NOTE, MediaKind, Part, ToolCall, ToolOutput, ToolSpec, ToolStream,
-    Usage, wrap_result,
-};
-pub use toolset::{
-    AliasError, Aliases, ApproveAll, Approver, Confirm, ConfirmationHint, ConfirmationRequest,
-    DEFAULT_REMEMBERED_DECISIONS, Filter, NoApprover, OnUnknown, Predicate, Started, ToolAliases,
-    UnknownFuture, call, start,
-};
-pub use toolset::{
-    ArgumentsHook, BatchCall, BatchOutcome, BoxFuture, Context, Decision, Executor, Identity,
-    ListedTool, Loaded, Logging, Metrics, Middleware, Next, PluginSet, PluginTool, SinglePlugin,
-    Tool, ToolMetrics, Toolset, ToolsetExt, WithMiddleware,
-};
-pub use toolset::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};
+pub use mcp::McpServer;
+pub use plugin::{Plugin, PluginOptions};
+pub use tool::{ToolOutput, ToolSpec};
+pub use toolset::{Context, PluginDir, PluginSet, Tool, Toolset, ToolsetExt};
 
 /// The Rust of `docs/library.md`, compiled as a doc test so the page stays
 /// true to the API.

@@ -66,7 +66,8 @@ pub const SIDECAR_SUFFIX: &str = ".policy.toml";
 ///
 /// # Examples
 /// ```
-/// use toolhost::{Access, Grants, PluginOptions};
+/// use toolhost::PluginOptions;
+/// use toolhost::policy::{Access, Grants};
 /// let mut grants = Grants::default();
 /// grants
 ///     .dir("/srv/reports", "/reports", Access::ReadWrite)

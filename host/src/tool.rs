@@ -230,7 +230,7 @@ pub(crate) fn next_call_id() -> String {
 ///
 /// # Examples
 /// ```
-/// let call = toolhost::ToolCall::new("add", serde_json::json!({"a": 1, "b": 2}))
+/// let call = toolhost::tool::ToolCall::new("add", serde_json::json!({"a": 1, "b": 2}))
 ///     .with_call_id("call-7")
 ///     .with_invocation_id("turn-3");
 /// assert_eq!(call.call_id(), "call-7");
@@ -343,7 +343,7 @@ pub struct ToolOutput {
 ///
 /// # Examples
 /// ```
-/// use toolhost::{Collector, Part};
+/// use toolhost::tool::{Collector, Part};
 /// let mut parts = Collector::new();
 /// parts.push(Part::Text("Hello, ".into()));
 /// parts.push(Part::Text("world".into()));

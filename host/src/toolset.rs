@@ -61,7 +61,7 @@ pub trait Tool: Send + Sync {
     /// prepared arguments again changes nothing.
     ///
     /// [`Tool::invoke`] and [`Tool::stream`] take prepared arguments: call
-    /// tools through [`ToolsetExt`] or [`start`](crate::start), which prepare
+    /// tools through [`ToolsetExt`] or [`start`], which prepare
     /// first. The default is [`ToolSpec::prepare`]; layers forward it to the
     /// tool they wrap.
     ///
@@ -207,7 +207,7 @@ pub trait ToolsetExt: Toolset {
 
     /// Finds a tool by name, prepares the arguments and invokes it. A tool
     /// that needs confirmation ends with [`CallError::ConfirmationRequired`];
-    /// [`start`](crate::start) also asks and resumes.
+    /// [`start`] also asks and resumes.
     ///
     /// # Errors
     /// As [`ToolsetExt::find`], [`Tool::prepare`] and [`Tool::invoke`].

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use super::print_json;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use toolhost::{CallError, Context as Cx, Decision, MediaKind, Part, Toolset, ToolsetExt};
+use toolhost::tool::{MediaKind, Part};
+use toolhost::toolset::Decision;
+use toolhost::{CallError, Context as Cx, Toolset, ToolsetExt};
 
 pub(super) fn read_arguments(args: &str) -> Result<Value> {
     let text = if args == "-" {
@@ -158,7 +160,7 @@ enum Answer {
 
 /// Asks the human on the terminal (stdin, when it is one) whether to run a
 /// call that needs confirmation; the question goes to stderr.
-fn ask(request: &toolhost::ConfirmationRequest) -> Result<Answer> {
+fn ask(request: &toolhost::toolset::ConfirmationRequest) -> Result<Answer> {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
         return Ok(Answer::NoTerminal);
@@ -169,7 +171,7 @@ fn ask(request: &toolhost::ConfirmationRequest) -> Result<Answer> {
 /// Asks once on `output` and reads one line of `input`: `y` or `yes` (any
 /// case) runs the call; anything else, or the end of input, declines.
 fn ask_on(
-    request: &toolhost::ConfirmationRequest,
+    request: &toolhost::toolset::ConfirmationRequest,
     input: &mut impl std::io::BufRead,
     output: &mut impl Write,
 ) -> Result<Answer> {
@@ -190,12 +192,12 @@ struct Terminal {
     yes: bool,
 }
 
-impl toolhost::Approver for Terminal {
+impl toolhost::toolset::Approver for Terminal {
     fn decide<'a>(
         &'a self,
         _cx: &'a Cx,
-        request: &'a toolhost::ConfirmationRequest,
-    ) -> toolhost::BoxFuture<'a, Result<Decision, CallError>> {
+        request: &'a toolhost::toolset::ConfirmationRequest,
+    ) -> toolhost::toolset::BoxFuture<'a, Result<Decision, CallError>> {
         let unavailable = |reason: String| CallError::ConfirmationUnavailable {
             tool: request.tool.clone(),
             hint: request.hint.clone(),
@@ -228,7 +230,7 @@ pub(super) async fn call_tool(
     out_dir: Option<&Path>,
 ) -> Result<()> {
     let tool = tools.find(&cx, name)?;
-    let started = match toolhost::start(&*tool, &cx, arguments, &Terminal { yes }).await {
+    let started = match toolhost::toolset::start(&*tool, &cx, arguments, &Terminal { yes }).await {
         Err(CallError::ConfirmationRejected { tool, reason, .. }) => bail!(
             "{}: `{tool}` was not run",
             reason.as_deref().unwrap_or("rejected")
@@ -241,7 +243,7 @@ pub(super) async fn call_tool(
         count: 0,
     };
     let output = match started {
-        toolhost::Started::Stream(mut stream) => {
+        toolhost::toolset::Started::Stream(mut stream) => {
             // Print each chunk as a JSON line the moment it arrives.
             while let Some(part) = stream.next().await {
                 let line = writer.describe(part?)?;

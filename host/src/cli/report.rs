@@ -5,7 +5,8 @@ use std::io::Write;
 
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
-use toolhost::{Config, Context as Cx, Engine, LoadState, PluginDir, PluginSet, ToolSpec, Toolset};
+use toolhost::toolset::LoadState;
+use toolhost::{Config, Context as Cx, Engine, PluginDir, PluginSet, ToolSpec, Toolset};
 
 use super::{Cli, options, plugins_dir, unmatched, warn_unmatched};
 
@@ -232,7 +233,7 @@ fn capabilities(out: &mut impl Write, set: &PluginSet) -> Result<()> {
         writeln!(
             out,
             "(`!`: imported but not granted; calls that use it are refused. Grant it in toolhost.toml or NAME{}.)",
-            toolhost::SIDECAR_SUFFIX
+            toolhost::policy::SIDECAR_SUFFIX
         )?;
     }
     Ok(())

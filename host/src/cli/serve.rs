@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use toolhost::{Config, Engine, HttpOptions, McpServer, PluginDir, ServeConfig, UnmatchedName};
+use toolhost::config::{ServeConfig, UnmatchedName};
+use toolhost::mcp::HttpOptions;
+use toolhost::{Config, Engine, McpServer, PluginDir};
 
 use super::{Cli, layered, options, plugins_dir, unmatched, warn_unmatched};
 

@@ -16,7 +16,7 @@ use crate::error::Exhausted;
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// let mut limits = toolhost::Limits::default();
+/// let mut limits = toolhost::engine::Limits::default();
 /// limits.fuel(50_000_000).memory_bytes(32 << 20).deadline(Duration::from_secs(2));
 /// assert_eq!(limits.get_fuel(), 50_000_000);
 /// ```

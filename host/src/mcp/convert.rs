@@ -31,7 +31,7 @@ pub(super) fn output_result(output: ToolOutput) -> CallToolResult {
     result
 }
 
-/// A streamed call's gathered output ([`Collector`](crate::Collector)): text
+/// A streamed call's gathered output ([`Collector`](crate::tool::Collector)): text
 /// alone goes out as text (with `{"result": text}` as `structuredContent`),
 /// anything else as [`output_result`] does.
 pub(super) fn stream_result(output: ToolOutput) -> CallToolResult {

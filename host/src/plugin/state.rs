@@ -118,7 +118,7 @@ impl Invocations {
             })
             .is_ok();
         if !fits {
-            return Err(crate::Busy::State {
+            return Err(crate::error::Busy::State {
                 limit: MAX_TOTAL_STATE_BYTES as u64,
             }
             .into());

@@ -1,5 +1,5 @@
 //! A guest's stream of chunks, the source behind a streaming tool's
-//! [`ToolStream`](crate::ToolStream).
+//! [`ToolStream`](crate::tool::ToolStream).
 
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;

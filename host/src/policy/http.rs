@@ -40,7 +40,7 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// # Examples
 /// ```
-/// use toolhost::HostPattern;
+/// use toolhost::policy::HostPattern;
 /// let api: HostPattern = "*.example.com".parse().unwrap();
 /// assert!(api.allows("https", "api.example.com", 443));
 /// assert!(!api.allows("http", "api.example.com", 80));

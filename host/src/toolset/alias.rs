@@ -21,7 +21,7 @@ use crate::tool::{ToolOutput, ToolSpec};
 ///
 /// # Examples
 /// ```
-/// use toolhost::ToolAliases;
+/// use toolhost::toolset::ToolAliases;
 /// let search = ToolAliases::new()
 ///     .name("web_search")
 ///     .name("lookup")
@@ -199,8 +199,8 @@ impl KeyAliases {
 ///
 /// # Examples
 /// ```
-/// use toolhost::{Aliases, SinglePlugin, ToolAliases};
-/// # fn build(plugin: toolhost::Plugin) -> Result<(), toolhost::AliasError> {
+/// use toolhost::toolset::{Aliases, SinglePlugin, ToolAliases};
+/// # fn build(plugin: toolhost::Plugin) -> Result<(), toolhost::toolset::AliasError> {
 /// let set = Aliases::new(
 ///     SinglePlugin::new(plugin),
 ///     [("add", ToolAliases::new().name("sum").argument("a", ["x"]).argument("b", ["y"]))],
@@ -545,7 +545,9 @@ mod tests {
             .await
             .unwrap();
         match stream.next().await {
-            Some(Ok(crate::Part::Json(v))) => assert_eq!(v["arguments"], json!({"query": "k"})),
+            Some(Ok(crate::tool::Part::Json(v))) => {
+                assert_eq!(v["arguments"], json!({"query": "k"}))
+            }
             other => panic!("unexpected {other:?}"),
         }
     }

@@ -6,7 +6,7 @@
 //! and when a confirmation layer pauses the call
 //! ([`CallError::ConfirmationRequired`]) asks an [`Approver`] and resumes once
 //! with its [`Decision`]. The human is asked about the prepared arguments, and
-//! the resumed call runs exactly those. [`Collector`](crate::Collector)
+//! the resumed call runs exactly those. [`Collector`](crate::tool::Collector)
 //! gathers a stream into one output, as [`Started::collect`] does.
 
 use serde_json::Value;

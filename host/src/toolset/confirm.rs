@@ -169,7 +169,8 @@ impl DecidedIds {
 /// # Examples
 /// ```
 /// use serde_json::json;
-/// use toolhost::{CallError, Confirm, Context, Decision, SinglePlugin, ToolsetExt};
+/// use toolhost::{CallError, Context, ToolsetExt};
+/// use toolhost::toolset::{Confirm, Decision, SinglePlugin};
 /// # async fn run(plugin: toolhost::Plugin) -> Result<(), CallError> {
 /// let set = Confirm::new(SinglePlugin::new(plugin)).require("delete_order");
 /// let args = json!({"id": 7});
@@ -623,7 +624,7 @@ mod tests {
         let req = request(set.invoke(&cx, "delete", json!({"amount": 500})).await);
         assert_eq!(req.hint, "Delete 500?");
         assert_eq!(req.payload, Some(json!({"severity": "high"})));
-        let mut who = crate::Identity::default();
+        let mut who = crate::toolset::Identity::default();
         who.roles.insert("trusted".into());
         let trusted = Context::new().with_identity(who);
         set.invoke(&trusted, "delete", json!({"amount": 500}))

@@ -60,7 +60,8 @@ impl Decision {
 ///
 /// # Examples
 /// ```
-/// use toolhost::{Context, Identity};
+/// use toolhost::Context;
+/// use toolhost::toolset::Identity;
 /// let mut who = Identity::default();
 /// who.user = Some("ana".into());
 /// who.roles.insert("admin".into());

@@ -39,8 +39,9 @@ pub struct BatchOutcome {
 ///
 /// # Examples
 /// ```no_run
-/// # async fn run(set: toolhost::SinglePlugin) {
-/// use toolhost::{BatchCall, Context, Executor};
+/// # async fn run(set: toolhost::toolset::SinglePlugin) {
+/// use toolhost::Context;
+/// use toolhost::toolset::{BatchCall, Executor};
 /// let executor = Executor::new(set);
 /// let calls = vec![BatchCall { call_id: "c1".into(), tool: "add".into(), arguments: serde_json::json!({"a": 1, "b": 2}) }];
 /// for outcome in executor.run(&Context::new(), calls).await {

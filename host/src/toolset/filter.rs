@@ -27,7 +27,7 @@ type PredicateFn = dyn Fn(&Context, &ToolSpec) -> bool + Send + Sync;
 ///
 /// # Examples
 /// ```
-/// use toolhost::Predicate;
+/// use toolhost::toolset::Predicate;
 /// // Read-only tools for everyone, everything for admins, never `drop_*`.
 /// let rule = Predicate::glob(["read_*", "list_*"])
 ///     .or(Predicate::role("admin"))
@@ -93,7 +93,7 @@ impl Predicate {
         })
     }
 
-    /// Every tool, for callers whose [`Identity`](crate::Identity) has this role.
+    /// Every tool, for callers whose [`Identity`](crate::toolset::Identity) has this role.
     pub fn role(role: impl Into<String>) -> Self {
         let role = role.into();
         Self::new(move |cx, _| cx.identity().roles.contains(&role))
@@ -186,7 +186,7 @@ fn glob_match(pattern: &[char], name: &[char]) -> bool {
 ///
 /// # Examples
 /// ```
-/// use toolhost::{Filter, Predicate, SinglePlugin};
+/// use toolhost::toolset::{Filter, Predicate, SinglePlugin};
 /// # fn build(plugin: toolhost::Plugin) {
 /// let set = Filter::new(SinglePlugin::new(plugin), Predicate::deny(["delete_order"]));
 /// # let _ = set;

@@ -21,7 +21,7 @@ use crate::tool::ToolSpec;
 /// and a warning is logged at load: nothing is silently shadowed.
 ///
 /// A set is a [`Toolset`]: call its tools through
-/// [`ToolsetExt`](super::ToolsetExt) or [`start`](crate::start), and put
+/// [`ToolsetExt`](super::ToolsetExt) or [`start`](crate::toolset::start), and put
 /// layers over it ([`Config::layered`](crate::Config::layered)).
 ///
 /// # Examples

@@ -24,13 +24,14 @@ type UnknownFn = dyn Fn(&Context, &str, Value) -> Option<UnknownFuture> + Send +
 /// Any name resolves ([`Toolset::lookup`] returns a fallback tool named as
 /// called, with an open schema), but nothing extra is listed. Names hidden by
 /// an inner [`Filter`](super::Filter) count as unknown here, so the handler
-/// cannot reach a hidden tool. Put it outermost, outside [`Aliases`] so aliases
+/// cannot reach a hidden tool. Put it outermost, outside [`Aliases`](super::Aliases) so aliases
 /// resolve first.
 ///
 /// # Examples
 /// ```
 /// use serde_json::json;
-/// use toolhost::{OnUnknown, SinglePlugin, ToolOutput};
+/// use toolhost::ToolOutput;
+/// use toolhost::toolset::{OnUnknown, SinglePlugin};
 /// # fn build(plugin: toolhost::Plugin) {
 /// let set = OnUnknown::new(SinglePlugin::new(plugin), |cx, name, _args| {
 ///     let call_id = cx.call_id().to_owned();
@@ -178,7 +179,7 @@ mod tests {
         // Streams too (the handler's output as one JSON part).
         let mut stream = set.stream(&cx, "other", json!({})).await.unwrap();
         match stream.next().await {
-            Some(Ok(crate::Part::Json(v))) => assert_eq!(v["unknown"], "other"),
+            Some(Ok(crate::tool::Part::Json(v))) => assert_eq!(v["unknown"], "other"),
             other => panic!("unexpected {other:?}"),
         }
         // Declined: the usual error, listing what exists.

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
-use toolhost::{Access, CallError, Grants, Plugin, PluginOptions, Secret, ToolCall, ToolOutput};
+use toolhost::policy::{Access, Grants, Secret};
+use toolhost::tool::ToolCall;
+use toolhost::{CallError, Plugin, PluginOptions, ToolOutput};
 use toolhost_test_plugins::{CAPS, FS};
 
 use crate::{engine, plugin, plugin_with};
@@ -268,7 +270,7 @@ async fn only_granted_environment_variables_are_seen() {
     let dir = tempfile::tempdir().unwrap();
     let secret_file = dir.path().join("token");
     std::fs::write(&secret_file, "tok-123\n").unwrap();
-    let config = toolhost::GrantsConfig::parse(
+    let config = toolhost::policy::GrantsConfig::parse(
         &format!(
             "env = [\"PATH\"]\n[env_vars]\nGREETING = {{ value = \"hello\" }}\nTOKEN = {{ from_file = {:?} }}\n",
             secret_file.display().to_string()
@@ -319,7 +321,7 @@ async fn secrets_from_the_host_environment_are_never_printed() {
     let path = std::env::var("PATH").unwrap();
     grants.secret("API_TOKEN", Secret::new(path.clone()));
     assert!(!format!("{grants:?}").contains(&path));
-    let config = toolhost::GrantsConfig::parse(
+    let config = toolhost::policy::GrantsConfig::parse(
         "[env_vars]\nAPI_TOKEN = { from_env = \"PATH\" }\nMISSING = { from_env = \"TOOLHOST_SURELY_UNSET_VAR\" }\n",
         Path::new("t.policy.toml"),
     )
@@ -600,7 +602,8 @@ async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
 
 #[tokio::test]
 async fn a_sidecar_policy_change_reloads_the_plugin() {
-    use toolhost::{Context, LoadState, PluginDir, ToolsetExt};
+    use toolhost::toolset::LoadState;
+    use toolhost::{Context, PluginDir, ToolsetExt};
     let (a, b) = (tree(), tree());
     std::fs::write(b.grant.join("inside.txt"), "the other grant").unwrap();
     let plugins = tempfile::tempdir().unwrap();

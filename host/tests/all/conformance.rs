@@ -15,7 +15,8 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost::{CallError, MediaKind, Part, Plugin, ToolCall, ToolOutput};
+use toolhost::tool::{MediaKind, Part, ToolCall};
+use toolhost::{CallError, Plugin, ToolOutput};
 
 use crate::plugin;
 

@@ -1,7 +1,8 @@
 //! The example plugins, called through the host as an agent would.
 
 use serde_json::{Value, json};
-use toolhost::{CallError, MediaKind, Part, ToolCall};
+use toolhost::CallError;
+use toolhost::tool::{MediaKind, Part, ToolCall};
 use toolhost_test_plugins::{
     CALC, CHECKSUM_C, CODEC, DATES_PY, EXAMPLES, JSON, SEMVER_GO, STRINGS_JS, TEXT,
 };

@@ -4,7 +4,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::{CallError, Exhausted, Plugin, PluginOptions, ToolCall};
+use toolhost::error::Exhausted;
+use toolhost::tool::ToolCall;
+use toolhost::{CallError, Plugin, PluginOptions};
 use toolhost_test_plugins::HOSTILE;
 
 use crate::{plugin, plugin_with};

@@ -2,10 +2,12 @@
 //! aliases and unknown tools, alone and stacked.
 
 use serde_json::{Value, json};
-use toolhost::{
-    AliasError, Aliases, CallError, Confirm, ConfirmationHint, Context, Decision, Filter, Identity,
-    OnUnknown, Part, Predicate, SinglePlugin, ToolAliases, ToolOutput, Toolset, ToolsetExt,
+use toolhost::tool::Part;
+use toolhost::toolset::{
+    AliasError, Aliases, Confirm, ConfirmationHint, Decision, Filter, Identity, OnUnknown,
+    Predicate, SinglePlugin, ToolAliases,
 };
+use toolhost::{CallError, Context, ToolOutput, Toolset, ToolsetExt};
 use toolhost_test_plugins::ECHO;
 
 use crate::plugin;
@@ -282,7 +284,7 @@ async fn unknown_tools_go_to_the_handler_or_list_what_exists() {
                     call_id,
                     ..ToolOutput::default()
                 })
-            }) as toolhost::UnknownFuture
+            }) as toolhost::toolset::UnknownFuture
         })
     });
     let cx = Context::new();

@@ -4,9 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use toolhost::{
-    CallError, Context, LoadError, Plugin, PluginOptions, PluginSet, ToolCall, ToolsetExt,
-};
+use toolhost::tool::ToolCall;
+use toolhost::{CallError, Context, LoadError, Plugin, PluginOptions, PluginSet, ToolsetExt};
 use toolhost_test_plugins::{BAD_SCHEMA, BIG_DECLARE, ECHO, OTHER_WORLD, RAW, SLOW_DECLARE};
 
 use crate::{engine, plugin};
@@ -366,7 +365,7 @@ async fn a_plugins_directory_restarts_warm_from_its_manifests() {
         .unwrap();
     for status in cold.status() {
         assert!(
-            matches!(status.state, toolhost::LoadState::Loaded { .. }),
+            matches!(status.state, toolhost::toolset::LoadState::Loaded { .. }),
             "{status:?}"
         );
     }

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use toolhost::{CallError, Grants, Part, Plugin, PluginOptions, ToolCall, ToolOutput};
+use toolhost::policy::Grants;
+use toolhost::tool::{Part, ToolCall};
+use toolhost::{CallError, Plugin, PluginOptions, ToolOutput};
 use toolhost_test_plugins::{CAPS, HTTP};
 
 use crate::caps::log_lines;

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
+use toolhost::tool::Part;
+use toolhost::toolset::{Aliases, LoadState, ToolAliases, ToolsetChange};
 use toolhost::{
-    Aliases, CallError, Config, Context, Engine, EngineConfig, LoadState, Part, PluginDir,
-    PluginOptions, ToolAliases, Toolset, ToolsetChange, ToolsetExt,
+    CallError, Config, Context, Engine, EngineConfig, PluginDir, PluginOptions, Toolset, ToolsetExt,
 };
 use toolhost_test_plugins::{CALC, ECHO, SLOW_DECLARE, TEXT};
 
@@ -648,7 +649,7 @@ async fn open_configured_gives_each_plugin_its_own_options_on_load_and_reload() 
             matches!(
                 &err,
                 CallError::Exhausted {
-                    budget: toolhost::Exhausted::Output { limit: 8 },
+                    budget: toolhost::error::Exhausted::Output { limit: 8 },
                     ..
                 }
             ),

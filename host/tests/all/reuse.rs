@@ -2,7 +2,9 @@
 //! other invocation ever sees it; every call keeps its own budgets.
 
 use serde_json::{Value, json};
-use toolhost::{CallError, Engine, EngineConfig, Plugin, PluginOptions, Reuse, ToolCall};
+use toolhost::plugin::Reuse;
+use toolhost::tool::ToolCall;
+use toolhost::{CallError, Engine, EngineConfig, Plugin, PluginOptions};
 use toolhost_test_plugins::{ECHO, HOSTILE};
 
 /// A private engine (its idle set is counted) and a plugin on it that reuses.

@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost::{
-    Busy, CallError, Engine, EngineConfig, Exhausted, Plugin, PluginOptions, ToolCall, ToolOutput,
-};
+use toolhost::error::{Busy, Exhausted};
+use toolhost::tool::ToolCall;
+use toolhost::{CallError, Engine, EngineConfig, Plugin, PluginOptions, ToolOutput};
 use toolhost_test_plugins::GREEDY;
 
 use crate::caps::{log_lines, logs};

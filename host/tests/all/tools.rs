@@ -2,7 +2,8 @@
 //! wrapping, streams, parts, call IDs, invocation state, long-running tools.
 
 use serde_json::json;
-use toolhost::{CallError, LONG_RUNNING_NOTE, MediaKind, Part, ToolCall};
+use toolhost::CallError;
+use toolhost::tool::{LONG_RUNNING_NOTE, MediaKind, Part, ToolCall};
 use toolhost_test_plugins::ECHO;
 
 use crate::{engine, plugin};

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost::{
-    BoxFuture, CallError, Context, Part, PluginSet, SinglePlugin, Tool, ToolOutput, ToolSpec,
-    Toolset, ToolsetExt,
-};
+use toolhost::tool::Part;
+use toolhost::toolset::{BoxFuture, SinglePlugin};
+use toolhost::{CallError, Context, PluginSet, Tool, ToolOutput, ToolSpec, Toolset, ToolsetExt};
 use toolhost_test_plugins::{CALC, ECHO};
 
 use crate::{engine, plugin};
@@ -137,10 +136,10 @@ async fn a_plugin_set_lists_clashing_tools_qualified() {
     assert_eq!(out.result, Some(json!({"result": 4})));
 }
 
-fn batch(calls: &[(&str, &str, Value)]) -> Vec<toolhost::BatchCall> {
+fn batch(calls: &[(&str, &str, Value)]) -> Vec<toolhost::toolset::BatchCall> {
     calls
         .iter()
-        .map(|(id, tool, args)| toolhost::BatchCall {
+        .map(|(id, tool, args)| toolhost::toolset::BatchCall {
             call_id: (*id).to_owned(),
             tool: (*tool).to_owned(),
             arguments: args.clone(),
@@ -150,7 +149,7 @@ fn batch(calls: &[(&str, &str, Value)]) -> Vec<toolhost::BatchCall> {
 
 #[tokio::test]
 async fn a_batch_runs_in_parallel_and_answers_in_call_order() {
-    let executor = toolhost::Executor::new(SinglePlugin::new(plugin(ECHO).await));
+    let executor = toolhost::toolset::Executor::new(SinglePlugin::new(plugin(ECHO).await));
     let calls = batch(&[
         ("c1", "add", json!({"a": 1, "b": 1})),
         ("c2", "whoami", json!({})),
@@ -176,7 +175,7 @@ async fn a_batch_runs_in_parallel_and_answers_in_call_order() {
 
 #[tokio::test]
 async fn a_sequential_batch_runs_in_order() {
-    let mut executor = toolhost::Executor::new(SinglePlugin::new(plugin(ECHO).await));
+    let mut executor = toolhost::toolset::Executor::new(SinglePlugin::new(plugin(ECHO).await));
     executor.sequential(true);
     // The second call reads what the first stored: only true if they run in order.
     let calls = batch(&[
@@ -194,8 +193,8 @@ async fn a_sequential_batch_runs_in_order() {
 
 #[tokio::test]
 async fn middleware_rewrites_arguments_and_measures_calls() {
-    let metrics = toolhost::Metrics::new();
-    let hook = toolhost::ArgumentsHook::new(|_cx, spec, mut args| {
+    let metrics = toolhost::toolset::Metrics::new();
+    let hook = toolhost::toolset::ArgumentsHook::new(|_cx, spec, mut args| {
         if spec.name == "add" {
             args["b"] = json!(100);
         }
@@ -207,10 +206,10 @@ async fn middleware_rewrites_arguments_and_measures_calls() {
         }
         Ok(args)
     });
-    let set = toolhost::WithMiddleware::new(
+    let set = toolhost::toolset::WithMiddleware::new(
         SinglePlugin::new(plugin(ECHO).await),
         vec![
-            Arc::new(toolhost::Logging),
+            Arc::new(toolhost::toolset::Logging),
             Arc::new(metrics.clone()),
             Arc::new(hook),
         ],

@@ -4,7 +4,8 @@
 //! `@0.1.0` plugins.
 
 use serde_json::json;
-use toolhost::{Context, Part, Plugin, PluginOptions, PluginSet, ToolCall, ToolsetExt};
+use toolhost::tool::{Part, ToolCall};
+use toolhost::{Context, Plugin, PluginOptions, PluginSet, ToolsetExt};
 use toolhost_test_plugins::{ECHO, PREVIEW_ABI, RAW};
 
 use crate::engine;
