@@ -93,7 +93,7 @@ async fn measure(keep_resident: usize, iters: usize) -> wasmtime::Result<(Stats,
             table: ResourceTable::new(),
         };
         let mut store = Store::new(wasm, state);
-        store.set_fuel(limits.get_fuel())?;
+        store.set_fuel(limits.fuel)?;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
         let instance = pre.instantiate_async(&mut store).await?;

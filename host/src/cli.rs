@@ -56,9 +56,10 @@ struct Cli {
     #[arg(long, global = true)]
     timeout_ms: Option<u64>,
 
-    /// Output size limit per call, in bytes.
-    #[arg(long, global = true)]
-    max_output: Option<u64>,
+    /// Output size limit per call, in bytes (`max_output_bytes` in the
+    /// configuration; `--max-output` is the old name).
+    #[arg(long, global = true, alias = "max-output")]
+    max_output_bytes: Option<u64>,
 
     /// Guest memory all calls together may hold, in MiB [default: half the
     /// machine's memory]; past it a call waits briefly, then fails as busy.
@@ -287,11 +288,15 @@ fn engine(cli: &Cli, config: &Config) -> Result<Engine> {
 /// then the command-line flags.
 fn options(cli: &Cli, config: &Config) -> impl Fn(&str) -> PluginOptions + Send + Sync + 'static {
     let config = config.clone();
-    let (fuel, memory_mib, timeout_ms, max_output) =
-        (cli.fuel, cli.memory_mib, cli.timeout_ms, cli.max_output);
+    let (fuel, memory_mib, timeout_ms, max_output) = (
+        cli.fuel,
+        cli.memory_mib,
+        cli.timeout_ms,
+        cli.max_output_bytes,
+    );
     move |plugin| {
         let mut options = config.plugin_options(plugin);
-        let limits = options.limits_mut();
+        let limits = &mut options.limits;
         if let Some(fuel) = fuel {
             limits.fuel(fuel);
         }
@@ -299,10 +304,10 @@ fn options(cli: &Cli, config: &Config) -> impl Fn(&str) -> PluginOptions + Send 
             limits.memory_bytes(mib.saturating_mul(1 << 20));
         }
         if let Some(ms) = timeout_ms {
-            limits.deadline(Duration::from_millis(ms));
+            limits.timeout(Duration::from_millis(ms));
         }
         if let Some(bytes) = max_output {
-            limits.output_bytes(bytes);
+            limits.max_output_bytes(bytes);
         }
         options
     }

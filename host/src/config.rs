@@ -442,13 +442,13 @@ fn apply(limits: &mut Limits, config: &LimitsConfig) {
         limits.memory_bytes(mib.saturating_mul(1 << 20));
     }
     if let Some(ms) = config.timeout_ms {
-        limits.deadline(Duration::from_millis(ms));
+        limits.timeout(Duration::from_millis(ms));
     }
     if let Some(bytes) = config.max_output_bytes {
-        limits.output_bytes(bytes);
+        limits.max_output_bytes(bytes);
     }
     if let Some(bytes) = config.max_stdio_bytes {
-        limits.stdio_bytes(bytes);
+        limits.max_stdio_bytes(bytes);
     }
     if let Some(elements) = config.table_elements {
         limits.table_elements(elements);
@@ -473,14 +473,11 @@ mod tests {
         )
         .unwrap();
         let codec = config.limits_for("codec");
-        assert_eq!(codec.get_fuel(), 1000);
-        assert_eq!(codec.get_deadline(), Duration::from_secs(30));
+        assert_eq!(codec.fuel, 1000);
+        assert_eq!(codec.timeout, Duration::from_secs(30));
         let text = config.limits_for("text");
-        assert_eq!(text.get_deadline(), Duration::from_millis(500));
-        assert_eq!(
-            text.get_memory_bytes(),
-            Limits::default().get_memory_bytes()
-        );
+        assert_eq!(text.timeout, Duration::from_millis(500));
+        assert_eq!(text.memory_bytes, Limits::default().memory_bytes);
     }
 
     #[test]

@@ -179,7 +179,7 @@ impl EngineConfig {
     /// [`LoadError::Timeout`](crate::LoadError::Timeout), without delaying the
     /// other plugins; with a cache directory the failure is remembered, so a
     /// restart does not wait again. Calls have their own deadline
-    /// ([`Limits::deadline`](crate::engine::Limits::deadline)).
+    /// ([`Limits::timeout`](crate::engine::Limits::timeout)).
     pub fn load_deadline(&mut self, deadline: Duration) -> &mut Self {
         self.load.deadline = deadline;
         self

@@ -1,4 +1,4 @@
-//! Per-call budgets (fuel, memory, tables, instances, deadline and output
+//! Per-call budgets (fuel, memory, tables, instances, timeout and output
 //! size) and the engine-wide budget of guest memory.
 
 use std::sync::Arc;
@@ -17,18 +17,35 @@ use crate::error::Exhausted;
 /// ```
 /// use std::time::Duration;
 /// let mut limits = toolhost::engine::Limits::default();
-/// limits.fuel(50_000_000).memory_bytes(32 << 20).deadline(Duration::from_secs(2));
-/// assert_eq!(limits.get_fuel(), 50_000_000);
+/// limits.fuel(50_000_000).memory_bytes(32 << 20).timeout(Duration::from_secs(2));
+/// assert_eq!(limits.fuel, 50_000_000);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
-    fuel: u64,
-    memory_bytes: u64,
-    table_elements: u64,
-    instances: u32,
-    deadline: Duration,
-    output_bytes: u64,
-    stdio_bytes: u64,
+    /// Fuel (roughly, wasm instructions) a call may consume
+    /// (`toolhost.toml`: `fuel`).
+    pub fuel: u64,
+    /// The most linear memory, in bytes, any one memory of a call may grow to
+    /// (`memory_mib`).
+    pub memory_bytes: u64,
+    /// The most elements any one table of a call may grow to (`table_elements`).
+    pub table_elements: u64,
+    /// The most core instances (and, likewise, memories and tables) one call
+    /// may create (`instances`).
+    pub instances: u32,
+    /// The wall-clock time a call may take, from instantiation to its last
+    /// chunk (`timeout_ms`, `--timeout-ms`).
+    pub timeout: Duration,
+    /// The most bytes a call may return (JSON plus parts, or all chunks of a
+    /// stream, each chunk counting 256 bytes more than its size, so a flood of
+    /// empty chunks reaches the cap too) (`max_output_bytes`,
+    /// `--max-output-bytes`).
+    pub max_output_bytes: u64,
+    /// The most bytes of stdout and stderr (together) a call may write to the
+    /// host's log; the rest is dropped, and counted in the log
+    /// (`max_stdio_bytes`).
+    pub max_stdio_bytes: u64,
 }
 
 impl Default for Limits {
@@ -38,92 +55,54 @@ impl Default for Limits {
             memory_bytes: 256 << 20,
             table_elements: 100_000,
             instances: 64,
-            deadline: Duration::from_secs(10),
-            output_bytes: 4 << 20,
-            stdio_bytes: 64 << 10,
+            timeout: Duration::from_secs(10),
+            max_output_bytes: 4 << 20,
+            max_stdio_bytes: 64 << 10,
         }
     }
 }
 
 impl Limits {
-    /// Fuel (roughly, wasm instructions) a call may consume.
+    /// Sets [`Limits::fuel`].
     pub fn fuel(&mut self, fuel: u64) -> &mut Self {
         self.fuel = fuel;
         self
     }
 
-    /// The most linear memory, in bytes, any one memory of a call may grow to.
+    /// Sets [`Limits::memory_bytes`].
     pub fn memory_bytes(&mut self, bytes: u64) -> &mut Self {
         self.memory_bytes = bytes;
         self
     }
 
-    /// The most elements any one table of a call may grow to.
+    /// Sets [`Limits::table_elements`].
     pub fn table_elements(&mut self, elements: u64) -> &mut Self {
         self.table_elements = elements;
         self
     }
 
-    /// The most core instances (and, likewise, memories and tables) one call may create.
+    /// Sets [`Limits::instances`].
     pub fn instances(&mut self, instances: u32) -> &mut Self {
         self.instances = instances;
         self
     }
 
-    /// The wall-clock time a call may take, from instantiation to its last chunk.
-    pub fn deadline(&mut self, deadline: Duration) -> &mut Self {
-        self.deadline = deadline;
+    /// Sets [`Limits::timeout`].
+    pub fn timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.timeout = timeout;
         self
     }
 
-    /// The most bytes a call may return (JSON plus parts, or all chunks of a
-    /// stream, each chunk counting 256 bytes more than its size, so a flood of
-    /// empty chunks reaches the cap too).
-    pub fn output_bytes(&mut self, bytes: u64) -> &mut Self {
-        self.output_bytes = bytes;
+    /// Sets [`Limits::max_output_bytes`].
+    pub fn max_output_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.max_output_bytes = bytes;
         self
     }
 
-    /// The most bytes of stdout and stderr (together) a call may write to the
-    /// host's log; the rest is dropped (and counted in the log).
-    pub fn stdio_bytes(&mut self, bytes: u64) -> &mut Self {
-        self.stdio_bytes = bytes;
+    /// Sets [`Limits::max_stdio_bytes`].
+    pub fn max_stdio_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.max_stdio_bytes = bytes;
         self
-    }
-
-    /// The fuel budget.
-    pub fn get_fuel(&self) -> u64 {
-        self.fuel
-    }
-
-    /// The memory budget in bytes.
-    pub fn get_memory_bytes(&self) -> u64 {
-        self.memory_bytes
-    }
-
-    /// The table-element budget.
-    pub fn get_table_elements(&self) -> u64 {
-        self.table_elements
-    }
-
-    /// The instance budget.
-    pub fn get_instances(&self) -> u32 {
-        self.instances
-    }
-
-    /// The deadline.
-    pub fn get_deadline(&self) -> Duration {
-        self.deadline
-    }
-
-    /// The output budget in bytes.
-    pub fn get_output_bytes(&self) -> u64 {
-        self.output_bytes
-    }
-
-    /// The stdio budget in bytes.
-    pub fn get_stdio_bytes(&self) -> u64 {
-        self.stdio_bytes
     }
 }
 
@@ -154,7 +133,7 @@ impl Limiter {
             instances: usize::try_from(limits.instances).unwrap_or(usize::MAX),
             budget,
             held: 0,
-            deadline: Instant::now() + limits.deadline,
+            deadline: Instant::now() + limits.timeout,
         }
     }
 }

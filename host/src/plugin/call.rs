@@ -211,16 +211,14 @@ impl Plugin {
     /// Gives a store the budgets of one call: fuel, and a deadline from now.
     fn arm(&self, store: &mut Store<PluginState>, tool: &str) -> Result<(), CallError> {
         let limits = &self.inner.limits;
-        let limit = limits.get_deadline();
+        let limit = limits.timeout;
         let deadline = Instant::now() + limit;
         store.data_mut().deadline = deadline;
         store.data_mut().limiter.deadline = deadline;
-        store
-            .set_fuel(limits.get_fuel())
-            .map_err(|e| CallError::Host {
-                tool: tool.to_owned(),
-                reason: e.to_string(),
-            })?;
+        store.set_fuel(limits.fuel).map_err(|e| CallError::Host {
+            tool: tool.to_owned(),
+            reason: e.to_string(),
+        })?;
         store.set_epoch_deadline(1);
         // Yield at every tick so a runaway guest cannot starve the executor, and
         // stop it once its deadline has passed.
@@ -255,7 +253,7 @@ impl Plugin {
     pub(super) fn usage(&self, store: &Store<PluginState>) -> Usage {
         let left = store.get_fuel().unwrap_or(0);
         Usage {
-            fuel: self.inner.limits.get_fuel().saturating_sub(left),
+            fuel: self.inner.limits.fuel.saturating_sub(left),
             peak_memory_bytes: store.data().limiter.peak_memory,
         }
     }
@@ -294,7 +292,7 @@ impl Plugin {
     }
 
     pub(super) fn check_output_size(&self, tool: &str, size: u64) -> Result<(), CallError> {
-        let limit = self.inner.limits.get_output_bytes();
+        let limit = self.inner.limits.max_output_bytes;
         if size > limit {
             return Err(CallError::Exhausted {
                 plugin: self.inner.name.to_string(),

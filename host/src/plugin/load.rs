@@ -176,7 +176,7 @@ impl Plugin {
         code: &Code,
     ) -> Self {
         let mut limits = limits.clone();
-        limits.deadline(engine.config().get_load_deadline());
+        limits.timeout(engine.config().get_load_deadline());
         let mut options = PluginOptions::default();
         options.limits(limits);
         let code = tokio::sync::OnceCell::new_with(Some(Ok(code.clone())));

@@ -8,13 +8,24 @@ use crate::policy::Grants;
 
 /// How a plugin is loaded: its name, the limits its calls run under and what
 /// they may reach.
+///
+/// Plain data: set the fields, or chain the setters of the same names.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PluginOptions {
-    pub(super) name: Option<String>,
-    pub(super) limits: Limits,
-    grants: Option<Grants>,
-    sidecar: bool,
-    pub(super) reuse: Reuse,
+    /// The plugin's name; by default the file name without `.wasm`.
+    pub name: Option<String>,
+    /// The limits every call of this plugin runs under.
+    pub limits: Limits,
+    /// What the plugin's calls may reach. Given here, they win over the
+    /// plugin's sidecar policy file, which is then ignored (with a warning).
+    pub grants: Option<Grants>,
+    /// Whether a plugin without `grants` reads them from its sidecar
+    /// `NAME.policy.toml` next to `NAME.wasm` (default: yes). Without either,
+    /// nothing is granted.
+    pub sidecar_policy: bool,
+    /// Whether calls share instances ([`Reuse`]; default: never).
+    pub reuse: Reuse,
 }
 
 /// Whether each call gets a fresh instance, or the calls of one invocation share one.
@@ -44,59 +55,41 @@ impl Default for PluginOptions {
             name: None,
             limits: Limits::default(),
             grants: None,
-            sidecar: true,
+            sidecar_policy: true,
             reuse: Reuse::Never,
         }
     }
 }
 
 impl PluginOptions {
-    /// The plugin's name; by default the file name without `.wasm`.
+    /// Sets [`PluginOptions::name`].
     pub fn name(&mut self, name: impl Into<String>) -> &mut Self {
         self.name = Some(name.into());
         self
     }
 
-    /// The limits every call of this plugin runs under.
+    /// Sets [`PluginOptions::limits`].
     pub fn limits(&mut self, limits: Limits) -> &mut Self {
         self.limits = limits;
         self
     }
 
-    /// Mutable access to the limits, to change one of them.
-    pub fn limits_mut(&mut self) -> &mut Limits {
-        &mut self.limits
-    }
-
-    /// What the plugin's calls may reach. Given here, they win over the
-    /// plugin's sidecar policy file, which is then ignored (with a warning).
+    /// Sets [`PluginOptions::grants`].
     pub fn grants(&mut self, grants: Grants) -> &mut Self {
         self.grants = Some(grants);
         self
     }
 
-    /// Whether a plugin without grants given here reads them from its sidecar
-    /// `NAME.policy.toml` next to `NAME.wasm` (default: yes). Without either,
-    /// nothing is granted.
+    /// Sets [`PluginOptions::sidecar_policy`].
     pub fn sidecar_policy(&mut self, read: bool) -> &mut Self {
-        self.sidecar = read;
+        self.sidecar_policy = read;
         self
     }
 
-    /// Whether calls share instances ([`Reuse`]; default: never).
+    /// Sets [`PluginOptions::reuse`].
     pub fn reuse(&mut self, reuse: Reuse) -> &mut Self {
         self.reuse = reuse;
         self
-    }
-
-    /// The instance reuse chosen.
-    pub fn get_reuse(&self) -> Reuse {
-        self.reuse
-    }
-
-    /// The grants given here, if any.
-    pub fn get_grants(&self) -> Option<&Grants> {
-        self.grants.as_ref()
     }
 
     /// The grants a plugin file gets: those given here, else its sidecar's,
@@ -105,7 +98,7 @@ impl PluginOptions {
         let sidecar = crate::policy::sidecar_path(path);
         match &self.grants {
             Some(grants) => {
-                if self.sidecar && sidecar.is_file() {
+                if self.sidecar_policy && sidecar.is_file() {
                     tracing::warn!(
                         plugin = %path.display(), sidecar = %sidecar.display(),
                         "the configuration grants this plugin; its sidecar policy is ignored"
@@ -113,7 +106,7 @@ impl PluginOptions {
                 }
                 Ok(grants.clone())
             }
-            None if self.sidecar => crate::policy::load_sidecar(path)
+            None if self.sidecar_policy => crate::policy::load_sidecar(path)
                 .map(Option::unwrap_or_default)
                 .map_err(|error| LoadError::Policy {
                     path: path.to_owned(),

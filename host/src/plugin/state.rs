@@ -202,7 +202,7 @@ impl PluginState {
     ) -> Result<Self, CallError> {
         let mut table = ResourceTable::new();
         table.set_max_capacity(max_resources);
-        let stdio = StdioLog::new(Arc::clone(&call), limits.get_stdio_bytes());
+        let stdio = StdioLog::new(Arc::clone(&call), limits.max_stdio_bytes);
         // Exactly the grants: no inherited environment, arguments or network.
         let wasi = grants
             .wasi_ctx(&stdio, &call)

@@ -24,7 +24,7 @@ impl Plugin {
                 plugin: self.inner.name.to_string(),
                 tool: tool.to_owned(),
                 budget: Exhausted::Deadline {
-                    limit: self.inner.limits.get_deadline(),
+                    limit: self.inner.limits.timeout,
                 },
             }),
         }
@@ -65,9 +65,7 @@ impl Plugin {
         let trap = err.downcast_ref::<Trap>().copied();
         match trap {
             Some(Trap::OutOfFuel) => {
-                return exhausted(Exhausted::Fuel {
-                    limit: limits.get_fuel(),
-                });
+                return exhausted(Exhausted::Fuel { limit: limits.fuel });
             }
             Some(Trap::StackOverflow) => {
                 return exhausted(Exhausted::Stack {
@@ -85,7 +83,7 @@ impl Plugin {
         // as text ("resource limit exceeded: instance count too high at 9").
         if trap.is_none() && format!("{err:#}").contains("count too high") {
             return exhausted(Exhausted::Instances {
-                limit: limits.get_instances(),
+                limit: limits.instances,
             });
         }
         if err

@@ -463,7 +463,7 @@ async fn an_ungranted_import_loads_quietly() {
 async fn a_stdout_flood_is_capped_and_logged_with_plugin_and_call() {
     logs();
     let mut options = PluginOptions::default();
-    options.limits_mut().stdio_bytes(4096);
+    options.limits.max_stdio_bytes(4096);
     let caps = plugin_with(CAPS, &options).await;
     let out = call_id(&caps, "flood", json!({"bytes": 4 << 20}), "flood-call-7")
         .await

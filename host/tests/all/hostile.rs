@@ -23,9 +23,9 @@ async fn still_serves(plugin: &Plugin) {
 async fn infinite_loop_runs_out_of_fuel() {
     let mut options = PluginOptions::default();
     options
-        .limits_mut()
+        .limits
         .fuel(20_000_000)
-        .deadline(Duration::from_secs(30));
+        .timeout(Duration::from_secs(30));
     let plugin = plugin_with(HOSTILE, &options).await;
     let err = plugin
         .invoke(ToolCall::new("spin", json!({})))
@@ -51,9 +51,9 @@ async fn infinite_loop_runs_out_of_fuel() {
 async fn infinite_loop_hits_the_deadline() {
     let mut options = PluginOptions::default();
     options
-        .limits_mut()
+        .limits
         .fuel(u64::MAX / 2)
-        .deadline(Duration::from_millis(300));
+        .timeout(Duration::from_millis(300));
     let plugin = plugin_with(HOSTILE, &options).await;
     let start = Instant::now();
     let err = plugin
@@ -80,9 +80,9 @@ async fn infinite_loop_hits_the_deadline() {
 async fn guests_waiting_on_the_clock_hit_the_deadline() {
     let mut options = PluginOptions::default();
     options
-        .limits_mut()
+        .limits
         .fuel(u64::MAX / 2)
-        .deadline(Duration::from_millis(300));
+        .timeout(Duration::from_millis(300));
     let plugin = plugin_with(HOSTILE, &options).await;
     // One polls the clock in a loop; the other sleeps in WASI (blocked in a host
     // call, where no epoch check runs).
@@ -108,7 +108,7 @@ async fn guests_waiting_on_the_clock_hit_the_deadline() {
 #[tokio::test]
 async fn memory_hog_hits_the_memory_limit() {
     let mut options = PluginOptions::default();
-    options.limits_mut().memory_bytes(32 << 20);
+    options.limits.memory_bytes(32 << 20);
     let plugin = plugin_with(HOSTILE, &options).await;
     let err = plugin
         .invoke(ToolCall::new("hog", json!({})))
@@ -167,7 +167,7 @@ async fn panic_is_reported_with_its_message() {
 #[tokio::test]
 async fn huge_output_hits_the_output_limit() {
     let mut options = PluginOptions::default();
-    options.limits_mut().output_bytes(1 << 20);
+    options.limits.max_output_bytes(1 << 20);
     let plugin = plugin_with(HOSTILE, &options).await;
     let err = plugin
         .invoke(ToolCall::new("huge", json!({"bytes": 2 << 20})))
@@ -195,7 +195,7 @@ async fn huge_output_hits_the_output_limit() {
 #[tokio::test]
 async fn many_hostile_calls_at_once_leave_the_host_serving() {
     let mut options = PluginOptions::default();
-    options.limits_mut().fuel(5_000_000).memory_bytes(16 << 20);
+    options.limits.fuel(5_000_000).memory_bytes(16 << 20);
     let plugin = plugin_with(HOSTILE, &options).await;
     let mut tasks = Vec::new();
     for i in 0..24 {
@@ -215,7 +215,7 @@ async fn many_hostile_calls_at_once_leave_the_host_serving() {
 #[tokio::test]
 async fn too_few_instances_is_a_named_limit() {
     let mut options = PluginOptions::default();
-    options.limits_mut().instances(1);
+    options.limits.instances(1);
     let err = Plugin::load(crate::engine(), HOSTILE, &options)
         .await
         .unwrap_err();

@@ -328,7 +328,7 @@ async fn a_redirect_to_a_host_not_granted_is_refused() {
 async fn a_response_larger_than_allowed_is_refused() {
     let server = Server::start().await;
     let mut options = granting(&[format!("http://127.0.0.1:{}", server.port)]);
-    let mut grants = options.get_grants().unwrap().clone();
+    let mut grants = options.grants.as_ref().unwrap().clone();
     grants.max_response_bytes(1 << 20);
     options.grants(grants);
     let http = plugin_with(HTTP, &options).await;

@@ -635,7 +635,7 @@ async fn open_configured_gives_each_plugin_its_own_options_on_load_and_reload() 
     let set = PluginDir::open_configured(engine(), dir.path(), |name: &str| {
         let mut options = PluginOptions::default();
         if name.starts_with("tight") {
-            options.limits_mut().output_bytes(8);
+            options.limits.max_output_bytes(8);
         }
         options
     })

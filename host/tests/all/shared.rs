@@ -128,7 +128,7 @@ async fn a_call_larger_than_the_whole_budget_is_busy_at_once() {
 async fn log_messages_share_the_stdio_cap_and_the_rest_is_counted() {
     logs();
     let mut options = PluginOptions::default();
-    options.limits_mut().stdio_bytes(4096);
+    options.limits.max_stdio_bytes(4096);
     let greedy = plugin_with(GREEDY, &options).await;
     let out = call_with_id(
         &greedy,
@@ -216,7 +216,7 @@ async fn long_error_messages_are_cut_and_marked() {
 #[tokio::test]
 async fn empty_chunks_count_toward_the_output_cap() {
     let mut options = PluginOptions::default();
-    options.limits_mut().output_bytes(1 << 20);
+    options.limits.max_output_bytes(1 << 20);
     let greedy = plugin_with(GREEDY, &options).await;
     // 100,000 chunks of nothing: zero bytes, but each costs the host a message.
     let err = call(&greedy, "empty_chunks", json!({"count": 100_000}))
