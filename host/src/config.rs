@@ -168,7 +168,7 @@ pub struct LimitsConfig {
 }
 
 /// Limits on loading a plugin, as written in the file (see
-/// [`EngineConfig::load_deadline`] and the methods after it); unset ones keep
+/// [`EngineConfig::load_timeout`] and the methods after it); unset ones keep
 /// their default.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -188,7 +188,7 @@ impl LoadConfig {
     /// Sets the limits given here on an engine configuration.
     pub fn apply(&self, config: &mut EngineConfig) {
         if let Some(ms) = self.timeout_ms {
-            config.load_deadline(Duration::from_millis(ms));
+            config.load_timeout(Duration::from_millis(ms));
         }
         if let Some(n) = self.max_tools {
             config.max_tools(n);
@@ -529,7 +529,7 @@ content = "text"
         assert_eq!(config.confirm.tools, ["batch_digest"]);
         let mut engine = EngineConfig::default();
         config.load.apply(&mut engine);
-        assert_eq!(engine.get_load_deadline(), Duration::from_secs(5));
-        assert_eq!(engine.get_max_schema_bytes(), 262_144);
+        assert_eq!(engine.load.timeout, Duration::from_secs(5));
+        assert_eq!(engine.load.max_schema_bytes, 262_144);
     }
 }

@@ -27,36 +27,55 @@ pub(crate) use loader::LoaderFailed;
 /// let engine = toolhost::Engine::new(&config)?;
 /// # Ok::<(), toolhost::engine::EngineError>(())
 /// ```
+///
+/// Plain data: set the fields, or chain the setters of the same names, whose
+/// docs say what each means.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EngineConfig {
-    cache_dir: Option<PathBuf>,
-    pooling: bool,
-    epoch_tick: Duration,
-    max_wasm_stack: usize,
-    max_concurrent_instances: u32,
-    keep_resident: usize,
-    max_idle_instances: usize,
-    max_guest_memory: Option<u64>,
-    memory_wait: Duration,
-    load: LoadLimits,
+    /// See [`EngineConfig::cache_dir()`].
+    pub cache_dir: Option<PathBuf>,
+    /// See [`EngineConfig::pooling()`].
+    pub pooling: bool,
+    /// See [`EngineConfig::epoch_tick()`].
+    pub epoch_tick: Duration,
+    /// See [`EngineConfig::max_wasm_stack()`].
+    pub max_wasm_stack: usize,
+    /// See [`EngineConfig::max_concurrent_instances()`].
+    pub max_concurrent_instances: u32,
+    /// See [`EngineConfig::keep_resident()`].
+    pub keep_resident: usize,
+    /// See [`EngineConfig::max_idle_instances()`].
+    pub max_idle_instances: usize,
+    /// See [`EngineConfig::max_guest_memory()`].
+    pub max_guest_memory: Option<u64>,
+    /// See [`EngineConfig::memory_wait()`].
+    pub memory_wait: Duration,
+    /// What loading a plugin may take (`[load]` in `toolhost.toml`).
+    pub load: LoadLimits,
 }
 
-/// What loading a plugin may take: the deadline of its guest code at load
+/// What loading a plugin may take: the time its guest code may run at load
 /// (instantiating it and reading its declarations) and the size of what it
 /// declares. Checked before any schema is compiled, for declarations read from
 /// the guest and from a cache manifest alike.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct LoadLimits {
-    pub(crate) deadline: Duration,
-    pub(crate) max_tools: usize,
-    pub(crate) max_schema_bytes: usize,
-    pub(crate) max_declaration_bytes: usize,
+#[non_exhaustive]
+pub struct LoadLimits {
+    /// See [`EngineConfig::load_timeout`] (`timeout_ms`).
+    pub timeout: Duration,
+    /// See [`EngineConfig::max_tools`] (`max_tools`).
+    pub max_tools: usize,
+    /// See [`EngineConfig::max_schema_bytes`] (`max_schema_bytes`).
+    pub max_schema_bytes: usize,
+    /// See [`EngineConfig::max_declaration_bytes`] (`max_declaration_bytes`).
+    pub max_declaration_bytes: usize,
 }
 
 impl Default for LoadLimits {
     fn default() -> Self {
         Self {
-            deadline: Duration::from_secs(5),
+            timeout: Duration::from_secs(5),
             max_tools: 256,
             max_schema_bytes: 256 << 10,
             max_declaration_bytes: 4 << 20,
@@ -147,7 +166,7 @@ impl EngineConfig {
     /// How many instances may wait, idle, for their invocation's next call
     /// (default 16), for plugins loaded with
     /// [`Reuse::PerInvocation`](crate::plugin::Reuse::PerInvocation). Each holds a slot
-    /// of [`max_concurrent_instances`](Self::max_concurrent_instances) and its
+    /// of [`max_concurrent_instances`](Self::max_concurrent_instances()) and its
     /// memory; the least recently used goes first.
     pub fn max_idle_instances(&mut self, n: usize) -> &mut Self {
         self.max_idle_instances = n;
@@ -158,7 +177,7 @@ impl EngineConfig {
     /// instances kept for reuse included). `None` (the default) takes half of
     /// the machine's memory, or of the process's cgroup limit if lower. A call
     /// whose memory would grow past it waits up to
-    /// [`memory_wait`](Self::memory_wait) for other calls to release memory,
+    /// [`memory_wait`](Self::memory_wait()) for other calls to release memory,
     /// then fails with the retryable [`CallError::Busy`](crate::CallError::Busy).
     pub fn max_guest_memory(&mut self, bytes: Option<u64>) -> &mut Self {
         self.max_guest_memory = bytes;
@@ -166,7 +185,7 @@ impl EngineConfig {
     }
 
     /// How long a call waits for guest memory when the engine's budget
-    /// ([`max_guest_memory`](Self::max_guest_memory)) is in use (default 1 s;
+    /// ([`max_guest_memory`](Self::max_guest_memory())) is in use (default 1 s;
     /// never past the call's own deadline).
     pub fn memory_wait(&mut self, wait: Duration) -> &mut Self {
         self.memory_wait = wait;
@@ -180,8 +199,8 @@ impl EngineConfig {
     /// other plugins; with a cache directory the failure is remembered, so a
     /// restart does not wait again. Calls have their own deadline
     /// ([`Limits::timeout`](crate::engine::Limits::timeout)).
-    pub fn load_deadline(&mut self, deadline: Duration) -> &mut Self {
-        self.load.deadline = deadline;
+    pub fn load_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.load.timeout = timeout;
         self
     }
 
@@ -203,31 +222,6 @@ impl EngineConfig {
     pub fn max_declaration_bytes(&mut self, bytes: usize) -> &mut Self {
         self.load.max_declaration_bytes = bytes;
         self
-    }
-
-    /// The configured cache directory, if any.
-    pub fn get_cache_dir(&self) -> Option<&Path> {
-        self.cache_dir.as_deref()
-    }
-
-    /// The load deadline ([`EngineConfig::load_deadline`]).
-    pub fn get_load_deadline(&self) -> Duration {
-        self.load.deadline
-    }
-
-    /// The most tools a plugin may declare.
-    pub fn get_max_tools(&self) -> usize {
-        self.load.max_tools
-    }
-
-    /// The largest schema a tool may declare, in bytes.
-    pub fn get_max_schema_bytes(&self) -> usize {
-        self.load.max_schema_bytes
-    }
-
-    /// The most bytes a plugin's declarations may take together.
-    pub fn get_max_declaration_bytes(&self) -> usize {
-        self.load.max_declaration_bytes
     }
 
     pub(crate) fn load_limits(&self) -> &LoadLimits {

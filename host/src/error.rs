@@ -293,7 +293,7 @@ pub enum LoadError {
         limit: usize,
     },
     /// Instantiating the plugin and reading its declarations took longer than
-    /// the load deadline ([`EngineConfig::load_deadline`](crate::EngineConfig::load_deadline)).
+    /// the load deadline ([`EngineConfig::load_timeout`](crate::EngineConfig::load_timeout)).
     #[error("{path}: listing its tools took longer than the load deadline of {limit:?}")]
     Timeout {
         /// The plugin file.

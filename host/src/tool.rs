@@ -18,6 +18,20 @@ use crate::schema::{Schema, SchemaError};
 /// ADK's note for long-running tools, appended to the description the model sees.
 pub const LONG_RUNNING_NOTE: &str = "NOTE: This is a long-running operation. Do not call this tool again if it has already returned some intermediate or pending status.";
 
+/// The longest tool name: what many MCP clients accept.
+pub(crate) const MAX_TOOL_NAME: usize = 64;
+
+/// The tool-name rule, shared by the loader (a plugin declaring another name
+/// does not load) and the MCP name mapping (names of native tools or of
+/// layers that break it are mapped): 1 to [`MAX_TOOL_NAME`] ASCII letters,
+/// digits, `_` or `-`.
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 /// A tool's info and declaration: what the model sees.
 ///
 /// # Examples

@@ -11,10 +11,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResourceContents, To
 use serde_json::{Value, json};
 
 use crate::error::CallError;
-use crate::tool::{MediaKind, Part, ToolOutput, ToolSpec};
-
-/// The longest tool name many MCP clients accept.
-const MAX_NAME: usize = 64;
+use crate::tool::{MAX_TOOL_NAME, MediaKind, Part, ToolOutput, ToolSpec, is_valid_tool_name};
 
 /// A finished call's output as an MCP result: its JSON result as
 /// `structuredContent` and as text, then its parts.
@@ -152,12 +149,7 @@ pub(super) fn error_result(err: CallError) -> Result<CallToolResult, ErrorData> 
 /// MCP names for tool names, in order: see the module docs.
 pub(super) fn mcp_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
     let names: Vec<&str> = names.collect();
-    let fits = |name: &str| {
-        (1..=MAX_NAME).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    };
+    let fits = is_valid_tool_name;
     let mut taken: HashSet<String> = names
         .iter()
         .filter(|n| fits(n))
@@ -184,12 +176,15 @@ pub(super) fn mcp_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String>
             }
             // Too long: keep the end, where the tool's own name is (`plugin.tool`).
             let tail = |keep: usize| base[base.len().saturating_sub(keep)..].to_owned();
-            let mut candidate = tail(MAX_NAME);
+            let mut candidate = tail(MAX_TOOL_NAME);
             let mut n = 1;
             while taken.contains(&candidate) {
                 n += 1;
                 let suffix = format!("_{n}");
-                candidate = format!("{}{suffix}", tail(MAX_NAME.saturating_sub(suffix.len())));
+                candidate = format!(
+                    "{}{suffix}",
+                    tail(MAX_TOOL_NAME.saturating_sub(suffix.len()))
+                );
             }
             taken.insert(candidate.clone());
             candidate
@@ -272,10 +267,10 @@ mod tests {
         );
         let long = "x".repeat(70) + ".word_count";
         let mapped = mcp_names([long.as_str(), long.as_str()].into_iter());
-        assert_eq!(mapped[0].len(), MAX_NAME);
+        assert_eq!(mapped[0].len(), MAX_TOOL_NAME);
         assert!(mapped[0].ends_with("x_word_count"), "{}", mapped[0]);
         assert_ne!(mapped[0], mapped[1]);
-        assert!(mapped[1].len() <= MAX_NAME && mapped[1].ends_with("_2"));
+        assert!(mapped[1].len() <= MAX_TOOL_NAME && mapped[1].ends_with("_2"));
     }
 
     #[test]

@@ -10,14 +10,7 @@ use super::abi::Declaration;
 use crate::engine::LoadLimits;
 use crate::error::LoadError;
 use crate::schema::Schema;
-use crate::tool::ToolSpec;
-
-fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+use crate::tool::{ToolSpec, is_valid_tool_name};
 
 /// Holds declarations to the load limits, before any schema is parsed.
 fn check_sizes(
@@ -118,7 +111,7 @@ pub(super) fn check_declarations(
             tool: name.clone(),
             reason,
         };
-        if !valid_tool_name(&name) {
+        if !is_valid_tool_name(&name) {
             return Err(invalid(
                 "a tool name must be 1 to 64 ASCII letters, digits, `_` or `-`".into(),
             ));

@@ -63,7 +63,7 @@ impl Plugin {
         check_header(&path, &bytes)?;
         let grants = options.effective_grants(&path)?;
         let bytes = bytes::Bytes::from(bytes);
-        let key = match engine.config().get_cache_dir() {
+        let key = match engine.config().cache_dir.as_deref() {
             Some(dir) => {
                 let (dir, hashed, wasm) = (dir.to_owned(), bytes.clone(), engine.wasm().clone());
                 engine
@@ -176,7 +176,7 @@ impl Plugin {
         code: &Code,
     ) -> Self {
         let mut limits = limits.clone();
-        limits.timeout(engine.config().get_load_deadline());
+        limits.timeout(engine.config().load.timeout);
         let mut options = PluginOptions::default();
         options.limits(limits);
         let code = tokio::sync::OnceCell::new_with(Some(Ok(code.clone())));

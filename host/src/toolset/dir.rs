@@ -196,7 +196,7 @@ impl PluginDir {
     /// unset: each plugin is named after its file).
     ///
     /// A plugin's guest code gets the engine's load deadline
-    /// ([`EngineConfig::load_deadline`](crate::EngineConfig::load_deadline))
+    /// ([`EngineConfig::load_timeout`](crate::EngineConfig::load_timeout))
     /// to list its tools; with a cache directory, a plugin that failed is not
     /// run again at the next start. To serve each plugin as soon as it has
     /// loaded instead, see [`PluginDir::start`].

@@ -596,7 +596,7 @@ async fn a_plugin_that_hangs_listing_its_tools_times_out_and_is_remembered() {
         let mut config = toolhost::EngineConfig::default();
         config
             .cache_dir(Some(cache.path().to_owned()))
-            .load_deadline(std::time::Duration::from_millis(deadline_ms));
+            .load_timeout(std::time::Duration::from_millis(deadline_ms));
         toolhost::Engine::new(&config).unwrap()
     };
     // Hang guard only: the guest sleeps for an hour.

@@ -676,7 +676,7 @@ async fn a_slow_plugin_does_not_delay_the_others() {
     let mut config = EngineConfig::default();
     config
         .cache_dir(None)
-        .load_deadline(Duration::from_secs(7200));
+        .load_timeout(Duration::from_secs(7200));
     let engine = Engine::new(&config).unwrap();
     let set = PluginDir::start(&engine, dir.path(), PluginOptions::default())
         .await
