@@ -167,6 +167,26 @@ fn a_looping_tool_fails_within_its_deadline() {
 }
 
 #[test]
+fn the_output_cap_has_one_name_and_the_old_flag_still_works() {
+    let dir = plugins_dir();
+    for flag in ["--max-output-bytes", "--max-output"] {
+        let out = toolhost(
+            dir.path(),
+            &[
+                flag,
+                "8",
+                "call",
+                "echo",
+                r#"{"message": "more than eight bytes"}"#,
+            ],
+        );
+        assert!(!out.status.success(), "{flag}");
+        let err = stderr(&out);
+        assert!(err.contains("ran out of output size"), "{flag}: {err}");
+    }
+}
+
+#[test]
 fn a_memory_hog_fails_with_a_memory_error() {
     let dir = plugins_dir();
     let out = toolhost(dir.path(), &["--memory-mib", "16", "call", "hog"]);
