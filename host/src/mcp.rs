@@ -375,6 +375,10 @@ impl McpServer {
     /// completes. Each MCP session gets its own identity and invocation.
     /// Connections and sessions are bounded as [`HttpOptions`] says.
     ///
+    /// Two probes answer without a token: `GET /healthz` (200 while the
+    /// process serves) and `GET /readyz` (200 once the toolset's first load
+    /// has finished, see [`McpServer::with_ready`]; 503 before).
+    ///
     /// # Errors
     /// [`McpError::Http`] if serving fails.
     pub async fn serve_http(
@@ -414,12 +418,21 @@ impl McpServer {
             config,
         );
         let token: Option<Arc<str>> = options.bearer_token.as_deref().map(Arc::from);
+        let ready = self.shared.clone();
+        // Probes for load balancers and orchestrators: no token, no session.
+        let probes = axum::Router::new()
+            .route("/healthz", axum::routing::get(|| async { "alive\n" }))
+            .route(
+                "/readyz",
+                axum::routing::get(move || std::future::ready(http::readiness(ready.is_ready()))),
+            );
         let app = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn(http::watch_disconnect))
             .layer(axum::middleware::from_fn(move |request, next| {
                 http::authorize(token.clone(), request, next)
-            }));
+            }))
+            .merge(probes);
         let limits = http::Limits {
             max_connections: options.max_connections,
             header_read_timeout: options.header_read_timeout,

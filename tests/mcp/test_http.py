@@ -225,3 +225,33 @@ async def test_idle_sessions_expire(launch: Launch, make_plugins: PluginsFactory
                 assert response.status_code == 404, response.status_code
         async with server.connect() as client:
             assert ok(await client.call("add", {"a": 1, "b": 2})) == {"result": 3}
+
+
+async def probe(server: HttpServer, path: str) -> tuple[int, str]:
+    """GETs a probe (`/healthz`, `/readyz`) beside the MCP endpoint, with no token."""
+    async with httpx2.AsyncClient(timeout=CALL_S) as http:
+        with anyio.fail_after(CALL_S):
+            response = await http.get(f"http://127.0.0.1:{server.port}{path}")
+            return response.status_code, response.text
+
+
+async def test_probes_answer_without_a_token(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("echo"), env={"TOOLHOST_MCP_TOKEN": "secret"}) as server:
+        assert await probe(server, "/healthz") == (200, "alive\n")
+        # Ready once the first load is done; the MCP endpoint still wants the token.
+        with anyio.fail_after(CALL_S):
+            while (answer := await probe(server, "/readyz"))[0] != 200:
+                assert answer == (503, "loading plugins\n"), answer
+                await anyio.sleep(0.05)
+        assert answer == (200, "ready\n")
+        status, _ = await post_initialize(server, {})
+        assert status == 401, status
+
+
+async def test_not_ready_while_a_plugin_is_still_loading(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """`slow_declare` never finishes listing its tools (its load deadline here is 10
+    minutes): the process is alive and serves echo, but it is not ready."""
+    plugins = make_plugins("echo", "slow_declare")
+    async with launch(plugins, config="[load]\ntimeout_ms = 600000\n") as server:
+        assert await probe(server, "/healthz") == (200, "alive\n")
+        assert await probe(server, "/readyz") == (503, "loading plugins\n")

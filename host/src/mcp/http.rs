@@ -371,6 +371,21 @@ pub(super) async fn authorize(
     response
 }
 
+/// The answer of `GET /readyz`: 200 once the first load of the plugins has
+/// finished, 503 while it runs.
+pub(super) fn readiness(ready: bool) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if ready {
+        (axum::http::StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "loading plugins\n",
+        )
+            .into_response()
+    }
+}
+
 /// Compares secrets without leaking where they differ through timing.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     bool::from(a.ct_eq(b))
