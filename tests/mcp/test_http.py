@@ -3,6 +3,8 @@ HTTP-only guards (Host and Origin checks against DNS rebinding, bearer token).""
 
 from __future__ import annotations
 
+import signal
+
 import anyio
 import anyio.abc
 import httpx2
@@ -255,3 +257,16 @@ async def test_not_ready_while_a_plugin_is_still_loading(launch: Launch, make_pl
     async with launch(plugins, config="[load]\ntimeout_ms = 600000\n") as server:
         assert await probe(server, "/healthz") == (200, "alive\n")
         assert await probe(server, "/readyz") == (503, "loading plugins\n")
+
+
+async def test_sigterm_stops_the_server_cleanly(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """What an orchestrator sends to stop a replica: the server stops accepting,
+    lets its connections end and exits 0 (a killed process would exit -15)."""
+    async with launch(make_plugins("echo")) as server, server.connect() as client:
+        assert ok(await client.call("echo", {"message": "before"}))["message"] == "before"
+        server.process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(CALL_S):
+            while server.process.poll() is None:
+                await anyio.sleep(0.05)
+        assert server.process.returncode == 0, server.stderr()
+        assert "SIGTERM: stopping" in server.stderr(), server.stderr()

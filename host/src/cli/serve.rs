@@ -106,10 +106,31 @@ pub(super) async fn serve(
             "warning: serving on {local}, which is not a loopback address, without a bearer token (set TOOLHOST_MCP_TOKEN or [serve] token_file)"
         );
     }
+    // Ctrl-C (SIGINT) or SIGTERM (what orchestrators send) stops accepting,
+    // lets open connections end (bounded), and exits 0. Registered before
+    // the address is announced, so an early SIGTERM is not the default kill.
+    #[cfg(unix)]
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     eprintln!("toolhost: serving MCP at http://{local}/mcp");
-    let shutdown = async {
-        // Ctrl-C (or SIGINT) ends the server after in-flight requests.
-        let _ = tokio::signal::ctrl_c().await;
+    let shutdown = async move {
+        #[cfg(unix)]
+        let signal = async {
+            match terminate.as_mut() {
+                Some(terminate) => {
+                    terminate.recv().await;
+                    "SIGTERM"
+                }
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let signal = std::future::pending::<&str>();
+        let why = tokio::select! {
+            _ = tokio::signal::ctrl_c() => "Ctrl-C",
+            why = signal => why,
+        };
+        eprintln!("toolhost: {why}: stopping (open connections get up to 10 s to end)");
     };
     server.serve_http(listener, options, shutdown).await?;
     Ok(())
