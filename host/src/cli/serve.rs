@@ -107,7 +107,8 @@ pub(super) async fn serve(
         );
     }
     // Ctrl-C (SIGINT) or SIGTERM (what orchestrators send) stops accepting,
-    // lets open connections end (bounded), and exits 0. Registered before
+    // ends the sessions (rmcp cancels their calls), lets connections close
+    // (bounded) and exits 0. Registered before
     // the address is announced, so an early SIGTERM is not the default kill.
     #[cfg(unix)]
     let mut terminate =
@@ -130,7 +131,7 @@ pub(super) async fn serve(
             _ = tokio::signal::ctrl_c() => "Ctrl-C",
             why = signal => why,
         };
-        eprintln!("toolhost: {why}: stopping (open connections get up to 10 s to end)");
+        eprintln!("toolhost: {why}: stopping (calls still running are cancelled)");
     };
     server.serve_http(listener, options, shutdown).await?;
     Ok(())
