@@ -133,6 +133,17 @@ pub struct ServeConfig {
     /// The shortest time between two progress notifications of one streaming
     /// call, in milliseconds (100); 0 sends one per chunk.
     pub progress_interval_ms: Option<u64>,
+    /// A file holding the keys that seal approval states on MCP 2026-07-28
+    /// (`KEY_ID SECRET` per line, the first signs; see
+    /// [`ApprovalKeys::parse`](crate::mcp::ApprovalKeys::parse)); relative
+    /// paths are relative to the configuration file. `$TOOLHOST_STATE_KEYS`
+    /// (the same text) wins over it. Without either, each process makes its
+    /// own key: fine for one process, not for replicas.
+    #[serde(default)]
+    pub state_key_file: Option<PathBuf>,
+    /// Seconds a client may take to answer an approval question on MCP
+    /// 2026-07-28 (600).
+    pub approval_ttl_secs: Option<u64>,
 }
 
 /// Engine-wide settings (`[engine]`); unset ones keep their default.
@@ -286,6 +297,12 @@ impl Config {
             && let Some(dir) = path.parent()
         {
             config.serve.token_file = Some(dir.join(token));
+        }
+        if let Some(keys) = &config.serve.state_key_file
+            && keys.is_relative()
+            && let Some(dir) = path.parent()
+        {
+            config.serve.state_key_file = Some(dir.join(keys));
         }
         // Resolve every plugin's grants once now, so a missing directory or an
         // unreadable secret file is reported at startup, naming the key.

@@ -42,12 +42,14 @@ use rmcp::ServiceExt;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+mod approval;
 mod convert;
 mod http;
 mod progress;
 mod session;
 mod stdio;
 
+pub use approval::{ApprovalKeys, KeyRingError};
 use session::Session;
 
 use crate::Engine;
@@ -237,6 +239,8 @@ struct Shared {
     progress_interval: Duration,
     /// Holds `true` once the toolset has finished its first load.
     ready: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Seals and opens the approval states of 2026-07-28 confirmations.
+    approvals: approval::Approvals,
 }
 
 impl Shared {
@@ -267,6 +271,10 @@ impl McpServer {
                 sessions: AtomicU64::new(0),
                 progress_interval: Self::DEFAULT_PROGRESS_INTERVAL,
                 ready: None,
+                approvals: approval::Approvals::new(
+                    ApprovalKeys::generate(),
+                    Self::DEFAULT_APPROVAL_TTL,
+                ),
             }),
         }
     }
@@ -296,6 +304,29 @@ impl McpServer {
     /// session is one invocation: its calls share scratch state.
     pub fn with_engine(mut self, engine: &Engine) -> Self {
         self.shared_mut().engine = Some(engine.clone());
+        self
+    }
+
+    /// The default of [`McpServer::with_approval_ttl`]: ten minutes.
+    pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(600);
+
+    /// The keys that seal approval states on MCP 2026-07-28, where a call
+    /// that needs confirmation answers `InputRequiredResult` and the client
+    /// retries with the answer. Replicas behind one load balancer need the
+    /// same keys; without this call each process makes its own, and an
+    /// approval can only be answered to the process that asked.
+    pub fn with_approval_keys(mut self, keys: ApprovalKeys) -> Self {
+        let ttl = self.shared.approvals.ttl();
+        self.shared_mut().approvals = approval::Approvals::new(keys, ttl);
+        self
+    }
+
+    /// How long a client may take to answer an approval question on MCP
+    /// 2026-07-28 (default [`McpServer::DEFAULT_APPROVAL_TTL`]); a later
+    /// answer is refused and the call must be made again.
+    pub fn with_approval_ttl(mut self, ttl: Duration) -> Self {
+        let keys = self.shared.approvals.keys().clone();
+        self.shared_mut().approvals = approval::Approvals::new(keys, ttl);
         self
     }
 

@@ -12,6 +12,12 @@ Environment:
 - `TOOLHOST_TEST_CACHE_DIR`: reuse this compile cache instead of a fresh one.
 
 `cargo xtask mcp-test` sets the first two after building both.
+
+Protocol revisions: the `protocol` fixture says which one `server.connect()`
+speaks: `LEGACY` (2025-11-25: the `initialize` handshake, sessions) or `MODERN`
+(2026-07-28: sessionless, found with `server/discover`; tool-list changes come
+through `subscriptions/listen`, approvals as Multi Round-Trip Requests). The
+shared scenarios run on both.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.client import Client as McpClient
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -49,6 +56,10 @@ SERVING = re.compile(r"toolhost: serving MCP at (http://\S+)")
 
 #: The guests (file stems under `TOOLHOST_GUESTS`) that "every plugin" means.
 ALL_PLUGINS = ("echo", "hostile", "text", "calc", "codec", "json")
+
+#: The protocol revisions the server speaks.
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
 
 Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 
@@ -151,10 +162,15 @@ def server_env(cache: Path, extra: Mapping[str, str]) -> dict[str, str]:
 class Client:
     """A connected, initialized MCP client session plus what the server sent it."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, protocol: str = LEGACY) -> None:
         self.label = label
+        self.protocol = protocol
         self.session: ClientSession
-        self.init: types.InitializeResult
+        #: The handshake's result (2025-11-25 only).
+        self.init: types.InitializeResult | None = None
+        #: The SDK's high-level client (2026-07-28 only): it answers input-required
+        #: results (approvals) through the elicitation callback and retries.
+        self.mcp: McpClient | None = None
         self.list_changed = 0
         self.notifications: list[Any] = []
         self.errors: list[Exception] = []
@@ -169,8 +185,22 @@ class Client:
         if isinstance(message, types.ToolListChangedNotification):
             self.list_changed += 1
 
+    @property
+    def capabilities(self) -> types.ServerCapabilities:
+        capabilities = self.session.server_capabilities
+        assert capabilities is not None, f"{self.label}: no server capabilities"
+        return capabilities
+
+    @property
+    def server_info(self) -> types.Implementation:
+        info = self.session.server_info
+        assert info is not None, f"{self.label}: no server info"
+        return info
+
     async def call(self, name: str, args: dict[str, Any] | None = None, **kwargs: Any) -> types.CallToolResult:
         with anyio.fail_after(CALL_S):
+            if self.mcp is not None:
+                return await self.mcp.call_tool(name, args or {}, **kwargs)
             return await self.session.call_tool(name, args or {}, **kwargs)
 
     async def tools(self) -> dict[str, types.Tool]:
@@ -186,6 +216,40 @@ class Client:
             while self.list_changed <= seen:
                 await anyio.sleep(0.05)
         return self.list_changed
+
+
+async def _listen(client: Client, listening: anyio.Event) -> None:
+    """Counts the tool-list changes of a 2026-07-28 `subscriptions/listen` stream."""
+    assert client.mcp is not None
+    async with client.mcp.listen(tools_list_changed=True) as subscription:
+        listening.set()
+        async for _event in subscription:
+            client.list_changed += 1
+
+
+@asynccontextmanager
+async def _modern(label: str, transport: Any, elicitation: Elicit | None) -> AsyncIterator[Client]:
+    """A 2026-07-28 client: `server/discover`, then sessionless requests, listening
+    for tool-list changes all along."""
+    client = Client(label, MODERN)
+    # No response cache: every request must reach the server.
+    mcp = McpClient(
+        transport, mode="auto", elicitation_callback=elicitation, message_handler=client.on_message, cache=None
+    )
+    # (No deadline around entering it: a cancel scope must not wrap the
+    # client's own task group. The server answers `server/discover` at once.)
+    async with mcp:
+        client.mcp = mcp
+        client.session = mcp.session
+        assert client.session.protocol_version == MODERN, client.session.protocol_version
+        async with anyio.create_task_group() as tasks:
+            listening = anyio.Event()
+            tasks.start_soon(_listen, client, listening)
+            with anyio.fail_after(CALL_S):
+                await listening.wait()
+            yield client
+            tasks.cancel_scope.cancel()
+    assert not client.errors, f"{label}: transport errors: {client.errors!r}"
 
 
 @asynccontextmanager
@@ -209,7 +273,10 @@ class Server:
 
     transport: str
 
-    def __init__(self, binary: Path, plugins: Path, workdir: Path, argv: list[str], env: dict[str, str]) -> None:
+    def __init__(
+        self, binary: Path, plugins: Path, workdir: Path, argv: list[str], env: dict[str, str], protocol: str = LEGACY
+    ) -> None:
+        self.protocol = protocol
         self.binary = binary
         self.plugins = plugins
         self.workdir = workdir
@@ -267,9 +334,14 @@ class StdioServer(Server):
         params = StdioServerParameters(
             command=str(self.binary), args=[*self.argv, "serve"], env=self.env, cwd=self.workdir
         )
+        label = f"stdio session {len(self.logs)} ({self.protocol})"
         with open(log, "w") as errlog:
+            if self.protocol == MODERN:
+                async with _modern(label, stdio_client(params, errlog=errlog), elicitation) as client:
+                    yield client
+                return
             async with stdio_client(params, errlog=errlog) as (read, write):
-                async with _session(f"stdio session {len(self.logs)}", read, write, elicitation) as client:
+                async with _session(label, read, write, elicitation) as client:
                     yield client
 
 
@@ -320,16 +392,21 @@ class HttpServer(Server):
     async def connect(
         self, elicitation: Elicit | None = None, headers: dict[str, str] | None = None
     ) -> AsyncIterator[Client]:
+        label = f"http session to {self.url} ({self.protocol})"
         async with create_mcp_http_client(headers=headers) as http:
+            if self.protocol == MODERN:
+                async with _modern(label, streamable_http_client(self.url, http_client=http), elicitation) as client:
+                    yield client
+                return
             async with streamable_http_client(self.url, http_client=http) as (read, write):
-                async with _session(f"http session to {self.url}", read, write, elicitation) as client:
+                async with _session(label, read, write, elicitation) as client:
                     yield client
 
 
 Launch = Callable[..., Any]
 
 
-def _launcher(cls: type[Server], binary: Path, tmp_path: Path, cache: Path) -> Launch:
+def _launcher(cls: type[Server], binary: Path, tmp_path: Path, cache: Path, protocol: str) -> Launch:
     counter = iter(range(1_000_000))
 
     @asynccontextmanager
@@ -348,7 +425,7 @@ def _launcher(cls: type[Server], binary: Path, tmp_path: Path, cache: Path) -> L
             (workdir / "toolhost.toml").write_text(config)
             argv += ["--config", str(workdir / "toolhost.toml")]
         argv += list(flags)
-        server = cls(binary, plugins, workdir, argv, server_env(cache, env or {}))
+        server = cls(binary, plugins, workdir, argv, server_env(cache, env or {}), protocol)
         try:
             if isinstance(server, HttpServer):
                 await server.start()
@@ -363,10 +440,16 @@ def _launcher(cls: type[Server], binary: Path, tmp_path: Path, cache: Path) -> L
 
 
 @pytest.fixture
-def launch_stdio(toolhost_bin: Path, tmp_path: Path, cache_dir: Path) -> Launch:
-    return _launcher(StdioServer, toolhost_bin, tmp_path, cache_dir)
+def protocol() -> str:
+    """The revision `server.connect()` speaks; test modules parametrize it."""
+    return LEGACY
 
 
 @pytest.fixture
-def launch_http(toolhost_bin: Path, tmp_path: Path, cache_dir: Path) -> Launch:
-    return _launcher(HttpServer, toolhost_bin, tmp_path, cache_dir)
+def launch_stdio(toolhost_bin: Path, tmp_path: Path, cache_dir: Path, protocol: str) -> Launch:
+    return _launcher(StdioServer, toolhost_bin, tmp_path, cache_dir, protocol)
+
+
+@pytest.fixture
+def launch_http(toolhost_bin: Path, tmp_path: Path, cache_dir: Path, protocol: str) -> Launch:
+    return _launcher(HttpServer, toolhost_bin, tmp_path, cache_dir, protocol)

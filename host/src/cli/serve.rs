@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use toolhost::config::{ServeConfig, UnmatchedName};
-use toolhost::mcp::HttpOptions;
+use toolhost::mcp::{ApprovalKeys, HttpOptions};
 use toolhost::{Config, Engine, McpServer, PluginDir};
 
 use super::{Cli, layered, options, plugins_dir, unmatched, warn_unmatched};
@@ -52,6 +52,12 @@ pub(super) async fn serve(
         .with_ready(ready);
     if let Some(ms) = settings.progress_interval_ms {
         server = server.with_progress_interval(Duration::from_millis(ms));
+    }
+    if let Some(keys) = approval_keys(settings)? {
+        server = server.with_approval_keys(keys);
+    }
+    if let Some(secs) = settings.approval_ttl_secs {
+        server = server.with_approval_ttl(Duration::from_secs(secs));
     }
     let Some(addr) = http else {
         server.serve_stdio().await?;
@@ -135,6 +141,26 @@ pub(super) async fn serve(
     };
     server.serve_http(listener, options, shutdown).await?;
     Ok(())
+}
+
+/// The approval keys: `$TOOLHOST_STATE_KEYS`, else `[serve] state_key_file`,
+/// else none (the server makes a key for this process).
+fn approval_keys(settings: &ServeConfig) -> Result<Option<ApprovalKeys>> {
+    if let Ok(text) = std::env::var("TOOLHOST_STATE_KEYS")
+        && !text.trim().is_empty()
+    {
+        return ApprovalKeys::parse(&text)
+            .map(Some)
+            .context("$TOOLHOST_STATE_KEYS");
+    }
+    let Some(file) = &settings.state_key_file else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read the state key file {}", file.display()))?;
+    ApprovalKeys::parse(&text)
+        .map(Some)
+        .with_context(|| format!("the state key file {}", file.display()))
 }
 
 /// Follows the names of `config` that match nothing in `plugins`: warns about

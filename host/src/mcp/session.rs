@@ -7,22 +7,62 @@ use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    ElicitationAction, ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestMetaObject,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::approval::{approval_form, question, random_id};
 use super::convert::{error_result, mcp_error_names, mcp_names, mcp_tool, output_result};
 use super::{Shared, http, progress};
 use crate::Engine;
 use crate::error::CallError;
 use crate::toolset::{
-    Approver, BoxFuture, ConfirmationRequest, Context, Decision, Identity, Started, Tool, start,
+    Approver, BoxFuture, ConfirmationRequest, Context, Decision, Identity, NoApprover, Started,
+    Tool, start,
 };
+
+/// The request `_meta` key a client names its invocation with: calls that
+/// carry the same value share the guest's scratch (`temp:`) state, on
+/// whichever server or replica they land.
+pub(super) const INVOCATION_META: &str = "dev.toolhost/invocation";
+
+/// The longest invocation name accepted, in bytes.
+const MAX_INVOCATION_LEN: usize = 128;
+
+/// Whether the request speaks MCP 2026-07-28 or later (sessionless: no
+/// handshake, questions to the client are Multi Round-Trip Requests).
+fn is_modern(request: &RequestContext<RoleServer>) -> bool {
+    request
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The invocation a request names in `_meta`, checked: 1 to 128 printable
+/// ASCII characters without spaces.
+fn named_invocation(meta: &RequestMetaObject) -> Result<Option<String>, ErrorData> {
+    let Some(value) = meta.get(INVOCATION_META) else {
+        return Ok(None);
+    };
+    let name = value.as_str().unwrap_or_default();
+    let valid = !name.is_empty()
+        && name.len() <= MAX_INVOCATION_LEN
+        && name.bytes().all(|b| b.is_ascii_graphic());
+    if !valid {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "`_meta.{INVOCATION_META}` must be a string of 1 to {MAX_INVOCATION_LEN} \
+                 printable ASCII characters without spaces"
+            ),
+            None,
+        ));
+    }
+    Ok(Some(name.to_owned()))
+}
 
 /// One MCP session: one client connection (stdio) or `Mcp-Session-Id` (HTTP).
 #[derive(Clone)]
@@ -59,9 +99,11 @@ impl Session {
         transport: &'static str,
         disconnected: CancellationToken,
     ) -> Self {
-        let n = shared.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        shared.sessions.fetch_add(1, Ordering::Relaxed);
+        // Unguessable and unique across replicas: it names the session's
+        // invocation, whose state may live in a store replicas share.
         let state = SessionState {
-            id: format!("mcp-{transport}-{}-{n}", std::process::id()),
+            id: format!("mcp-{transport}-{}", random_id()),
             transport,
             identity: OnceLock::new(),
             ended: CancellationToken::new(),
@@ -74,10 +116,16 @@ impl Session {
         }
     }
 
-    fn identity(&self, peer: &Peer<RoleServer>) -> Identity {
+    /// The identity calls carry: set once the client has initialized
+    /// (2025-11-25), else made from what this request says (2026-07-28).
+    fn identity(&self, request: &RequestContext<RoleServer>) -> Identity {
         if let Some(identity) = self.state.identity.get() {
             return identity.clone();
         }
+        self.new_identity(request.client_info().map(|info| info.name))
+    }
+
+    fn new_identity(&self, client: Option<String>) -> Identity {
         let mut identity = Identity {
             session: Some(self.state.id.clone()),
             ..Identity::default()
@@ -85,19 +133,38 @@ impl Session {
         identity
             .attributes
             .insert("transport".to_owned(), self.state.transport.to_owned());
-        if let Some(info) = peer.peer_info() {
-            identity
-                .attributes
-                .insert("client".to_owned(), info.client_info.name.clone());
+        if let Some(client) = client {
+            identity.attributes.insert("client".to_owned(), client);
         }
         identity
     }
 
-    fn context(&self, request: &RequestContext<RoleServer>) -> Context {
-        Context::new()
-            .with_call_id(format!("{}-{}", self.state.id, request.id))
-            .with_invocation_id(self.state.id.clone())
-            .with_identity(self.identity(&request.peer))
+    /// The call's context: a call ID unique across replicas, and its
+    /// invocation: the one named in `_meta`, else the session's (2025-11-25),
+    /// else the call's own (2026-07-28, sessionless).
+    fn context(
+        &self,
+        request: &RequestContext<RoleServer>,
+        meta: Option<&RequestMetaObject>,
+    ) -> Result<Context, ErrorData> {
+        let call_id = format!("{}-{}", self.state.id, request.id);
+        let named = match meta {
+            Some(meta) => named_invocation(meta)?,
+            None => None,
+        };
+        let named = match named {
+            Some(named) => Some(named),
+            None => named_invocation(&request.meta)?,
+        };
+        let invocation = match named {
+            Some(named) => named,
+            None if is_modern(request) => call_id.clone(),
+            None => self.state.id.clone(),
+        };
+        Ok(Context::new()
+            .with_call_id(call_id)
+            .with_invocation_id(invocation)
+            .with_identity(self.identity(request)))
     }
 
     /// The tool a `tools/call` name reaches: the name itself (original names
@@ -195,24 +262,106 @@ impl Session {
         }
     }
 
+    /// Runs a call. On 2025-11-25 a confirmation is asked in the call (an
+    /// elicitation request); on 2026-07-28 the call answers
+    /// `InputRequiredResult` and the client's retry resumes it (see
+    /// `approval.rs`).
     async fn call(
         &self,
         tool: Arc<dyn Tool>,
         cx: Context,
         arguments: Value,
         request: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let approver = Elicit {
-            peer: &request.peer,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let started = if is_modern(request) {
+            match start(&*tool, &cx, arguments, &NoApprover).await {
+                Err(CallError::ConfirmationRequired(ask)) => {
+                    return self.ask(&ask, request).map_or_else(
+                        |err| error_result(err).map(Into::into),
+                        |asked| Ok(asked.into()),
+                    );
+                }
+                started => started,
+            }
+        } else {
+            let approver = Elicit {
+                peer: &request.peer,
+            };
+            start(&*tool, &cx, arguments, &approver).await
         };
-        match start(&*tool, &cx, arguments, &approver).await {
+        let result = match started {
             Ok(Started::Output(output)) => Ok(output_result(output)),
             Ok(Started::Stream(stream)) => {
                 let name = &tool.spec().name;
                 progress::pump(stream, name, request, self.shared.progress_interval).await
             }
             Err(err) => error_result(err),
+        };
+        result.map(Into::into)
+    }
+
+    /// The Multi Round-Trip answer that asks the client for an approval.
+    fn ask(
+        &self,
+        ask: &ConfirmationRequest,
+        request: &RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InputRequiredResult, CallError> {
+        let can_ask = request
+            .client_capabilities()
+            .and_then(|caps| caps.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        if !can_ask {
+            return Err(cannot_ask(ask));
         }
+        let asked = self.shared.approvals.ask(ask)?;
+        tracing::info!(tool = %ask.tool, call = %ask.call_id, "asked the client for approval (input required)");
+        Ok(asked)
+    }
+
+    /// A 2026-07-28 retry that carries an approval's state: the context to
+    /// run it in (the sealed call ID, with the decision), or a refusal.
+    fn resume(
+        &self,
+        tool: &dyn Tool,
+        cx: Context,
+        arguments: &Value,
+        params: &CallToolRequestParams,
+    ) -> Result<Context, CallToolResult> {
+        let Some(state) = &params.request_state else {
+            return Ok(cx);
+        };
+        let refuse = |message: String| {
+            tracing::info!(tool = %tool.spec().name, call = %cx.call_id(), "approval refused: {message}");
+            CallToolResult::error(vec![ContentBlock::text(message)])
+        };
+        // The arguments as they would run, so the digest matches what was asked.
+        let prepared = match tool.prepare(&cx, arguments.clone()) {
+            Ok(prepared) => prepared,
+            Err(err) => return Err(refuse(err.to_string())),
+        };
+        match self.shared.approvals.resume(
+            &tool.spec().name,
+            &prepared,
+            state,
+            params.input_responses.as_ref(),
+        ) {
+            Ok(resumed) => Ok(cx
+                .with_call_id(resumed.call_id.clone())
+                .with_decision(resumed.call_id, resumed.decision)),
+            Err(message) => Err(refuse(message)),
+        }
+    }
+}
+
+/// Why a call that needs approval cannot be asked about here.
+fn cannot_ask(ask: &ConfirmationRequest) -> CallError {
+    CallError::ConfirmationUnavailable {
+        tool: ask.tool.clone(),
+        hint: ask.hint.clone(),
+        reason: "this MCP client cannot ask (it does not support elicitation); \
+                 approve it in a client that does, or remove the tool from [confirm] \
+                 in the server's configuration"
+            .to_owned(),
     }
 }
 
@@ -229,35 +378,14 @@ impl Approver for Elicit<'_> {
     ) -> BoxFuture<'a, Result<Decision, CallError>> {
         Box::pin(async move {
             if self.peer.supported_elicitation_modes().is_empty() {
-                return Err(CallError::ConfirmationUnavailable {
-                    tool: ask.tool.clone(),
-                    hint: ask.hint.clone(),
-                    reason: "this MCP client cannot ask (it does not support elicitation); \
-                             approve it in a client that does, or remove the tool from [confirm] \
-                             in the server's configuration"
-                        .to_owned(),
-                });
+                return Err(cannot_ask(ask));
             }
-            let schema = ElicitationSchema::builder()
-                .required_bool_property("approve", |b| {
-                    b.title("Approve")
-                        .description(format!("Run `{}` with these arguments", ask.tool))
-                })
-                .build()
-                .map_err(|e| CallError::Host {
-                    tool: ask.tool.clone(),
-                    reason: format!("cannot build the approval form: {e}"),
-                })?;
-            let message = format!(
-                "The tool `{}` needs your approval: {}\nArguments: {}",
-                ask.tool, ask.hint, ask.arguments
-            );
             let answer = self
                 .peer
                 .create_elicitation(ElicitRequestParams::FormElicitationParams {
                     meta: None,
-                    message,
-                    requested_schema: schema,
+                    message: question(ask),
+                    requested_schema: approval_form(ask)?,
                 })
                 .await;
             let answer = match answer {
@@ -306,8 +434,11 @@ impl ServerHandler for Session {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let mut identity = self.identity(&context.peer);
-        identity.session = Some(self.state.id.clone());
+        let client = context
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone());
+        let identity = self.new_identity(client);
         let client = identity.attributes.get("client").cloned();
         // Set once; a second initialized notification changes nothing.
         let _ = self.state.identity.set(identity);
@@ -321,7 +452,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.shared.wait_ready().await;
-        let cx = self.context(&context);
+        let cx = self.context(&context, None)?;
         let tools = self.shared.toolset.tools(&cx);
         let names = mcp_names(tools.iter().map(|t| t.spec().name.as_str()));
         let listed = names
@@ -337,7 +468,7 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let cx = self.context(&context);
+        let cx = self.context(&context, request.meta.as_ref())?;
         let name = request.name.to_string();
         let Some(tool) = self.resolve_when_loaded(&cx, &name).await else {
             // Unknown, ambiguous, or an alias of a missing tool: the set says
@@ -358,7 +489,21 @@ impl ServerHandler for Session {
             let err = mcp_error_names(self.shared.toolset.not_found(&cx, &name), &as_mcp);
             return Err(ErrorData::invalid_params(err.to_string(), None));
         };
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        // A 2026-07-28 retry after an approval question resumes that call.
+        let cx = if is_modern(&context) {
+            match self.resume(&*tool, cx, &arguments, &request) {
+                Ok(cx) => cx,
+                Err(refused) => return Ok(refused.into()),
+            }
+        } else {
+            cx
+        };
+        // A call that is its own invocation frees its state when it ends.
+        let own_invocation = (cx.invocation_id() == cx.call_id())
+            .then(|| self.state.engine.clone())
+            .flatten()
+            .map(|engine| InvocationEnd(engine, cx.invocation_id().to_owned()));
         let call_id = cx.call_id().to_owned();
         let cancelled = context.ct.clone();
         let disconnected = self.state.disconnected.clone();
@@ -375,7 +520,8 @@ impl ServerHandler for Session {
             tracing::info!(tool = %name, call = %call_id, "call cancelled: {why}; guest stopped");
             Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "the call of `{name}` was cancelled"
-            ))]))
+            ))])
+            .into())
         };
         let result = tokio::select! {
             biased;
@@ -384,6 +530,57 @@ impl ServerHandler for Session {
             () = dropped.cancelled() => stopped("the client's connection dropped"),
             result = self.call(tool, cx, arguments, &context) => result,
         };
-        result.map(Into::into)
+        drop(own_invocation);
+        result
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Tool-list changes are all there is to listen to, and only when the
+        // set can change.
+        self.shared.changes.as_ref()?;
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// 2026-07-28's `subscriptions/listen`: tool-list changes, on the
+    /// listening request's stream, until the client cancels it or goes away.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let Some(changes) = &self.shared.changes else {
+            subscription.cancelled().await;
+            return Ok(());
+        };
+        let mut changes = changes.resubscribe();
+        let listening = subscription.request_context().id.clone();
+        tracing::info!(session = %self.state.id, request = %listening, "client listens for tool-list changes");
+        loop {
+            let notify = tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                () = self.state.disconnected.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(change) => !change.is_empty(),
+                    Err(broadcast::error::RecvError::Lagged(_)) => true,
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            };
+            if !notify || !self.shared.is_ready() {
+                continue;
+            }
+            if let Err(err) = subscription.sink().notify_tool_list_changed().await {
+                tracing::debug!(session = %self.state.id, %err, "could not send tools/list_changed");
+                return Ok(());
+            }
+            tracing::info!(session = %self.state.id, request = %listening, "sent tools/list_changed");
+        }
+    }
+}
+
+/// Ends an invocation when dropped (also when the call is cancelled).
+struct InvocationEnd(Engine, String);
+
+impl Drop for InvocationEnd {
+    fn drop(&mut self) {
+        self.0.end_invocation(&self.1);
     }
 }

@@ -1,0 +1,534 @@
+//! Confirmation on MCP 2026-07-28: a Multi Round-Trip Request (SEP-2322).
+//!
+//! A call that needs a human's approval answers `InputRequiredResult`: a form
+//! elicitation (the tool, the hint, the arguments as they will run) and a
+//! sealed `requestState`. The client asks its user and retries the same call
+//! with the answer and the state echoed back. The state is sealed with
+//! rmcp's [`RequestStateCodec`] (HMAC-SHA256, a key ring so keys rotate) and
+//! binds the tool, a digest of the checked and coerced arguments, the call ID
+//! and an expiry, so any replica holding the keys can resume the call, and
+//! none can be fooled by a state the client made up or changed.
+//!
+//! Single use is the confirmation layer's: the retry runs under the sealed
+//! call ID, and an approval is acted on once per call ID (in the shared state
+//! store when one is configured, so across replicas too).
+
+use std::time::Duration;
+
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, RequestStateError,
+    SealOptions,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+use crate::error::CallError;
+use crate::toolset::{ConfirmationRequest, Decision};
+
+/// The key of the one input request an approval asks.
+const QUESTION: &str = "approval";
+/// Mixed into every seal: a state sealed for anything else never opens here.
+const PURPOSE: &[u8] = b"toolhost/approval/v1";
+
+/// Why a key ring could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyRingError {
+    /// No key in the text.
+    #[error("the key ring holds no key (one `KEY_ID SECRET` per line)")]
+    Empty,
+    /// A line is not `KEY_ID SECRET`, or the key is unusable.
+    #[error("key ring line {line}: {reason}")]
+    Line {
+        /// The line (1-based; entries separated by commas count as lines).
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// The keys that seal and open approval states: the first signs, every one
+/// opens, so a key can be rotated in (second, then first) and out (once
+/// every state it signed has expired) without refusing a pending approval.
+/// Every replica of a deployment needs the same ring.
+#[derive(Clone)]
+pub struct ApprovalKeys {
+    codec: std::sync::Arc<RequestStateCodec>,
+    generated: bool,
+}
+
+impl std::fmt::Debug for ApprovalKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApprovalKeys")
+            .field("generated", &self.generated)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApprovalKeys {
+    /// The shortest secret accepted, in bytes.
+    pub const MIN_SECRET_BYTES: usize = RequestStateCodec::MIN_KEY_LENGTH;
+
+    /// Reads a key ring: entries `KEY_ID SECRET`, one per line or separated by
+    /// commas; blank lines and lines starting with `#` are skipped. The first
+    /// entry signs. A secret is at least [`ApprovalKeys::MIN_SECRET_BYTES`]
+    /// bytes of text (`openssl rand -hex 32` makes one); a key ID is 1 to 255
+    /// bytes without spaces.
+    ///
+    /// # Errors
+    /// [`KeyRingError`] if an entry is malformed, a secret too short, an ID
+    /// repeated, or there is no entry.
+    pub fn parse(text: &str) -> Result<Self, KeyRingError> {
+        let mut keys: Vec<(String, Vec<u8>)> = Vec::new();
+        let entries = text.split(['\n', ',']).map(str::trim).enumerate();
+        for (index, entry) in entries {
+            let line = index + 1;
+            if entry.is_empty() || entry.starts_with('#') {
+                continue;
+            }
+            let bad = |reason: &str| KeyRingError::Line {
+                line,
+                reason: reason.to_owned(),
+            };
+            let mut parts = entry.split_whitespace();
+            let (Some(id), Some(secret), None) = (parts.next(), parts.next(), parts.next()) else {
+                return Err(bad("expected `KEY_ID SECRET`"));
+            };
+            if secret.len() < Self::MIN_SECRET_BYTES {
+                return Err(bad(&format!(
+                    "the secret of `{id}` is {} bytes; at least {} are needed (`openssl rand -hex 32` makes one)",
+                    secret.len(),
+                    Self::MIN_SECRET_BYTES
+                )));
+            }
+            if keys.iter().any(|(known, _)| known == id) {
+                return Err(bad(&format!("the key ID `{id}` appears twice")));
+            }
+            keys.push((id.to_owned(), secret.as_bytes().to_vec()));
+        }
+        let Some((active, _)) = keys.first() else {
+            return Err(KeyRingError::Empty);
+        };
+        let active = active.clone();
+        let codec =
+            RequestStateCodec::new_with_keyring(active, keys).map_err(|e| KeyRingError::Line {
+                line: 1,
+                reason: e.to_string(),
+            })?;
+        Ok(Self {
+            codec: std::sync::Arc::new(codec),
+            generated: false,
+        })
+    }
+
+    /// A random key for this process only: approvals asked here cannot be
+    /// answered on another replica or after a restart.
+    pub fn generate() -> Self {
+        let mut secret = [0u8; 32];
+        let secret = match getrandom::fill(&mut secret) {
+            Ok(()) => hex(&secret),
+            // No OS randomness: no approval can be trusted, so none opens.
+            Err(_) => String::new(),
+        };
+        let codec = RequestStateCodec::new_with_keyring("process", [("process", secret)])
+            .unwrap_or_else(|_| RequestStateCodec::new_unchecked(Vec::new()));
+        Self {
+            codec: std::sync::Arc::new(codec),
+            generated: true,
+        }
+    }
+
+    /// Whether these keys were generated for this process (no ring configured).
+    pub fn is_generated(&self) -> bool {
+        self.generated
+    }
+}
+
+/// What a sealed approval state holds.
+#[derive(Debug, Serialize, Deserialize)]
+struct Sealed {
+    /// The tool's canonical name.
+    tool: String,
+    /// SHA-256 of the canonical JSON of the checked, coerced arguments.
+    args: String,
+    /// The call ID the approval is for (single use is per call ID).
+    call: String,
+}
+
+/// Asks and resumes approvals for one server.
+#[derive(Debug, Clone)]
+pub(super) struct Approvals {
+    keys: ApprovalKeys,
+    ttl: Duration,
+}
+
+/// How a retry resumes: the call ID to run under, the decision, and the
+/// arguments it binds.
+pub(super) struct Resumed {
+    pub(super) call_id: String,
+    pub(super) decision: Decision,
+}
+
+impl Approvals {
+    pub(super) fn new(keys: ApprovalKeys, ttl: Duration) -> Self {
+        Self { keys, ttl }
+    }
+
+    pub(super) fn keys(&self) -> &ApprovalKeys {
+        &self.keys
+    }
+
+    pub(super) fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The `InputRequiredResult` that asks for this approval.
+    pub(super) fn ask(&self, ask: &ConfirmationRequest) -> Result<InputRequiredResult, CallError> {
+        let sealed = Sealed {
+            tool: ask.tool.clone(),
+            args: digest(&ask.arguments),
+            call: ask.call_id.clone(),
+        };
+        let options = SealOptions::new().associated_data(PURPOSE).ttl(self.ttl);
+        let state = self
+            .keys
+            .codec
+            .seal_json_with(&sealed, &options)
+            .map_err(|e| CallError::Host {
+                tool: ask.tool.clone(),
+                reason: format!("cannot seal the approval state: {e}"),
+            })?;
+        let form = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question(ask),
+            requested_schema: approval_form(ask)?,
+        };
+        let mut requests = InputRequests::new();
+        requests.insert(
+            QUESTION.to_owned(),
+            InputRequest::Elicitation(ElicitRequest::new(form)),
+        );
+        Ok(InputRequiredResult::new(Some(requests), Some(state)))
+    }
+
+    /// Opens a retry's state and reads its answer, for a call of `tool`
+    /// whose arguments, checked and coerced, are `arguments`. The error is a
+    /// refusal for the client, saying why.
+    pub(super) fn resume(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        state: &str,
+        answers: Option<&InputResponses>,
+    ) -> Result<Resumed, String> {
+        let sealed: Sealed =
+            self.keys
+                .codec
+                .open_json_with(state, PURPOSE)
+                .map_err(|e| match e {
+                    RequestStateError::Expired => format!(
+                        "the approval of this call of `{tool}` has expired (approvals last {} s); \
+                     call again to be asked again",
+                        self.ttl.as_secs()
+                    ),
+                    RequestStateError::UnknownKeyId => {
+                        "the approval state was sealed with a key this server does not hold \
+                     (asked on a server with other keys, or the key was retired); call again \
+                     to be asked again"
+                            .to_owned()
+                    }
+                    other => format!(
+                        "the approval state was not made by this server or was changed ({other}); \
+                     call again to be asked again"
+                    ),
+                })?;
+        if sealed.tool != tool {
+            return Err(format!(
+                "the approval state is for `{}`, not `{tool}`; call again to be asked again",
+                sealed.tool
+            ));
+        }
+        if sealed.args != digest(arguments) {
+            return Err(format!(
+                "the arguments changed since the approval was asked (called with {arguments}); \
+                 retry with the arguments that were approved, or call again to be asked again"
+            ));
+        }
+        let answer = answers.and_then(|answers| answers.get(QUESTION));
+        let Some(answer) = answer else {
+            return Err(format!(
+                "the retry carries no answer to the approval question (`inputResponses.{QUESTION}`); \
+                 answer it, or call again to be asked again"
+            ));
+        };
+        let decision = decide(answer, arguments);
+        Ok(Resumed {
+            call_id: sealed.call,
+            decision,
+        })
+    }
+}
+
+/// The decision an elicitation answer means: approved only when accepted
+/// with `approve: true`.
+fn decide(answer: &Value, arguments: &Value) -> Decision {
+    let action = answer
+        .get("action")
+        .and_then(|a| serde_json::from_value::<ElicitationAction>(a.clone()).ok());
+    let approved = action == Some(ElicitationAction::Accept)
+        && answer
+            .get("content")
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool)
+            == Some(true);
+    if approved {
+        return Decision::Approve {
+            arguments: arguments.clone(),
+            payload: None,
+        };
+    }
+    Decision::Reject {
+        reason: Some(
+            match action {
+                Some(ElicitationAction::Accept) => "the user did not approve it",
+                Some(ElicitationAction::Decline) => "the user declined it",
+                Some(_) => "the user cancelled the approval",
+                None => "the answer to the approval question is not an elicitation result",
+            }
+            .to_owned(),
+        ),
+    }
+}
+
+/// The question a human sees.
+pub(super) fn question(ask: &ConfirmationRequest) -> String {
+    format!(
+        "The tool `{}` needs your approval: {}\nArguments: {}",
+        ask.tool, ask.hint, ask.arguments
+    )
+}
+
+/// The one-field form: approve, yes or no.
+pub(super) fn approval_form(ask: &ConfirmationRequest) -> Result<ElicitationSchema, CallError> {
+    ElicitationSchema::builder()
+        .required_bool_property("approve", |b| {
+            b.title("Approve")
+                .description(format!("Run `{}` with these arguments", ask.tool))
+        })
+        .build()
+        .map_err(|e| CallError::Host {
+            tool: ask.tool.clone(),
+            reason: format!("cannot build the approval form: {e}"),
+        })
+}
+
+/// SHA-256 (hex) of the canonical JSON of `value`: object keys sorted at every
+/// level, so the digest does not depend on the order a client sent them in.
+fn digest(value: &Value) -> String {
+    let mut hasher = Sha256::new();
+    canonical(value, &mut hasher);
+    hex(&hasher.finalize())
+}
+
+fn canonical(value: &Value, out: &mut Sha256) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.update(b"{");
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.update(b",");
+                }
+                out.update(Value::String(key.clone()).to_string().as_bytes());
+                out.update(b":");
+                canonical(&map[key], out);
+            }
+            out.update(b"}");
+        }
+        Value::Array(items) => {
+            out.update(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.update(b",");
+                }
+                canonical(item, out);
+            }
+            out.update(b"]");
+        }
+        scalar => out.update(scalar.to_string().as_bytes()),
+    }
+}
+
+/// Lower-case hex.
+pub(super) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// 128 random bits as hex: IDs no other process or replica will make.
+pub(super) fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness (never seen on Linux): fall back to a
+        // process-unique ID, still unique within this process.
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        return format!("{:x}-{n}", std::process::id());
+    }
+    hex(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const RING: &str =
+        "# comment\nk2 0123456789abcdef0123456789abcdef01\nk1 fedcba9876543210fedcba9876543210fe\n";
+
+    fn request() -> ConfirmationRequest {
+        ConfirmationRequest {
+            call_id: "call-1".into(),
+            tool: "echo".into(),
+            arguments: json!({"b": 1, "a": [true, {"y": null, "x": "s"}]}),
+            hint: "sure?".into(),
+            payload: None,
+        }
+    }
+
+    fn accept() -> InputResponses {
+        let mut answers = InputResponses::new();
+        answers.insert(
+            QUESTION.into(),
+            json!({"action": "accept", "content": {"approve": true}}),
+        );
+        answers
+    }
+
+    #[test]
+    fn an_approval_resumes_the_sealed_call_and_binds_the_arguments() {
+        let approvals = Approvals::new(ApprovalKeys::parse(RING).unwrap(), Duration::from_secs(60));
+        let asked = approvals.ask(&request()).unwrap();
+        let state = asked.request_state.clone().unwrap();
+        assert!(asked.input_requests.unwrap().contains_key(QUESTION));
+        // Key order does not matter; the values do.
+        let same = json!({"a": [true, {"x": "s", "y": null}], "b": 1});
+        let resumed = approvals
+            .resume("echo", &same, &state, Some(&accept()))
+            .unwrap();
+        assert_eq!(resumed.call_id, "call-1");
+        assert!(matches!(resumed.decision, Decision::Approve { .. }));
+        let changed = json!({"a": [true, {"x": "s", "y": null}], "b": 2});
+        let err = approvals
+            .resume("echo", &changed, &state, Some(&accept()))
+            .err()
+            .unwrap();
+        assert!(err.contains("arguments changed"), "{err}");
+        let err = approvals
+            .resume("other", &same, &state, Some(&accept()))
+            .err()
+            .unwrap();
+        assert!(err.contains("is for `echo`"), "{err}");
+        let err = approvals.resume("echo", &same, &state, None).err().unwrap();
+        assert!(err.contains("no answer"), "{err}");
+    }
+
+    #[test]
+    fn tampered_foreign_and_expired_states_are_refused() {
+        let keys = ApprovalKeys::parse(RING).unwrap();
+        let approvals = Approvals::new(keys.clone(), Duration::from_secs(60));
+        let state = approvals.ask(&request()).unwrap().request_state.unwrap();
+        let args = request().arguments;
+        // One character in the middle (the payload), so every bit counts.
+        let mut tampered: Vec<char> = state.chars().collect();
+        let middle = tampered.len() / 2;
+        tampered[middle] = if tampered[middle] == 'A' { 'B' } else { 'A' };
+        let tampered: String = tampered.into_iter().collect();
+        let err = approvals
+            .resume("echo", &args, &tampered, Some(&accept()))
+            .err()
+            .unwrap();
+        assert!(err.contains("not made by this server"), "{err}");
+        let foreign = Approvals::new(ApprovalKeys::generate(), Duration::from_secs(60));
+        let err = foreign
+            .resume("echo", &args, &state, Some(&accept()))
+            .err()
+            .unwrap();
+        assert!(err.contains("key this server does not hold"), "{err}");
+        // A ring that only verifies with the old key still opens it (rotation).
+        let rotated = ApprovalKeys::parse(
+            "k3 00000000000000000000000000000000000\nk2 0123456789abcdef0123456789abcdef01",
+        )
+        .unwrap();
+        let rotated = Approvals::new(rotated, Duration::from_secs(60));
+        assert!(
+            rotated
+                .resume("echo", &args, &state, Some(&accept()))
+                .is_ok()
+        );
+        let short = Approvals::new(keys, Duration::from_millis(1));
+        let state = short.ask(&request()).unwrap().request_state.unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let err = short
+            .resume("echo", &args, &state, Some(&accept()))
+            .err()
+            .unwrap();
+        assert!(err.contains("expired"), "{err}");
+    }
+
+    #[test]
+    fn only_an_accepted_yes_approves() {
+        let args = json!({});
+        let decide = |answer: Value| decide(&answer, &args);
+        assert!(matches!(
+            decide(json!({"action": "accept", "content": {"approve": true}})),
+            Decision::Approve { .. }
+        ));
+        for answer in [
+            json!({"action": "accept", "content": {"approve": false}}),
+            json!({"action": "accept"}),
+            json!({"action": "decline"}),
+            json!({"action": "cancel"}),
+            json!("yes"),
+        ] {
+            assert!(
+                matches!(decide(answer.clone()), Decision::Reject { .. }),
+                "{answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn key_rings_are_checked() {
+        assert!(matches!(
+            ApprovalKeys::parse("# nothing\n\n"),
+            Err(KeyRingError::Empty)
+        ));
+        let short = ApprovalKeys::parse("k1 short").err().unwrap().to_string();
+        assert!(
+            short.contains("line 1") && short.contains("at least 32"),
+            "{short}"
+        );
+        let twice = "a 0123456789abcdef0123456789abcdef01, a 0123456789abcdef0123456789abcdef02";
+        let twice = ApprovalKeys::parse(twice).err().unwrap().to_string();
+        assert!(
+            twice.contains("line 2") && twice.contains("twice"),
+            "{twice}"
+        );
+        let malformed = ApprovalKeys::parse("only-one-field")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(malformed.contains("KEY_ID SECRET"), "{malformed}");
+        assert!(ApprovalKeys::generate().is_generated());
+        assert_ne!(random_id(), random_id());
+    }
+}
