@@ -11,6 +11,7 @@ import base64
 import json
 import re
 import shutil
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -610,6 +611,35 @@ async def test_guest_memory_past_the_engine_budget_is_busy(launch: Launch, make_
         text = error(await client.call("hold", {"mib": 32}))
         assert "could not run now" in text and "retry shortly" in text, text
         assert ok(await client.call("hold", {"mib": 1})) == {"held_mib": 1}
+
+
+# --- invocations ----------------------------------------------------------------------
+
+#: The request `_meta` key that names an invocation (docs/mcp.md).
+INVOCATION = "dev.toolhost/invocation"
+
+
+async def test_calls_naming_one_invocation_share_its_state(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """Calls that name the same invocation in `_meta` share the guest's scratch
+    state, from any session of the server (over stdio a session is a process of its
+    own, so there the second session is the same one); without a name a 2025-11-25
+    session is one invocation and a 2026-07-28 call is its own."""
+    async with launch(make_plugins("echo")) as server, server.connect() as client, AsyncExitStack() as stack:
+        other = await stack.enter_async_context(server.connect()) if server.transport == "http" else client
+        named = {INVOCATION: f"agent-run-{client.protocol}"}
+        assert ok(await client.call("remember", {"key": "k", "value": "v1"}, meta=named)) == {"stored": "k"}
+        assert ok(await other.call("remember", {"key": "k"}, meta=named)) == {"value": "v1"}
+        assert ok(await other.call("remember", {"key": "k"}, meta={INVOCATION: "another-run"})) == {"value": None}
+        assert ok(await client.call("remember", {"key": "k"})) == {"value": None}
+
+        assert ok(await client.call("remember", {"key": "own", "value": "v2"}))
+        unnamed = ok(await client.call("remember", {"key": "own"}))
+        assert unnamed == ({"value": "v2"} if client.protocol == LEGACY else {"value": None}), unnamed
+
+        for bad in ["", "has space", "x" * 129, 7]:
+            with pytest.raises(MCPError) as caught:
+                await client.call("remember", {"key": "k"}, meta={INVOCATION: bad})
+            assert caught.value.code == -32602 and INVOCATION in caught.value.error.message, caught.value
 
 
 # Every scenario above runs on both protocol revisions (see conftest.py).
