@@ -23,8 +23,15 @@
 //! - Every request gets a JSON-RPC answer over stdio, even one that cannot be
 //!   read (see `mcp/stdio.rs`).
 //! - Tools that need confirmation are asked through elicitation when the
-//!   client supports it; otherwise the call fails with a clear message.
-//! - Set changes (hot reload) send `notifications/tools/list_changed`.
+//!   client supports it; otherwise the call fails with a clear message. On
+//!   2025-11-25 the question is sent during the call; on 2026-07-28 the call
+//!   answers `InputRequiredResult` with a sealed state and the client's retry
+//!   resumes it (`mcp/approval.rs`).
+//! - A request may name its invocation in `_meta` (`dev.toolhost/invocation`);
+//!   without it, a 2025-11-25 session is one invocation and a 2026-07-28 call
+//!   is its own.
+//! - Set changes (hot reload) send `notifications/tools/list_changed`: to
+//!   every session (2025-11-25), on `subscriptions/listen` streams (2026-07-28).
 //!
 //! Tool names: MCP clients commonly accept only `[A-Za-z0-9_-]{1,64}`. Names
 //! that fit are used as they are; in others every other character becomes
