@@ -144,6 +144,13 @@ pub struct ServeConfig {
     /// Seconds a client may take to answer an approval question on MCP
     /// 2026-07-28 (600).
     pub approval_ttl_secs: Option<u64>,
+    /// This replica's name, sent as the `x-toolhost-replica` header on every
+    /// HTTP response. `$TOOLHOST_REPLICA` wins over it. Unset: no header.
+    pub replica_name: Option<String>,
+    /// Seconds between rescans of the plugins directory while serving, besides
+    /// the watcher: for file systems that do not report changes (NFS and
+    /// other network file systems a fleet shares). 0 turns it off (30).
+    pub rescan_secs: Option<u64>,
 }
 
 /// Engine-wide settings (`[engine]`); unset ones keep their default.

@@ -110,6 +110,7 @@ pub struct HttpOptions {
     header_read_timeout: Duration,
     idle_timeout: Duration,
     session_idle_timeout: Duration,
+    replica: Option<axum::http::HeaderValue>,
 }
 
 impl Default for HttpOptions {
@@ -122,6 +123,7 @@ impl Default for HttpOptions {
             header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
             session_idle_timeout: Self::DEFAULT_SESSION_IDLE_TIMEOUT,
+            replica: None,
         }
     }
 }
@@ -139,6 +141,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("header_read_timeout", &self.header_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("replica", &self.replica)
             .finish()
     }
 }
@@ -160,6 +163,21 @@ impl HttpOptions {
     /// Requires `Authorization: Bearer <token>` on every request.
     pub fn bearer_token(&mut self, token: impl Into<String>) -> &mut Self {
         self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// The name of this replica, sent as [`REPLICA_HEADER`] on every HTTP
+    /// response, so a client or a test behind a load balancer can tell which
+    /// replica answered. Ignored (with a warning) unless it is a valid header
+    /// value.
+    pub fn replica_name(&mut self, name: &str) -> &mut Self {
+        match axum::http::HeaderValue::from_str(name) {
+            Ok(value) => self.replica = Some(value),
+            Err(_) => tracing::warn!(
+                name,
+                "the replica name is not a valid header value; not sent"
+            ),
+        }
         self
     }
 
@@ -205,6 +223,10 @@ impl HttpOptions {
         self
     }
 }
+
+/// The response header naming the replica that answered (see
+/// [`HttpOptions::replica_name`]).
+pub const REPLICA_HEADER: &str = "x-toolhost-replica";
 
 /// An MCP server over a [`Toolset`].
 ///
@@ -471,6 +493,18 @@ impl McpServer {
                 http::authorize(token.clone(), request, next)
             }))
             .merge(probes);
+        let app = match options.replica.clone() {
+            Some(name) => app.layer(axum::middleware::map_response(
+                move |mut response: axum::response::Response| {
+                    let name = name.clone();
+                    async move {
+                        response.headers_mut().insert(REPLICA_HEADER, name);
+                        response
+                    }
+                },
+            )),
+            None => app,
+        };
         let limits = http::Limits {
             max_connections: options.max_connections,
             header_read_timeout: options.header_read_timeout,

@@ -250,6 +250,27 @@ async def test_probes_answer_without_a_token(launch: Launch, make_plugins: Plugi
         assert status == 401, status
 
 
+async def test_every_response_names_the_replica(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """Behind a load balancer, `x-toolhost-replica` says which replica answered:
+    `$TOOLHOST_REPLICA` wins over `[serve] replica_name`; unset, there is no header."""
+    config = '[serve]\nreplica_name = "from-config"\n'
+    async with (
+        launch(make_plugins("echo"), config=config, env={"TOOLHOST_REPLICA": "replica-7"}) as named,
+        launch(make_plugins("echo"), config=config) as configured,
+        launch(make_plugins("echo")) as anonymous,
+        httpx2.AsyncClient(timeout=CALL_S) as http,
+    ):
+        for server, wanted in [(named, "replica-7"), (configured, "from-config"), (anonymous, None)]:
+            response = await http.get(f"http://127.0.0.1:{server.port}/healthz")
+            assert response.headers.get("x-toolhost-replica") == wanted, response.headers
+        # MCP answers too, and refusals.
+        base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        async with http.stream("POST", named.url, json=INITIALIZE, headers=base) as response:
+            assert response.status_code == 200 and response.headers.get("x-toolhost-replica") == "replica-7"
+        response = await http.post(named.url, json=INITIALIZE, headers=base | {"Host": "evil.example"})
+        assert response.status_code == 403 and response.headers.get("x-toolhost-replica") == "replica-7"
+
+
 async def test_not_ready_while_a_plugin_is_still_loading(launch: Launch, make_plugins: PluginsFactory) -> None:
     """`slow_declare` never finishes listing its tools (its load deadline here is 10
     minutes): the process is alive and serves echo, but it is not ready."""

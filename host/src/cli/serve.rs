@@ -44,6 +44,10 @@ pub(super) async fn serve(
             .watch()
             .with_context(|| format!("cannot watch {}", dir.display()))?;
     }
+    let rescan = settings.rescan_secs.unwrap_or(DEFAULT_RESCAN_SECS);
+    if watch && rescan > 0 {
+        rescan_every(&plugins, Duration::from_secs(rescan));
+    }
     let changes = plugins.subscribe();
     let tools = layered(plugins, config)?;
     let mut server = McpServer::new(tools)
@@ -81,6 +85,13 @@ pub(super) async fn serve(
     }
     if let Some(ms) = settings.session_idle_timeout_ms {
         options.session_idle_timeout(Duration::from_millis(ms));
+    }
+    let replica = std::env::var("TOOLHOST_REPLICA")
+        .ok()
+        .filter(|name| !name.trim().is_empty())
+        .or_else(|| settings.replica_name.clone());
+    if let Some(replica) = replica {
+        options.replica_name(replica.trim());
     }
     let token = match (
         std::env::var("TOOLHOST_MCP_TOKEN"),
@@ -141,6 +152,34 @@ pub(super) async fn serve(
     };
     server.serve_http(listener, options, shutdown).await?;
     Ok(())
+}
+
+/// The default of `[serve] rescan_secs`.
+const DEFAULT_RESCAN_SECS: u64 = 30;
+
+/// Rescans the plugins directory every `interval`, for file systems whose
+/// changes the watcher never hears of; a rescan that finds nothing changed
+/// costs a directory read and a `stat` per file. Stops with the server.
+fn rescan_every(plugins: &std::sync::Arc<PluginDir>, interval: Duration) {
+    let plugins = std::sync::Arc::downgrade(plugins);
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            let Some(plugins) = plugins.upgrade() else {
+                return;
+            };
+            match plugins.reload_now().await {
+                Ok(change) if !change.is_empty() => {
+                    tracing::info!(target: "toolhost::load", "the periodic rescan found changes the watcher missed");
+                }
+                Ok(_) => {}
+                Err(err) => tracing::warn!(%err, "periodic rescan of the plugins directory failed"),
+            }
+        }
+    });
 }
 
 /// The approval keys: `$TOOLHOST_STATE_KEYS`, else `[serve] state_key_file`,
