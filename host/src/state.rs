@@ -93,7 +93,8 @@ impl std::fmt::Debug for StateOptions {
 impl StateOptions {
     /// The Redis server to keep state in (`redis://[user:password@]host:port/db`,
     /// `rediss://` for TLS is not built in); `None` (the default) keeps it in
-    /// this process. The connection is made at first use and remade by
+    /// this process. The connection is made at first use, on the tokio
+    /// runtime of that use (keep the store on one runtime), and remade by
     /// itself after a failure.
     pub fn url(&mut self, url: Option<String>) -> &mut Self {
         self.url = url;

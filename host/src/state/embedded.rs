@@ -357,11 +357,11 @@ mod tests {
 
     #[test]
     fn idle_invocations_expire_and_are_swept() {
-        let store = Embedded::new(Duration::from_millis(40), 4);
+        let store = Embedded::new(Duration::from_millis(200), 4);
         let mut held = None;
         store.set("idle", &mut held, "k", "v").unwrap();
         store.set("other", &mut None, "k", "v").unwrap();
-        std::thread::sleep(Duration::from_millis(60));
+        std::thread::sleep(Duration::from_millis(300));
         // Reading does not keep state alive; the holder finds it gone.
         assert_eq!(store.get("idle", &mut held, "k"), None);
         assert!(store.snapshot("idle").is_empty());

@@ -52,6 +52,8 @@ impl Redis {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            // `DEBUG SLEEP` makes a slow Redis on demand.
+            .args(["--enable-debug-command", "local"])
             .arg("--dir")
             .arg(self.dir.path())
             .stdout(Stdio::null())
@@ -84,6 +86,20 @@ impl Redis {
         stream.write_all(b"PING\r\n").is_ok()
             && stream.read_exact(&mut answer).is_ok()
             && &answer == b"+PONG\r\n"
+    }
+
+    /// Keeps the server busy (unresponsive) for `time`, from a thread;
+    /// joining it waits until the server answers again.
+    fn stall(&self, time: Duration) -> std::thread::JoinHandle<()> {
+        let port = self.port;
+        std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let command = format!("DEBUG SLEEP {}\r\n", time.as_secs_f64());
+            stream.write_all(command.as_bytes()).unwrap();
+            let mut answer = [0; 5];
+            stream.read_exact(&mut answer).unwrap();
+            assert_eq!(&answer, b"+OK\r\n");
+        })
     }
 
     fn stop(&mut self) {
@@ -256,16 +272,16 @@ async fn the_byte_budget_holds_across_replicas_under_concurrent_writes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn state_and_used_approvals_expire_after_the_ttl() {
     let redis = Redis::start();
-    let (a, b) = replicas(&redis, "ttl:", Duration::from_millis(800)).await;
+    let (a, b) = replicas(&redis, "ttl:", Duration::from_secs(2)).await;
     remember(&a, "short", "k", "v").await;
     assert!(a.engine.state().claim_once("nonce").await.unwrap());
     assert!(!b.engine.state().claim_once("nonce").await.unwrap());
-    // Each write refreshes the TTL.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Each write refreshes the TTL of the whole invocation.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     remember(&b, "short", "k2", "v").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(recall(&a, "short", "k").await, "v");
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(recall(&a, "short", "k").await, Value::Null);
     assert!(b.engine.invocation_state("short").await.unwrap().is_empty());
     assert!(b.engine.state().claim_once("nonce").await.unwrap());
@@ -422,5 +438,75 @@ async fn redis_down_stops_only_calls_that_need_it_and_its_return_heals() {
     assert!(
         ok > 0 && failed > 0,
         "the load saw both: {ok} ok, {failed} failed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_redis_times_out_only_the_calls_that_need_it() {
+    let redis = Redis::start();
+    let a = replica(&redis, "slow:", HOUR).await;
+    remember(&a, "inv", "k", "v").await;
+    let stalled = redis.stall(Duration::from_secs(2));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let cx = Context::new().with_invocation_id("inv");
+    let started = Instant::now();
+    let err = call(&a, &cx, "remember", json!({"key": "k"}))
+        .await
+        .unwrap_err();
+    let waited = started.elapsed();
+    match &err {
+        CallError::State {
+            reason: StateError::Timeout { limit },
+            ..
+        } => assert_eq!(*limit, Duration::from_millis(500)),
+        other => panic!("a typed timeout: {other:?}"),
+    }
+    assert!(waited < Duration::from_millis(1500), "waited {waited:?}");
+    let out = call(&a, &cx, "add", json!({"a": 2, "b": 3})).await.unwrap();
+    assert_eq!(out.result.unwrap()["result"], 5);
+    tokio::task::spawn_blocking(move || stalled.join().unwrap())
+        .await
+        .unwrap();
+    // Answering again, it serves the same connection's next calls.
+    let started = Instant::now();
+    loop {
+        match call(&a, &cx, "remember", json!({"key": "k"})).await {
+            Ok(out) => {
+                assert_eq!(out.result.unwrap()["value"], "v");
+                break;
+            }
+            Err(CallError::State { .. }) if started.elapsed() < Duration::from_secs(10) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(other) => panic!("calls work again: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn without_a_url_state_stays_in_process_and_idle_invocations_expire() {
+    let mut state = StateOptions::default();
+    state.ttl(Duration::from_millis(300));
+    let mut config = EngineConfig::default();
+    config
+        .cache_dir(None)
+        .max_concurrent_instances(8)
+        .state(state);
+    let engine = Engine::new(&config).unwrap();
+    assert!(!engine.state().is_shared());
+    engine.state().ping().await.unwrap();
+    let echo = Plugin::load(&engine, ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    let local = Replica { engine, echo };
+    remember(&local, "idle", "k", "v").await;
+    assert!(local.engine.invocation_state_bytes() > 0);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(recall(&local, "idle", "k").await, Value::Null);
+    // A new invocation sweeps out what idled past the TTL.
+    remember(&local, "next", "k", "v").await;
+    assert_eq!(
+        local.engine.invocation_state_bytes(),
+        1 + 1 + toolhost::state::ENTRY_OVERHEAD
     );
 }
