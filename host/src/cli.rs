@@ -281,6 +281,7 @@ fn engine(cli: &Cli, config: &Config) -> Result<Engine> {
         engine_config.max_guest_memory(Some(mib.saturating_mul(1 << 20)));
     }
     config.load.apply(&mut engine_config);
+    config.state.apply(&mut engine_config);
     Ok(Engine::new(&engine_config)?)
 }
 

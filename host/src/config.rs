@@ -13,6 +13,7 @@ use crate::EngineConfig;
 use crate::engine::limits::Limits;
 use crate::plugin::Reuse;
 use crate::policy::{Grants, GrantsConfig};
+use crate::state::{StateOptions, StateStore};
 
 mod layers;
 mod names;
@@ -54,6 +55,12 @@ pub use names::{NameSource, UnmatchedName};
 ///
 /// [aliases.arguments.word_count]    # argument key aliases: alias = "canonical key"
 /// content = "text"
+///
+/// [state]                           # where invocation state and used approvals live
+/// url = "redis://127.0.0.1:6379/0"  # unset: in this process
+/// prefix = "toolhost:"
+/// ttl_secs = 3600
+/// timeout_ms = 2000
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,6 +96,9 @@ pub struct Config {
     /// What all plugins and calls share (the engine).
     #[serde(default)]
     pub engine: EngineSettings,
+    /// Where invocation state and used approvals live (Redis, or this process).
+    #[serde(default)]
+    pub state: StateConfig,
     /// The file this was read from: grants' relative paths are relative to it.
     #[serde(skip)]
     source: Option<PathBuf>,
@@ -161,6 +171,67 @@ pub struct EngineSettings {
     /// Guest linear memory all calls together may hold, in MiB [default: half
     /// the machine's memory]; past it a call waits briefly, then fails as busy.
     pub max_guest_memory_mib: Option<u64>,
+}
+
+/// Where invocation state and used approvals live (`[state]`); unset keys
+/// keep the defaults of [`StateOptions`]. See [`crate::state`].
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StateConfig {
+    /// The Redis server (`redis://[user:password@]host:port/db`); unset keeps
+    /// state in this process. `$TOOLHOST_STATE_URL` wins over it (keeps a
+    /// password out of the file).
+    pub url: Option<String>,
+    /// What every Redis key starts with (`toolhost:`).
+    pub prefix: Option<String>,
+    /// Seconds an invocation's state is kept after its last write, and a used
+    /// approval is remembered in Redis (3600).
+    pub ttl_secs: Option<u64>,
+    /// Milliseconds one Redis operation may take (2000).
+    pub timeout_ms: Option<u64>,
+}
+
+impl std::fmt::Debug for StateConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateConfig")
+            .field("url", &self.url.as_deref().map(crate::state::redact))
+            .field("prefix", &self.prefix)
+            .field("ttl_secs", &self.ttl_secs)
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
+}
+
+impl StateConfig {
+    /// The store options this section describes, over the defaults;
+    /// `$TOOLHOST_STATE_URL`, when set and not empty, gives the URL.
+    pub fn options(&self) -> StateOptions {
+        let from_env = std::env::var("TOOLHOST_STATE_URL")
+            .ok()
+            .filter(|url| !url.trim().is_empty());
+        self.options_with_url(from_env.or_else(|| self.url.clone()))
+    }
+
+    fn options_with_url(&self, url: Option<String>) -> StateOptions {
+        let mut options = StateOptions::default();
+        options.url(url);
+        if let Some(prefix) = &self.prefix {
+            options.prefix(prefix.clone());
+        }
+        if let Some(secs) = self.ttl_secs {
+            options.ttl(Duration::from_secs(secs));
+        }
+        if let Some(ms) = self.timeout_ms {
+            options.timeout(Duration::from_millis(ms));
+        }
+        options
+    }
+
+    /// Sets the store this section describes on an engine configuration.
+    pub fn apply(&self, config: &mut EngineConfig) {
+        config.state(self.options());
+    }
 }
 
 /// Limits as written in the file; unset ones keep their default.
@@ -426,6 +497,18 @@ impl Config {
                 "an origin needs a scheme, like `https://app.example.com:443`",
             ));
         }
+        for (key, value) in [
+            ("state.ttl_secs", self.state.ttl_secs),
+            ("state.timeout_ms", self.state.timeout_ms),
+        ] {
+            if value == Some(0) {
+                return Err(error(key.to_owned(), "must be greater than 0"));
+            }
+        }
+        if let Some(url) = &self.state.url {
+            StateStore::new(&self.state.options_with_url(Some(url.clone())))
+                .map_err(|e| error("state.url".to_owned(), &e.to_string()))?;
+        }
         for (name, plugin) in &self.plugin {
             if let Some(grants) = &plugin.grants {
                 grants.check(path, &format!("plugin.{name}.grants."))?;
@@ -520,6 +603,29 @@ mod tests {
     }
 
     #[test]
+    fn the_state_section_is_checked_and_keeps_passwords_out() {
+        let config = parse(
+            "[state]\nurl = \"redis://:hunter2@127.0.0.1:6379/0\"\nprefix = \"t:\"\nttl_secs = 60\ntimeout_ms = 500\n",
+        )
+        .unwrap();
+        assert!(!format!("{config:?}").contains("hunter2"));
+        let mut engine = EngineConfig::default();
+        config.state.apply(&mut engine);
+        assert_eq!(engine.state.prefix, "t:");
+        assert_eq!(engine.state.ttl, Duration::from_secs(60));
+        assert_eq!(engine.state.timeout, Duration::from_millis(500));
+        let err = parse("[state]\nttl = 3\n").unwrap_err();
+        assert!(err.to_string().contains("ttl"), "{err}");
+        let err = parse("[state]\nttl_secs = 0\n").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("state.ttl_secs"));
+        let err = parse("[state]\nurl = \"http://:hunter2@host\"\n").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("state.url"));
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        // Unset, state stays in process.
+        assert_eq!(parse("").unwrap().state.url, None);
+    }
+
+    #[test]
     fn the_documented_example_parses() {
         let config = parse(
             r#"
@@ -544,6 +650,11 @@ hint = "Run it?"
 wc = "word_count"
 [aliases.arguments.word_count]
 content = "text"
+[state]
+url = "redis://127.0.0.1:6379/0"
+prefix = "toolhost:"
+ttl_secs = 3600
+timeout_ms = 2000
 "#,
         )
         .unwrap();

@@ -11,7 +11,8 @@ use std::time::Duration;
 use wasmtime::component::Linker;
 
 use crate::plugin::IdleInstances;
-use crate::plugin::state::{Invocations, PluginState};
+use crate::plugin::state::PluginState;
+use crate::state::{StateError, StateOptions, StateStore};
 use limits::MemoryBudget;
 use loader::Loader;
 
@@ -53,6 +54,8 @@ pub struct EngineConfig {
     pub memory_wait: Duration,
     /// What loading a plugin may take (`[load]` in `toolhost.toml`).
     pub load: LoadLimits,
+    /// See [`EngineConfig::state()`].
+    pub state: StateOptions,
 }
 
 /// What loading a plugin may take: the time its guest code may run at load
@@ -96,6 +99,7 @@ impl Default for EngineConfig {
             max_guest_memory: None,
             memory_wait: Duration::from_secs(1),
             load: LoadLimits::default(),
+            state: StateOptions::default(),
         }
     }
 }
@@ -224,6 +228,15 @@ impl EngineConfig {
         self
     }
 
+    /// Where invocation state lives (`[state]` in `toolhost.toml`): in this
+    /// process (the default), or in Redis when [`StateOptions::url`] names a
+    /// server, shared by every engine (replica) that names the same one. See
+    /// [`crate::state`].
+    pub fn state(&mut self, options: StateOptions) -> &mut Self {
+        self.state = options;
+        self
+    }
+
     pub(crate) fn load_limits(&self) -> &LoadLimits {
         &self.load
     }
@@ -248,6 +261,9 @@ pub enum EngineError {
     /// wasmtime rejected the configuration.
     #[error("cannot configure the WebAssembly engine: {0}")]
     Config(String),
+    /// The state store's settings are invalid ([`EngineConfig::state`]).
+    #[error(transparent)]
+    State(StateError),
     /// The compiled-code cache could not be set up.
     #[error("cannot use cache directory {dir}: {reason}")]
     Cache {
@@ -270,7 +286,7 @@ struct Inner {
     wasm: wasmtime::Engine,
     linker: Linker<PluginState>,
     config: EngineConfig,
-    invocations: Invocations,
+    state: StateStore,
     idle: IdleInstances,
     /// How many plugins load their code in the background at once.
     preload: Arc<tokio::sync::Semaphore>,
@@ -292,8 +308,11 @@ impl Engine {
     /// Creates the engine and starts its epoch ticker thread.
     ///
     /// # Errors
-    /// Fails if wasmtime rejects the configuration or the cache directory cannot be created.
+    /// Fails if wasmtime rejects the configuration, the cache directory
+    /// cannot be created, or the state store's settings are invalid (a
+    /// Redis store connects at first use, not here).
     pub fn new(config: &EngineConfig) -> Result<Self, EngineError> {
+        let state = StateStore::new(&config.state).map_err(EngineError::State)?;
         let mut wasm_config = wasmtime::Config::new();
         wasm_config
             .epoch_interruption(true)
@@ -367,7 +386,7 @@ impl Engine {
                 wasm,
                 linker,
                 config: config.clone(),
-                invocations: Invocations::default(),
+                state,
                 idle: IdleInstances::new(config.max_idle_instances),
                 // One load per core.
                 preload: Arc::new(tokio::sync::Semaphore::new(cores)),
@@ -406,14 +425,20 @@ impl Engine {
         self.inner.config.max_wasm_stack
     }
 
-    pub(crate) fn invocations(&self) -> &Invocations {
-        &self.inner.invocations
+    /// The store of invocation state (and, for layers given it, of used
+    /// approvals): in process, or Redis ([`EngineConfig::state`]). Its
+    /// [`ping`](StateStore::ping) tells whether it is reachable.
+    pub fn state(&self) -> &StateStore {
+        &self.inner.state
     }
 
     /// Ends an invocation: drops the scratch state its calls shared, and the
     /// instances kept for it ([`Reuse::PerInvocation`](crate::plugin::Reuse::PerInvocation)).
+    /// With Redis the state is deleted on a background task (it expires after
+    /// the TTL if that fails); await [`StateStore::end_invocation`] on
+    /// [`Engine::state`] to know it is gone.
     pub fn end_invocation(&self, invocation_id: &str) {
-        self.inner.invocations.end(invocation_id);
+        self.inner.state.end_invocation_soon(invocation_id);
         self.inner.idle.end(invocation_id);
     }
 
@@ -463,18 +488,22 @@ impl Engine {
         self.inner.idle.len()
     }
 
-    /// The bytes of scratch state all invocations hold now (keys, values and
-    /// a fixed overhead per key), for metrics and tests.
+    /// The bytes of scratch state all invocations hold now in this process
+    /// (keys, values and a fixed overhead per key), for metrics and tests; 0
+    /// when the state is in Redis.
     pub fn invocation_state_bytes(&self) -> usize {
-        self.inner.invocations.total_bytes()
+        self.inner.state.embedded_bytes()
     }
 
     /// The scratch state an invocation holds now (for inspection and tests).
-    pub fn invocation_state(
+    ///
+    /// # Errors
+    /// A Redis store that cannot be reached or does not answer in time.
+    pub async fn invocation_state(
         &self,
         invocation_id: &str,
-    ) -> std::collections::HashMap<String, String> {
-        self.inner.invocations.snapshot(invocation_id)
+    ) -> Result<std::collections::HashMap<String, String>, StateError> {
+        self.inner.state.snapshot(invocation_id).await
     }
 }
 

@@ -152,6 +152,63 @@ pub enum Busy {
     Instances,
 }
 
+/// The invocation-state or approval store failed (see [`crate::state`]).
+///
+/// A guest whose `state-get`, `state-set` or `state-delete` fails this way is
+/// stopped: the call ends with [`CallError::Failed`] for a full invocation,
+/// [`CallError::Busy`] for the engine-wide budget, and [`CallError::State`]
+/// for a store that cannot be reached or does not answer in time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The invocation holds as many bytes of state as it may (keys, values
+    /// and a fixed overhead per key).
+    #[error("invocation state is limited to {limit} bytes")]
+    Bytes {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The invocation holds as many keys as it may.
+    #[error("invocation state is limited to {limit} keys")]
+    Keys {
+        /// The limit in keys.
+        limit: usize,
+    },
+    /// All invocations of the in-process store together hold its budget.
+    #[error("the host's invocation-state budget ({limit} bytes) is in use by other invocations")]
+    Busy {
+        /// The budget in bytes.
+        limit: u64,
+    },
+    /// The shared store could not be reached, or answered with an error.
+    #[error("the state store cannot be reached: {reason}")]
+    Unavailable {
+        /// What the client said.
+        reason: String,
+    },
+    /// The shared store did not answer within the operation timeout
+    /// (`[state] timeout_ms`).
+    #[error("the state store did not answer within {limit:?}")]
+    Timeout {
+        /// The timeout.
+        limit: Duration,
+    },
+    /// The store's settings are invalid (the URL does not parse, a zero TTL).
+    /// The message never includes a password.
+    #[error("invalid state store settings: {reason}")]
+    Settings {
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl StateError {
+    /// True if the store itself failed (unreachable, too slow), not a budget.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Unavailable { .. } | Self::Timeout { .. })
+    }
+}
+
 /// Why a plugin could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -470,6 +527,17 @@ pub enum CallError {
         /// Which engine-wide limit.
         reason: Busy,
     },
+    /// The state store (invocation state, used approvals) failed: the shared
+    /// store is down or too slow. A guest that needed it was stopped; a call
+    /// that needs no state is not affected. Retryable: see
+    /// [`CallError::is_retryable`].
+    #[error("tool `{tool}` could not use the state store: {reason}; retry shortly")]
+    State {
+        /// The tool.
+        tool: String,
+        /// What failed.
+        reason: StateError,
+    },
     /// The host could not set up the call (not the plugin's or the caller's fault).
     #[error("tool `{tool}`: host error: {reason}")]
     Host {
@@ -532,8 +600,8 @@ impl CallError {
     }
 
     /// True if the same call may succeed when retried shortly, unchanged
-    /// ([`CallError::Busy`]).
+    /// ([`CallError::Busy`], [`CallError::State`]).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Busy { .. })
+        matches!(self, Self::Busy { .. } | Self::State { .. })
     }
 }

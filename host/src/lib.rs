@@ -42,6 +42,7 @@ pub mod mcp;
 pub mod plugin;
 pub mod policy;
 pub mod schema;
+pub mod state;
 pub mod tool;
 pub mod toolset;
 

@@ -1,11 +1,11 @@
 //! `cargo xtask test`: every test, in order: the committed bindings
 //! (`bindings --check`), the non-Rust guests, the SDK unit tests, every cargo
-//! test (installs the wasm32-wasip2 target if missing), then `new-test`,
+//! test (installs the wasm32-wasip2 target and `redis-server` if missing), then `new-test`,
 //! `docs-test` and `mcp-test`.
 
 use anyhow::Result;
 
-use crate::toolchain::ensure_wasm_target;
+use crate::toolchain::{ensure_redis, ensure_wasm_target};
 use crate::workspace::{cargo, run};
 use crate::{bindings, docs, guests, mcp_test, new_test, sdk_test};
 
@@ -16,6 +16,8 @@ pub(crate) fn all() -> Result<()> {
     // The host's conformance tests load these; without them they fail.
     guests::build(&[])?;
     sdk_test::test()?;
+    // The host's shared-state tests start their own redis-server.
+    ensure_redis()?;
     run(cargo().args(["test", "--workspace"]))?;
     new_test::test(&[])?;
     docs::test()?;

@@ -1,6 +1,7 @@
 //! Toolchains the tasks install on first use: rustup's wasm32-wasip2 target,
 //! Python venvs with pinned requirements (componentize-py, Go, wasm-tools,
-//! pytest, the MCP SDK), and the Debian packages C guests compile with.
+//! pytest, the MCP SDK), and Debian packages: what C guests compile with,
+//! and `redis-server` for the host's shared-state tests.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -65,15 +66,30 @@ const C_PACKAGES: [&str; 4] = [
 
 /// Installs the missing [`C_PACKAGES`] with apt-get (through sudo unless root).
 pub(crate) fn ensure_c_toolchain() -> Result<()> {
-    let missing: Vec<&str> = C_PACKAGES
-        .into_iter()
+    ensure_debian_packages("C guests", &C_PACKAGES)
+}
+
+/// The Debian packages the host's shared-state tests run: `redis-server`.
+const REDIS_PACKAGES: [&str; 1] = ["redis-server"];
+
+/// Installs `redis-server` if missing (the host's tests start their own).
+pub(crate) fn ensure_redis() -> Result<()> {
+    ensure_debian_packages("the shared-state tests", &REDIS_PACKAGES)
+}
+
+/// Installs whichever of the Debian `packages` are missing, with apt-get
+/// (through sudo unless root); `needed_by` says who needs them, in messages.
+pub(crate) fn ensure_debian_packages(needed_by: &str, packages: &[&str]) -> Result<()> {
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
         .filter(|package| !debian_package_installed(package))
         .collect();
     if missing.is_empty() {
         return Ok(());
     }
     let list = missing.join(" ");
-    eprintln!("xtask: C guests need the Debian packages {list}; installing them with apt-get");
+    eprintln!("xtask: {needed_by} need the Debian packages {list}; installing them with apt-get");
     let apt = || {
         let mut cmd = if is_root() {
             Command::new("apt-get")
@@ -93,7 +109,7 @@ pub(crate) fn ensure_c_toolchain() -> Result<()> {
         })
         .with_context(|| {
             format!(
-                "cannot install the C toolchain; on Debian 12 run \
+                "cannot install the Debian packages {needed_by} need; on Debian 12 run \
                  `apt-get install --no-install-recommends {list}` as root"
             )
         })

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use super::{Config, ConfigError};
 use crate::plugin::PluginOptions;
 use crate::policy::Grants;
+use crate::state::StateStore;
 use crate::toolset::{Aliases, Confirm, ConfirmationHint, Filter, Predicate, ToolAliases, Toolset};
 
 /// A set of plugins with the layers of a configuration over it, inner to
@@ -18,6 +19,13 @@ pub type Layered<T> = Aliases<Confirm<Filter<T>>>;
 const DEFAULT_HINT: &str = "This tool needs a human's approval for each call.";
 
 impl Config {
+    /// The file this configuration names in errors.
+    fn path(&self) -> PathBuf {
+        self.source
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("toolhost.toml"))
+    }
+
     /// A plugin's options as this configuration sets them: its limits
     /// ([`Config::limits_for`]), its instance reuse, and its
     /// `[plugin.NAME.grants]` when it has them (they win over a sidecar
@@ -47,9 +55,14 @@ impl Config {
     /// makes calls wait for a human's approval, `[aliases]` adds names for
     /// tools and their argument keys.
     ///
+    /// With `[state] url`, decided approvals are kept in Redis
+    /// ([`Confirm::with_store`]), so an approval is used once across every
+    /// replica sharing it.
+    ///
     /// # Errors
     /// A [`ConfigError`] naming the `[aliases]` key at fault (an alias that
-    /// clashes with another, or with a tool's own name).
+    /// clashes with another, or with a tool's own name), or `state.url` if
+    /// `$TOOLHOST_STATE_URL` is not a Redis URL.
     pub fn layered<T: Toolset>(&self, plugins: T) -> Result<Layered<T>, ConfigError> {
         let filter = &self.filter;
         let mut visible = Predicate::new(|_, _| true);
@@ -66,6 +79,16 @@ impl Config {
             .clone()
             .unwrap_or_else(|| DEFAULT_HINT.to_owned());
         let mut confirmed = Confirm::new(filtered);
+        let state = self.state.options();
+        if state.url.is_some() {
+            // Used approvals in Redis: refused on every replica that shares it.
+            let store = StateStore::new(&state).map_err(|e| ConfigError {
+                path: self.path(),
+                key: Some("state.url".to_owned()),
+                reason: e.to_string(),
+            })?;
+            confirmed = confirmed.with_store(store);
+        }
         if self.confirm.all {
             confirmed = confirmed.require_all_with(ConfirmationHint::new(hint.clone()));
         }
@@ -89,10 +112,7 @@ impl Config {
             }
         }
         Aliases::new(confirmed, aliases).map_err(|e| ConfigError {
-            path: self
-                .source
-                .clone()
-                .unwrap_or_else(|| PathBuf::from("toolhost.toml")),
+            path: self.path(),
             key: Some("aliases".to_owned()),
             reason: e.to_string(),
         })

@@ -4,9 +4,9 @@
 use wasmtime::{Store, Trap, WasmBacktrace};
 
 use super::Plugin;
-use super::state::{self, PluginState};
+use super::state::PluginState;
 use crate::engine::limits::Busy;
-use crate::error::{CallError, Exhausted};
+use crate::error::{CallError, Exhausted, StateError};
 
 impl Plugin {
     /// The outcome of a guest call that ran under [`timeout`]: its value, or the
@@ -55,11 +55,25 @@ impl Plugin {
                 reason,
             };
         }
-        if let Some(full) = err.downcast_ref::<state::StateFull>() {
-            return CallError::Failed {
-                plugin,
-                tool,
-                message: full.to_string(),
+        if let Some(state) = err.downcast_ref::<StateError>() {
+            return match state {
+                StateError::Busy { limit } => CallError::Busy {
+                    plugin,
+                    tool,
+                    reason: Busy::State { limit: *limit },
+                },
+                StateError::Bytes { .. } | StateError::Keys { .. } => CallError::Failed {
+                    plugin,
+                    tool,
+                    message: state.to_string(),
+                },
+                _ => {
+                    tracing::warn!(plugin = %plugin, tool = %tool, error = %state, "the state store failed; the guest was stopped");
+                    CallError::State {
+                        tool,
+                        reason: state.clone(),
+                    }
+                }
             };
         }
         let trap = err.downcast_ref::<Trap>().copied();

@@ -3,16 +3,15 @@
 //!
 //! See [`Confirm`] for the flow.
 
-use std::collections::hash_map::RandomState;
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::BuildHasher as _;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::{BoxFuture, Context, Decision, Tool, Toolset};
-use crate::error::CallError;
 pub use crate::error::ConfirmationRequest;
+use crate::error::{CallError, StateError};
+use crate::state::StateStore;
 use crate::tool::ToolStream;
 use crate::tool::{ToolOutput, ToolSpec};
 
@@ -84,53 +83,9 @@ impl Rules {
     }
 }
 
-/// How many decided call IDs a [`Confirm`] layer remembers by default.
-pub const DEFAULT_REMEMBERED_DECISIONS: usize = 1 << 18;
-
-/// Call IDs whose decision was acted on; shared by the layer and its tools.
-type Decided = Arc<Mutex<DecidedIds>>;
-
-/// The most recent decided call IDs, as keyed 64-bit hashes (8 bytes each, so
-/// the default bound holds about 4 MiB). A hash collision can only refuse a
-/// call as already decided, never run one twice.
-#[derive(Debug)]
-struct DecidedIds {
-    hasher: RandomState,
-    ids: HashSet<u64>,
-    /// Oldest first, for eviction.
-    order: VecDeque<u64>,
-    capacity: usize,
-}
-
-impl DecidedIds {
-    fn new(capacity: usize) -> Self {
-        Self {
-            hasher: RandomState::new(),
-            ids: HashSet::new(),
-            order: VecDeque::new(),
-            capacity: capacity.max(1),
-        }
-    }
-
-    fn contains(&self, call_id: &str) -> bool {
-        self.ids.contains(&self.hasher.hash_one(call_id))
-    }
-
-    /// Records the call ID; false if it was already recorded.
-    fn insert(&mut self, call_id: &str) -> bool {
-        let key = self.hasher.hash_one(call_id);
-        if !self.ids.insert(key) {
-            return false;
-        }
-        self.order.push_back(key);
-        while self.order.len() > self.capacity {
-            if let Some(oldest) = self.order.pop_front() {
-                self.ids.remove(&oldest);
-            }
-        }
-        true
-    }
-}
+/// How many decided call IDs a [`Confirm`] layer remembers by default (in
+/// process; see [`Confirm::with_store`] for Redis).
+pub const DEFAULT_REMEMBERED_DECISIONS: usize = crate::state::DEFAULT_EMBEDDED_NONCES;
 
 /// A toolset whose chosen tools run only after a human approves the exact call.
 ///
@@ -155,7 +110,10 @@ impl DecidedIds {
 /// stays unused, so a resume with the approved arguments still runs), or the
 /// call ID was already decided (approvals are single-use: the layer remembers
 /// the last [`DEFAULT_REMEMBERED_DECISIONS`] call IDs it ran or rejected, 8
-/// bytes each; see [`Confirm::remember_decisions`]).
+/// bytes each; see [`Confirm::remember_decisions`]). Layers given one shared
+/// store ([`Confirm::with_store`], Redis) refuse each other's used approvals,
+/// so an approval runs once across replicas; if that store cannot be reached,
+/// an approved call does not run and ends with [`CallError::State`].
 ///
 /// The wrapped tool, and so the guest, is never entered before approval. The
 /// wrapper is the only path to the inner tool in the layered set, and decisions
@@ -191,7 +149,7 @@ impl DecidedIds {
 pub struct Confirm<T> {
     inner: T,
     rules: Arc<Rules>,
-    decided: Decided,
+    decided: StateStore,
 }
 
 impl<T: std::fmt::Debug> std::fmt::Debug for Confirm<T> {
@@ -211,7 +169,7 @@ impl<T: Toolset> Confirm<T> {
         Self {
             inner,
             rules: Arc::default(),
-            decided: Arc::new(Mutex::new(DecidedIds::new(DEFAULT_REMEMBERED_DECISIONS))),
+            decided: StateStore::embedded_with(DEFAULT_REMEMBERED_DECISIONS),
         }
     }
 
@@ -219,9 +177,22 @@ impl<T: Toolset> Confirm<T> {
     /// [`DEFAULT_REMEMBERED_DECISIONS`]). Past the bound the oldest is
     /// forgotten, and a replay of an approval that old would run again, so
     /// keep the bound above the number of calls an approval may stay around for.
-    /// Forgets what this layer decided so far.
+    /// Forgets what this layer decided so far, and keeps its decisions in
+    /// process from now on (instead of a store given by [`Confirm::with_store`]).
     pub fn remember_decisions(mut self, capacity: usize) -> Self {
-        self.decided = Arc::new(Mutex::new(DecidedIds::new(capacity)));
+        self.decided = StateStore::embedded_with(capacity);
+        self
+    }
+
+    /// Records decided call IDs in `store` (as nonces `confirm:CALL_ID`)
+    /// instead of this layer's own memory: every layer given the same store,
+    /// or a Redis store at the same URL and prefix, refuses an approval
+    /// another one used. In Redis a decision is remembered for the store's
+    /// TTL ([`StateOptions::ttl`](crate::state::StateOptions::ttl)): keep it
+    /// above the longest an approval may wait before it is used.
+    /// Forgets what this layer decided so far.
+    pub fn with_store(mut self, store: StateStore) -> Self {
+        self.decided = store;
         self
     }
 
@@ -294,7 +265,7 @@ impl<T: Toolset> Confirm<T> {
         Arc::new(Confirmed {
             tool,
             rules: Arc::clone(&self.rules),
-            decided: Arc::clone(&self.decided),
+            decided: self.decided.clone(),
         })
     }
 }
@@ -324,13 +295,13 @@ impl<T: Toolset> Toolset for Confirm<T> {
 struct Confirmed {
     tool: Arc<dyn Tool>,
     rules: Arc<Rules>,
-    decided: Decided,
+    decided: StateStore,
 }
 
 impl Confirmed {
     /// Ok when the call may run now; the error otherwise. Runs before the
     /// inner tool is touched, and marks an approval used before it runs.
-    fn gate(&self, cx: &Context, arguments: &Value) -> Result<(), CallError> {
+    async fn gate(&self, cx: &Context, arguments: &Value) -> Result<(), CallError> {
         let spec = self.tool.spec();
         let Some(hint) = self.rules.required(cx, spec, arguments) else {
             return Ok(());
@@ -347,19 +318,37 @@ impl Confirmed {
                  make a new call (with a new call ID)"
             ))
         };
+        let unavailable = |reason: StateError| CallError::State {
+            tool: spec.name.clone(),
+            reason,
+        };
         match cx.decision(call_id) {
-            None if self.is_decided(call_id) => Err(already()),
-            None => Err(CallError::ConfirmationRequired(Box::new(
-                ConfirmationRequest {
-                    call_id: call_id.to_owned(),
-                    tool: spec.name.clone(),
-                    arguments: arguments.clone(),
-                    hint: hint.hint,
-                    payload: hint.payload,
-                },
-            ))),
+            None => {
+                // Only a courtesy (a replay learns it is one before a human is
+                // asked again): the approval's own claim is the real check,
+                // so a store that cannot say does not stop the question.
+                match self.is_decided(call_id).await {
+                    Ok(true) => return Err(already()),
+                    Ok(false) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, call_id, "cannot tell whether the call was decided; asking");
+                    }
+                }
+                Err(CallError::ConfirmationRequired(Box::new(
+                    ConfirmationRequest {
+                        call_id: call_id.to_owned(),
+                        tool: spec.name.clone(),
+                        arguments: arguments.clone(),
+                        hint: hint.hint,
+                        payload: hint.payload,
+                    },
+                )))
+            }
             Some(Decision::Reject { reason }) => {
-                self.mark_decided(call_id);
+                // A rejection is final whether or not it could be recorded.
+                if let Err(error) = self.mark_decided(call_id).await {
+                    tracing::warn!(%error, call_id, "a rejection could not be recorded");
+                }
                 Err(CallError::ConfirmationRejected {
                     tool: spec.name.clone(),
                     call_id: call_id.to_owned(),
@@ -376,8 +365,9 @@ impl Confirmed {
                          {arguments}); call again with the approved arguments or ask again"
                     )));
                 }
-                // Check and mark in one step, so two racing replays cannot both run.
-                if self.mark_decided(call_id) {
+                // Check and mark in one step (in Redis, `SET NX`), so two
+                // racing replays cannot both run, even on two replicas.
+                if self.mark_decided(call_id).await.map_err(unavailable)? {
                     Ok(())
                 } else {
                     Err(already())
@@ -386,20 +376,19 @@ impl Confirmed {
         }
     }
 
-    fn is_decided(&self, call_id: &str) -> bool {
-        self.decided
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(call_id)
+    async fn is_decided(&self, call_id: &str) -> Result<bool, StateError> {
+        self.decided.is_claimed(&nonce(call_id)).await
     }
 
     /// Marks the call ID decided; false if it already was.
-    fn mark_decided(&self, call_id: &str) -> bool {
-        self.decided
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(call_id)
+    async fn mark_decided(&self, call_id: &str) -> Result<bool, StateError> {
+        self.decided.claim_once(&nonce(call_id)).await
     }
+}
+
+/// The nonce of a call's decision, apart from other users of the store.
+fn nonce(call_id: &str) -> String {
+    format!("confirm:{call_id}")
 }
 
 impl Tool for Confirmed {
@@ -421,7 +410,7 @@ impl Tool for Confirmed {
     ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
         Box::pin(async move {
             let arguments = self.tool.prepare(cx, arguments)?;
-            self.gate(cx, &arguments)?;
+            self.gate(cx, &arguments).await?;
             self.tool.invoke(cx, arguments).await
         })
     }
@@ -433,7 +422,7 @@ impl Tool for Confirmed {
     ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
         Box::pin(async move {
             let arguments = self.tool.prepare(cx, arguments)?;
-            self.gate(cx, &arguments)?;
+            self.gate(cx, &arguments).await?;
             self.tool.stream(cx, arguments).await
         })
     }

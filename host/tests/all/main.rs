@@ -13,6 +13,7 @@ mod network;
 mod reload;
 mod reuse;
 mod shared;
+mod state;
 mod tools;
 mod toolsets;
 mod versions;

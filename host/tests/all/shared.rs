@@ -255,9 +255,18 @@ async fn invocation_state_caps_its_keys_and_frees_them_at_the_end() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("limited to 4096 keys"), "{err:?}");
-    assert_eq!(engine().invocation_state(invocation).len(), 4096);
+    assert_eq!(
+        engine().invocation_state(invocation).await.unwrap().len(),
+        4096
+    );
     engine().end_invocation(invocation);
-    assert!(engine().invocation_state(invocation).is_empty());
+    assert!(
+        engine()
+            .invocation_state(invocation)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // Another invocation starts with nothing held for it.
     let out = greedy
         .invoke(ToolCall::new("many_keys", json!({"count": 10})).with_invocation_id("other"))

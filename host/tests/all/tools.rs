@@ -211,7 +211,10 @@ async fn invocation_state_is_shared_within_an_invocation_only() {
     engine().end_invocation("state-a");
     let a = echo.invoke(get("state-a")).await.unwrap();
     assert_eq!(a.result, Some(json!({"value": null})));
-    assert_eq!(engine().invocation_state("state-b")["city"], "Lima");
+    assert_eq!(
+        engine().invocation_state("state-b").await.unwrap()["city"],
+        "Lima"
+    );
     engine().end_invocation("state-b");
 }
 

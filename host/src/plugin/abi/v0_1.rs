@@ -17,7 +17,14 @@ mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "toolhost:plugin/plugin",
-        imports: { default: trappable },
+        // The state imports await the state store (Redis, maybe); a store
+        // that fails traps the guest with a typed error.
+        imports: {
+            "toolhost:plugin/host.state-get": async | trappable,
+            "toolhost:plugin/host.state-set": async | trappable,
+            "toolhost:plugin/host.state-delete": async | trappable,
+            default: trappable,
+        },
         exports: { default: async },
     });
 }
@@ -193,16 +200,15 @@ impl host::Host for PluginState {
         Ok(())
     }
 
-    fn state_get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.host_state_get(&key))
+    async fn state_get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        self.host_state_get(&key).await
     }
 
-    fn state_set(&mut self, key: String, value: String) -> wasmtime::Result<()> {
-        self.host_state_set(key, value)
+    async fn state_set(&mut self, key: String, value: String) -> wasmtime::Result<()> {
+        self.host_state_set(&key, &value).await
     }
 
-    fn state_delete(&mut self, key: String) -> wasmtime::Result<()> {
-        self.host_state_delete(&key);
-        Ok(())
+    async fn state_delete(&mut self, key: String) -> wasmtime::Result<()> {
+        self.host_state_delete(&key).await
     }
 }

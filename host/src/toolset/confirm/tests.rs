@@ -107,8 +107,11 @@ async fn decided_call_ids_are_bounded_oldest_first() {
         .await
         .unwrap();
     assert_eq!(delete.runs(), 4);
-    let record = set.decided.lock().unwrap();
-    assert_eq!((record.ids.len(), record.order.len()), (2, 2));
+    // Remembering it again pushed out the next oldest.
+    for (id, remembered) in [("c1", true), ("c2", false), ("c3", true)] {
+        let claimed = set.decided.is_claimed(&super::nonce(id)).await.unwrap();
+        assert_eq!(claimed, remembered, "{id}");
+    }
 }
 
 #[tokio::test]

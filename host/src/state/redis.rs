@@ -1,0 +1,273 @@
+//! The Redis store: one hash per invocation (`PREFIXinv:ID`, the guest's keys
+//! as fields `k:KEY` beside a byte counter `#bytes`, so one key carries the
+//! whole invocation and its TTL), written by Lua scripts that check the
+//! budget and write in one step; used nonces as `PREFIXused:SHA256` keys set
+//! with `NX` and a TTL. Every operation is bounded by the timeout.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use ::redis::{Client, RedisError, Script};
+use sha2::{Digest as _, Sha256};
+use tokio::sync::OnceCell;
+
+use super::{
+    ENTRY_OVERHEAD, MAX_INVOCATION_BYTES, MAX_INVOCATION_KEYS, StateError, StateOptions, redact,
+};
+
+/// The byte counter's field; guest keys are `k:KEY`, so none can clash with it.
+const BYTES_FIELD: &str = "#bytes";
+
+/// `KEYS[1]` the invocation's hash; `ARGV` key, value, byte limit, key
+/// limit, overhead per key, TTL in ms. Returns 0 (set), 1 (too many keys) or
+/// 2 (too many bytes); refuses without changing anything.
+const SET: &str = r"
+local field = 'k:' .. ARGV[1]
+local overhead = tonumber(ARGV[5])
+local bytes = tonumber(redis.call('HGET', KEYS[1], '#bytes') or '0')
+local old = redis.call('HGET', KEYS[1], field)
+local freed = 0
+if old then
+  freed = #ARGV[1] + #old + overhead
+else
+  local count = redis.call('HLEN', KEYS[1])
+  if count > 0 then count = count - 1 end
+  if count >= tonumber(ARGV[4]) then return 1 end
+end
+local total = bytes - freed + #ARGV[1] + #ARGV[2] + overhead
+if total > tonumber(ARGV[3]) then return 2 end
+redis.call('HSET', KEYS[1], field, ARGV[2], '#bytes', total)
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+return 0
+";
+
+/// `KEYS[1]` the invocation's hash; `ARGV` key, overhead per key, TTL in
+/// ms. Removes the key and its bytes; the hash goes when it holds no key.
+const DELETE: &str = r"
+local field = 'k:' .. ARGV[1]
+local old = redis.call('HGET', KEYS[1], field)
+if not old then return 0 end
+redis.call('HDEL', KEYS[1], field)
+if redis.call('HLEN', KEYS[1]) <= 1 then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('HINCRBY', KEYS[1], '#bytes', -(#ARGV[1] + #old + tonumber(ARGV[2])))
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+";
+
+pub(crate) struct Redis {
+    client: Client,
+    /// Made at first use, inside the tokio runtime (it spawns tasks there).
+    connection: OnceCell<ConnectionManager>,
+    url: String,
+    prefix: String,
+    ttl: Duration,
+    timeout: Duration,
+    set: Script,
+    delete: Script,
+}
+
+impl Redis {
+    pub(crate) fn new(url: &str, options: &StateOptions) -> Result<Self, StateError> {
+        // The client's own message may quote the URL, password and all.
+        let client = Client::open(url).map_err(|_| StateError::Settings {
+            reason: format!(
+                "`{}` is not a Redis URL (redis://[user:password@]host:port/db)",
+                redact(url)
+            ),
+        })?;
+        Ok(Self {
+            client,
+            connection: OnceCell::new(),
+            url: url.to_owned(),
+            prefix: options.prefix.clone(),
+            ttl: options.ttl,
+            timeout: options.timeout,
+            set: Script::new(SET),
+            delete: Script::new(DELETE),
+        })
+    }
+
+    pub(crate) fn url_redacted(&self) -> String {
+        redact(&self.url)
+    }
+
+    fn invocation_key(&self, invocation: &str) -> String {
+        format!("{}inv:{invocation}", self.prefix)
+    }
+
+    fn nonce_key(&self, nonce: &str) -> String {
+        let digest = Sha256::digest(nonce.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}used:{hex}", self.prefix)
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Runs `op` on the connection, within the timeout.
+    async fn run<T, F>(&self, op: impl FnOnce(ConnectionManager) -> F) -> Result<T, StateError>
+    where
+        F: Future<Output = Result<T, RedisError>>,
+    {
+        let limit = self.timeout;
+        let work = async {
+            let connection = self
+                .connection
+                .get_or_try_init(|| async {
+                    let config = ConnectionManagerConfig::new()
+                        .set_connection_timeout(Some(limit))
+                        .set_response_timeout(Some(limit))
+                        // Few, quick retries: a call waits at most the
+                        // timeout, and the next call tries again anyway.
+                        .set_number_of_retries(2)
+                        .set_max_delay(Duration::from_millis(200));
+                    ConnectionManager::new_lazy_with_config(self.client.clone(), config)
+                })
+                .await
+                .map_err(|e| unavailable(e, limit))?
+                .clone();
+            op(connection).await.map_err(|e| unavailable(e, limit))
+        };
+        match tokio::time::timeout(limit, work).await {
+            Ok(result) => result,
+            Err(_elapsed) => Err(StateError::Timeout { limit }),
+        }
+    }
+
+    pub(crate) async fn ping(&self) -> Result<(), StateError> {
+        self.run(|mut c| async move { ::redis::cmd("PING").query_async::<String>(&mut c).await })
+            .await
+            .map(drop)
+    }
+
+    pub(crate) async fn claim_once(&self, nonce: &str) -> Result<bool, StateError> {
+        let key = self.nonce_key(nonce);
+        let ttl = self.ttl_ms();
+        let set: Option<String> = self
+            .run(|mut c| async move {
+                ::redis::cmd("SET")
+                    .arg(key)
+                    .arg(1)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok(set.is_some())
+    }
+
+    pub(crate) async fn is_claimed(&self, nonce: &str) -> Result<bool, StateError> {
+        let key = self.nonce_key(nonce);
+        self.run(|mut c| async move { ::redis::cmd("EXISTS").arg(key).query_async(&mut c).await })
+            .await
+    }
+
+    pub(crate) async fn get(
+        &self,
+        invocation: &str,
+        key: &str,
+    ) -> Result<Option<String>, StateError> {
+        let hash = self.invocation_key(invocation);
+        let field = format!("k:{key}");
+        self.run(|mut c| async move {
+            ::redis::cmd("HGET")
+                .arg(hash)
+                .arg(field)
+                .query_async(&mut c)
+                .await
+        })
+        .await
+    }
+
+    pub(crate) async fn set(
+        &self,
+        invocation: &str,
+        key: &str,
+        value: &str,
+    ) -> Result<(), StateError> {
+        let hash = self.invocation_key(invocation);
+        let ttl = self.ttl_ms();
+        let outcome: i64 = self
+            .run(|mut c| async move {
+                self.set
+                    .key(hash)
+                    .arg(key)
+                    .arg(value)
+                    .arg(MAX_INVOCATION_BYTES)
+                    .arg(MAX_INVOCATION_KEYS)
+                    .arg(ENTRY_OVERHEAD)
+                    .arg(ttl)
+                    .invoke_async(&mut c)
+                    .await
+            })
+            .await?;
+        match outcome {
+            0 => Ok(()),
+            1 => Err(StateError::Keys {
+                limit: MAX_INVOCATION_KEYS,
+            }),
+            _ => Err(StateError::Bytes {
+                limit: MAX_INVOCATION_BYTES,
+            }),
+        }
+    }
+
+    pub(crate) async fn delete(&self, invocation: &str, key: &str) -> Result<(), StateError> {
+        let hash = self.invocation_key(invocation);
+        let ttl = self.ttl_ms();
+        self.run(|mut c| async move {
+            self.delete
+                .key(hash)
+                .arg(key)
+                .arg(ENTRY_OVERHEAD)
+                .arg(ttl)
+                .invoke_async::<i64>(&mut c)
+                .await
+        })
+        .await
+        .map(drop)
+    }
+
+    pub(crate) async fn end(&self, invocation: &str) -> Result<(), StateError> {
+        let hash = self.invocation_key(invocation);
+        self.run(|mut c| async move {
+            ::redis::cmd("DEL")
+                .arg(hash)
+                .query_async::<i64>(&mut c)
+                .await
+        })
+        .await
+        .map(drop)
+    }
+
+    pub(crate) async fn snapshot(
+        &self,
+        invocation: &str,
+    ) -> Result<HashMap<String, String>, StateError> {
+        let hash = self.invocation_key(invocation);
+        let all: HashMap<String, String> = self
+            .run(|mut c| async move { ::redis::cmd("HGETALL").arg(hash).query_async(&mut c).await })
+            .await?;
+        Ok(all
+            .into_iter()
+            .filter(|(field, _)| field != BYTES_FIELD)
+            .filter_map(|(field, value)| Some((field.strip_prefix("k:")?.to_owned(), value)))
+            .collect())
+    }
+}
+
+fn unavailable(error: RedisError, limit: Duration) -> StateError {
+    if error.is_timeout() {
+        return StateError::Timeout { limit };
+    }
+    StateError::Unavailable {
+        reason: error.to_string(),
+    }
+}
