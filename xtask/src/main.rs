@@ -19,13 +19,17 @@
 //!   `docs/` (see `docs.rs`).
 //! - `test`: check the committed bindings (`bindings --check`), build the
 //!   non-Rust guests, run the SDK unit tests and every cargo test (installs the
-//!   wasm32-wasip2 target if missing), then `new-test`, `docs-test` and `mcp-test`.
+//!   wasm32-wasip2 target if missing), then `new-test`, `docs-test`, `mcp-test` and
+//!   `cluster-test`.
 //! - `new-test [LANG...]`: `toolhost new` end to end: a project in each language, built
 //!   by its own `build.sh`, then called through the `toolhost` binary; then
 //!   every snippet of `docs/writing-tools.md` and `docs/languages/*.md` is
 //!   applied to it, built and called as the page shows.
 //! - `mcp-test`: the MCP end-to-end tests (`tests/mcp`): the official Python MCP SDK
 //!   drives `toolhost serve` over stdio and HTTP. Extra arguments go to pytest.
+//! - `cluster-test`: the scale-out tests (`tests/cluster`): redis-server, three
+//!   replicas, nginx and prometheus (Debian packages, installed if missing), driven
+//!   through nginx by the official Python MCP SDK. Extra arguments go to pytest.
 //! - `bench [NAME...]`: every performance figure in one run: builds the Python and
 //!   JavaScript guests, installs the pinned Node MCP server the `mcp` bench compares
 //!   against (`npm ci` of `host/benches/node/` into `<target>/bench-node`), then runs
@@ -37,6 +41,7 @@ use anyhow::{Result, bail};
 mod bench;
 mod bindings;
 mod ci;
+mod cluster_test;
 mod demo;
 mod docs;
 mod guests;
@@ -58,13 +63,14 @@ fn main() -> Result<()> {
         "demo" => demo::show(),
         "test" => test::all(),
         "mcp-test" => mcp_test::test(std::env::args().skip(2).collect()),
+        "cluster-test" => cluster_test::test(std::env::args().skip(2).collect()),
         "new-test" => new_test::test(&std::env::args().skip(2).collect::<Vec<_>>()),
         "docs-test" => docs::test(),
         "bench" => bench::measure(&std::env::args().skip(2).collect::<Vec<_>>()),
         "ci" => ci::check(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <plugins [--all]|guests [NAME...]|sdk-test|bindings [--check]|demo|test|new-test [LANG...]|docs-test|mcp-test [PYTEST ARGS]|bench [NAME...]|ci>"
+                "usage: cargo xtask <plugins [--all]|guests [NAME...]|sdk-test|bindings [--check]|demo|test|new-test [LANG...]|docs-test|mcp-test [PYTEST ARGS]|cluster-test [PYTEST ARGS]|bench [NAME...]|ci>"
             );
             bail!("unknown task `{task}`")
         }

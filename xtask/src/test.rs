@@ -1,13 +1,13 @@
 //! `cargo xtask test`: every test, in order: the committed bindings
 //! (`bindings --check`), the non-Rust guests, the SDK unit tests, every cargo
-//! test (installs the wasm32-wasip2 target and `redis-server` if missing), then `new-test`,
-//! `docs-test` and `mcp-test`.
+//! test (installs the wasm32-wasip2 target and `redis-server` if missing), then
+//! `new-test`, `docs-test`, `mcp-test` and `cluster-test`.
 
 use anyhow::Result;
 
 use crate::toolchain::{ensure_redis, ensure_wasm_target};
 use crate::workspace::{cargo, run};
-use crate::{bindings, docs, guests, mcp_test, new_test, sdk_test};
+use crate::{bindings, cluster_test, docs, guests, mcp_test, new_test, sdk_test};
 
 /// Runs every test; stops at the first that fails.
 pub(crate) fn all() -> Result<()> {
@@ -21,5 +21,6 @@ pub(crate) fn all() -> Result<()> {
     run(cargo().args(["test", "--workspace"]))?;
     new_test::test(&[])?;
     docs::test()?;
-    mcp_test::test(Vec::new())
+    mcp_test::test(Vec::new())?;
+    cluster_test::test(Vec::new())
 }

@@ -1,0 +1,181 @@
+"""Three replicas behind nginx, sharing Redis: what an agent platform relies on
+when any replica may answer any request (MCP 2026-07-28)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import types
+
+from conftest import CALL_S, Cluster, connect
+
+pytestmark = pytest.mark.anyio
+
+INVOCATION = "dev.toolhost/invocation"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def texts(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+def ok(result: types.CallToolResult) -> Any:
+    assert not result.is_error, texts(result)
+    return result.structured_content
+
+
+async def never_asked(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    """Declares form elicitation; approvals here are answered by hand."""
+    raise AssertionError(f"the SDK's driver asked: {params}")
+
+
+async def test_calls_spread_over_every_replica(cluster: Cluster) -> None:
+    async with connect(cluster.url) as (client, seen):
+        for i in range(12):
+            with anyio.fail_after(CALL_S):
+                assert ok(await client.call_tool("add", {"a": i, "b": 1})) == {"result": i + 1}
+    replicas = seen.of("tools/call")
+    assert len(replicas) == 12 and None not in replicas, seen.answers
+    assert set(replicas) == {r.name for r in cluster.replicas}, replicas
+
+
+async def test_invocation_state_crosses_replicas(cluster: Cluster) -> None:
+    """`temp:` state set by a call on one replica is read by the next calls, on the others."""
+    meta = {INVOCATION: "cluster-run-1"}
+    async with connect(cluster.url) as (client, seen):
+        with anyio.fail_after(CALL_S):
+            assert ok(await client.call_tool("remember", {"key": "k", "value": "v"}, meta=meta)) == {"stored": "k"}
+            for _ in range(3):
+                assert ok(await client.call_tool("remember", {"key": "k"}, meta=meta)) == {"value": "v"}
+            # Another invocation sees nothing of it.
+            other = {INVOCATION: "cluster-run-2"}
+            assert ok(await client.call_tool("remember", {"key": "k"}, meta=other)) == {"value": None}
+    replicas = seen.of("tools/call")
+    assert len(set(replicas[:4])) == 3, f"the set and the reads did not cover every replica: {replicas}"
+
+
+async def test_an_approval_asked_on_one_replica_runs_once_on_another(cluster: Cluster) -> None:
+    """Asked through nginx on one replica, answered through nginx on another: it
+    runs once; its replay is refused by every replica (asked directly)."""
+    args = {"message": "approved across replicas"}
+    approve = {"approval": types.ElicitResult(action="accept", content={"approve": True})}
+
+    async def retry(client: Any, state: str | None) -> types.CallToolResult:
+        with anyio.fail_after(CALL_S):
+            result = await client.session.call_tool(
+                "echo", args, input_responses=approve, request_state=state, allow_input_required=True
+            )
+        assert isinstance(result, types.CallToolResult), result
+        return result
+
+    async with connect(cluster.url, never_asked) as (client, seen):
+        # Round robin sends consecutive requests to different replicas; what else
+        # reaches nginx meanwhile may line them up, so ask until they differ.
+        for _ in range(5):
+            with anyio.fail_after(CALL_S):
+                asked = await client.session.call_tool("echo", args, allow_input_required=True)
+            assert isinstance(asked, types.InputRequiredResult), asked
+            ran = await retry(client, asked.request_state)
+            asked_on, ran_on = seen.of("tools/call")[-2:]
+            if asked_on != ran_on:
+                break
+        assert asked_on != ran_on, seen.answers
+        assert ok(ran)["message"] == args["message"], ran
+    for replica in cluster.replicas:
+        async with connect(replica.url, never_asked) as (direct, _seen):
+            replay = await retry(direct, asked.request_state)
+        assert replay.is_error and "already decided" in texts(replay), (replica.name, texts(replay))
+
+
+async def test_a_replica_killed_under_load_loses_no_call(cluster: Cluster) -> None:
+    """`kill -9` of a replica while calls run: nginx routes around it; each call
+    either succeeds or fails with a clear error, and a retry of those succeeds."""
+    total, workers = 60, 6
+    outcomes: dict[int, str] = {}
+    failures: dict[int, str] = {}
+    killed = anyio.Event()
+    victim = cluster.replicas[1]
+
+    async def worker(client: Any, calls: list[int]) -> None:
+        for i in calls:
+            if i == total // 3 and not killed.is_set():
+                victim.process.kill9()
+                killed.set()
+            try:
+                with anyio.fail_after(CALL_S):
+                    result = await client.call_tool("add", {"a": i, "b": 0})
+                if result.is_error:
+                    failures[i] = texts(result)
+                else:
+                    assert result.structured_content == {"result": i}, result
+                    outcomes[i] = "ok"
+            except Exception as error:  # a clear error: the transport said what failed
+                failures[i] = f"{type(error).__name__}: {error}"
+
+    async with connect(cluster.url) as (client, _seen):
+        async with anyio.create_task_group() as tasks:
+            for w in range(workers):
+                tasks.start_soon(worker, client, list(range(w, total, workers)))
+        assert killed.is_set()
+        for i, why in sorted(failures.items()):
+            assert why.strip(), f"call {i} failed without saying why"
+            with anyio.fail_after(CALL_S):
+                retried = await client.call_tool("add", {"a": i, "b": 0})
+            assert not retried.is_error and retried.structured_content == {"result": i}, (i, why, retried)
+            outcomes[i] = "ok after a retry"
+    assert sorted(outcomes) == list(range(total)), f"unaccounted calls: {set(range(total)) - set(outcomes)}"
+    print(f"{len(failures)} of {total} calls failed when the replica died, all succeeded on retry: {failures}")
+
+
+async def test_a_plugin_dropped_in_the_shared_directory_reaches_every_replica(cluster: Cluster) -> None:
+    """Listed by every replica (asked directly, not through nginx) within 30 s."""
+    import os
+
+    guests = os.environ["TOOLHOST_GUESTS"]
+    started = time.monotonic()
+    shutil.copyfile(f"{guests}/text.wasm", cluster.plugins / "text.wasm")
+    took: dict[str, float] = {}
+    for replica in cluster.replicas:
+        async with connect(replica.url) as (client, _seen):
+            with anyio.fail_after(30):
+                while True:
+                    listed = {t.name for t in (await client.list_tools()).tools}
+                    if "word_count" in listed:
+                        break
+                    await anyio.sleep(0.1)
+        took[replica.name] = time.monotonic() - started
+    print(f"seconds until each replica listed the new plugin: {took}")
+
+
+async def test_prometheus_scrapes_every_replica(cluster: Cluster) -> None:
+    async with connect(cluster.url) as (client, _seen):
+        for i in range(6):
+            with anyio.fail_after(CALL_S):
+                ok(await client.call_tool("add", {"a": i, "b": i}))
+    api = f"http://127.0.0.1:{cluster.prometheus_port}/api/v1/query"
+
+    async def query(expr: str) -> list[dict[str, Any]]:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            try:
+                answer = (await http.get(api, params={"query": expr})).json()
+            except (httpx2.HTTPError, json.JSONDecodeError):
+                return []
+        return answer.get("data", {}).get("result", []) if answer.get("status") == "success" else []
+
+    with anyio.fail_after(60):
+        while True:
+            up = await query('up{job="toolhost"} == 1')
+            calls = await query('sum(toolhost_tool_calls_total{tool="add"})')
+            if len(up) == 3 and calls and float(calls[0]["value"][1]) >= 6:
+                break
+            await anyio.sleep(0.5)
