@@ -144,6 +144,9 @@ pub struct ServeConfig {
     /// Seconds a client may take to answer an approval question on MCP
     /// 2026-07-28 (600).
     pub approval_ttl_secs: Option<u64>,
+    /// Milliseconds a stop (SIGTERM, Ctrl-C) lets the calls still running
+    /// finish before it cancels them (30 000); 0 cancels them at once.
+    pub drain_timeout_ms: Option<u64>,
 }
 
 /// Engine-wide settings (`[engine]`); unset ones keep their default.

@@ -43,6 +43,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 mod approval;
+mod calls;
 mod convert;
 mod http;
 mod progress;
@@ -50,6 +51,7 @@ mod session;
 mod stdio;
 
 pub use approval::{ApprovalKeys, KeyRingError};
+use calls::Calls;
 use session::Session;
 
 use crate::Engine;
@@ -103,6 +105,7 @@ pub struct HttpOptions {
     header_read_timeout: Duration,
     idle_timeout: Duration,
     session_idle_timeout: Duration,
+    drain_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -115,6 +118,7 @@ impl Default for HttpOptions {
             header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
             session_idle_timeout: Self::DEFAULT_SESSION_IDLE_TIMEOUT,
+            drain_timeout: Self::DEFAULT_DRAIN_TIMEOUT,
         }
     }
 }
@@ -132,6 +136,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("header_read_timeout", &self.header_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("drain_timeout", &self.drain_timeout)
             .finish()
     }
 }
@@ -164,6 +169,8 @@ impl HttpOptions {
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
     /// The default of [`HttpOptions::session_idle_timeout`].
     pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+    /// The default of [`HttpOptions::drain_timeout`].
+    pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
     /// The most connections open at once (at least 1); more are answered
     /// `503 Service Unavailable` and closed. Keep it well under the process's
@@ -195,6 +202,13 @@ impl HttpOptions {
     /// for longer ends with its session: keep this above the call deadline.
     pub fn session_idle_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// How long a stop waits for the `tools/call`s still running to finish
+    /// (the drain) before it cancels those left. Zero cancels them at once.
+    pub fn drain_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.drain_timeout = timeout;
         self
     }
 }
@@ -241,6 +255,8 @@ struct Shared {
     ready: Option<tokio::sync::watch::Receiver<bool>>,
     /// Seals and opens the approval states of 2026-07-28 confirmations.
     approvals: approval::Approvals,
+    /// The `tools/call`s running now, and whether a stop is draining them.
+    calls: Calls,
 }
 
 impl Shared {
@@ -275,6 +291,7 @@ impl McpServer {
                     ApprovalKeys::generate(),
                     Self::DEFAULT_APPROVAL_TTL,
                 ),
+                calls: Calls::default(),
             }),
         }
     }
@@ -408,7 +425,13 @@ impl McpServer {
     ///
     /// Two probes answer without a token: `GET /healthz` (200 while the
     /// process serves) and `GET /readyz` (200 once the toolset's first load
-    /// has finished, see [`McpServer::with_ready`]; 503 before).
+    /// has finished, see [`McpServer::with_ready`]; 503 before, and while a
+    /// stop drains).
+    ///
+    /// When `shutdown` completes the server drains: it stops accepting
+    /// connections, closes idle ones, refuses new `tools/call`s, and lets the
+    /// calls still running finish for up to [`HttpOptions::drain_timeout`];
+    /// then it ends the sessions, which cancels the calls left.
     ///
     /// # Errors
     /// [`McpError::Http`] if serving fails.
@@ -450,16 +473,21 @@ impl McpServer {
         );
         let token: Option<Arc<str>> = options.bearer_token.as_deref().map(Arc::from);
         let ready = self.shared.clone();
+        let answers = self.shared.clone();
         // Probes for load balancers and orchestrators: no token, no session.
         let probes = axum::Router::new()
             .route("/healthz", axum::routing::get(|| async { "alive\n" }))
             .route(
                 "/readyz",
-                axum::routing::get(move || std::future::ready(http::readiness(ready.is_ready()))),
+                axum::routing::get(move || {
+                    std::future::ready(http::readiness(ready.is_ready(), ready.calls.is_draining()))
+                }),
             );
         let app = axum::Router::new()
             .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn(http::watch_disconnect))
+            .layer(axum::middleware::from_fn(move |request, next| {
+                http::watch_disconnect(answers.clone(), request, next)
+            }))
             .layer(axum::middleware::from_fn(move |request, next| {
                 http::authorize(token.clone(), request, next)
             }))
@@ -468,8 +496,9 @@ impl McpServer {
             max_connections: options.max_connections,
             header_read_timeout: options.header_read_timeout,
             idle_timeout: options.idle_timeout,
+            drain_timeout: options.drain_timeout,
         };
-        http::serve(listener, app, limits, shutdown, stop)
+        http::serve(listener, app, limits, shutdown, stop, &self.shared.calls)
             .await
             .map_err(|error| McpError::Http { error })
     }

@@ -270,3 +270,70 @@ async def test_sigterm_stops_the_server_cleanly(launch: Launch, make_plugins: Pl
                 await anyio.sleep(0.05)
         assert server.process.returncode == 0, server.stderr()
         assert "SIGTERM: stopping" in server.stderr(), server.stderr()
+
+
+async def _read_until(response: httpx2.Response, needle: str) -> str:
+    """Reads a streamed response until `needle` arrives or the stream ends."""
+    body = ""
+    with anyio.fail_after(CALL_S):
+        try:
+            async for text in response.aiter_text():
+                body += text
+                if needle in body:
+                    break
+        except httpx2.HTTPError:
+            pass  # the server closed the stream
+    return body
+
+
+async def _exit_code(server: HttpServer) -> int:
+    with anyio.fail_after(CALL_S):
+        while server.process.poll() is None:
+            await anyio.sleep(0.05)
+    return server.process.returncode
+
+
+async def test_sigterm_drains_running_calls(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """SIGTERM lets a running call finish (here `spin` until its own 3 s deadline:
+    its result arrives, it is not cancelled by the stop), refuses new calls and says
+    `draining` on /readyz meanwhile, then exits 0."""
+    flags = ["--timeout-ms", "3000", "--fuel", "10000000000000000"]
+    async with launch(make_plugins("hostile"), flags=flags) as server:
+        readyz = f"http://127.0.0.1:{server.port}/readyz"
+        # `other` holds a second connection open: new ones are refused once the drain begins.
+        async with httpx2.AsyncClient(timeout=CALL_S) as http, httpx2.AsyncClient(timeout=CALL_S) as other:
+            headers = await open_session(http, server)
+            response = await http.post(server.url, json=_call(1, "ok"), headers=headers)
+            assert '"ok":true' in response.text, response.text  # compiled
+            assert (await other.get(readyz)).status_code == 200
+            async with http.stream("POST", server.url, json=_call(2, "spin"), headers=headers) as running:
+                assert running.status_code == 200, running.status_code
+                server.process.send_signal(signal.SIGTERM)
+                await server.wait_for_log(lambda line: "draining: 1 call(s) running" in line, "a drain log line")
+                probe = await other.get(readyz)
+                assert (probe.status_code, probe.text) == (503, "draining\n")
+                refused = await other.post(server.url, json=_call(3, "ok"), headers=headers)
+                assert "shutting down" in refused.text, refused.text
+                body = await _read_until(running, "ran out of time")
+            assert "ran out of time" in body, body
+            assert "was cancelled" not in body, body
+        assert await _exit_code(server) == 0, server.stderr()
+        assert "drained: every running call finished" in server.stderr(), server.stderr()
+
+
+async def test_drain_deadline_cancels_what_is_left(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """A call longer than `drain_timeout_ms` is cancelled at the deadline; the
+    server still exits 0 and says how many calls it cancelled."""
+    async with launch(make_plugins("hostile"), flags=LONG, config="[serve]\ndrain_timeout_ms = 500\n") as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            headers = await open_session(http, server)
+            response = await http.post(server.url, json=_call(1, "ok"), headers=headers)
+            assert '"ok":true' in response.text, response.text  # compiled
+            async with http.stream("POST", server.url, json=_call(2, "spin"), headers=headers) as running:
+                assert running.status_code == 200, running.status_code
+                server.process.send_signal(signal.SIGTERM)
+                await _read_until(running, "\0")  # to the end: the stop ends the stream
+        assert await _exit_code(server) == 0, server.stderr()
+        log = server.stderr()
+        assert "draining: 1 call(s) running" in log, log
+        assert "drain deadline reached" in log and "1 call(s) still running are cancelled" in log, log

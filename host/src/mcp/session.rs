@@ -468,6 +468,8 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Counted until answered, so that a stop can drain it.
+        let _running = self.shared.calls.enter()?;
         let cx = self.context(&context, request.meta.as_ref())?;
         let name = request.name.to_string();
         let Some(tool) = self.resolve_when_loaded(&cx, &name).await else {
