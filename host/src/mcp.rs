@@ -55,6 +55,7 @@ use calls::Calls;
 use session::Session;
 
 use crate::Engine;
+use crate::metrics::Metrics;
 use crate::toolset::{Toolset, ToolsetChange};
 
 /// Why serving MCP stopped with an error.
@@ -257,6 +258,8 @@ struct Shared {
     approvals: approval::Approvals,
     /// The `tools/call`s running now, and whether a stop is draining them.
     calls: Calls,
+    /// What `GET /metrics` reports.
+    metrics: Metrics,
 }
 
 impl Shared {
@@ -292,6 +295,7 @@ impl McpServer {
                     Self::DEFAULT_APPROVAL_TTL,
                 ),
                 calls: Calls::default(),
+                metrics: Metrics::new(),
             }),
         }
     }
@@ -426,7 +430,9 @@ impl McpServer {
     /// Two probes answer without a token: `GET /healthz` (200 while the
     /// process serves) and `GET /readyz` (200 once the toolset's first load
     /// has finished, see [`McpServer::with_ready`]; 503 before, and while a
-    /// stop drains).
+    /// stop drains). `GET /metrics` answers the server's metrics in the
+    /// Prometheus text format (OpenMetrics); it needs the bearer token when
+    /// one is set.
     ///
     /// When `shutdown` completes the server drains: it stops accepting
     /// connections, closes idle ones, refuses new `tools/call`s, and lets the
@@ -483,8 +489,13 @@ impl McpServer {
                     std::future::ready(http::readiness(ready.is_ready(), ready.calls.is_draining()))
                 }),
             );
+        let metrics = self.shared.clone();
         let app = axum::Router::new()
             .nest_service("/mcp", service)
+            .route(
+                "/metrics",
+                axum::routing::get(move || std::future::ready(http::metrics(&metrics))),
+            )
             .layer(axum::middleware::from_fn(move |request, next| {
                 http::watch_disconnect(answers.clone(), request, next)
             }))
@@ -498,8 +509,34 @@ impl McpServer {
             idle_timeout: options.idle_timeout,
             drain_timeout: options.drain_timeout,
         };
+        count_changes(&self.shared, stop.clone());
         http::serve(listener, app, limits, shutdown, stop, &self.shared.calls)
             .await
             .map_err(|error| McpError::Http { error })
     }
+}
+
+/// Counts the toolset's changes in the metrics until `stop`.
+fn count_changes(shared: &Arc<Shared>, stop: CancellationToken) {
+    let Some(changes) = &shared.changes else {
+        return;
+    };
+    let mut changes = changes.resubscribe();
+    let shared = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        loop {
+            let change = tokio::select! {
+                () = stop.cancelled() => return,
+                change = changes.recv() => change,
+            };
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            match change {
+                Ok(change) => shared.metrics.changed(&change),
+                Err(broadcast::error::RecvError::Lagged(n)) => shared.metrics.missed_changes(n),
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
 }

@@ -3,6 +3,7 @@ HTTP-only guards (Host and Origin checks against DNS rebinding, bearer token).""
 
 from __future__ import annotations
 
+import re
 import signal
 
 import anyio
@@ -13,7 +14,7 @@ from mcp import MCPError
 
 from conftest import CALL_S, HttpServer, Launch, PluginsFactory
 from scenarios import *  # noqa: F403 (every shared scenario, run over HTTP)
-from scenarios import ok
+from scenarios import error, ok
 
 pytestmark = pytest.mark.anyio
 
@@ -337,3 +338,41 @@ async def test_drain_deadline_cancels_what_is_left(launch: Launch, make_plugins:
         log = server.stderr()
         assert "draining: 1 call(s) running" in log, log
         assert "drain deadline reached" in log and "1 call(s) still running are cancelled" in log, log
+
+
+#: One sample line of the Prometheus/OpenMetrics text format: name, labels, value.
+SAMPLE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")*\})? \S+$')
+
+
+async def test_metrics(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """`GET /metrics` (behind the bearer token when one is set) counts calls and
+    errors by tool and kind, with duration, fuel and memory histograms, in the
+    Prometheus text format."""
+    token = {"Authorization": "Bearer secret"}
+    async with launch(make_plugins("echo"), env={"TOOLHOST_MCP_TOKEN": "secret"}) as server:
+        async with server.connect(headers=token) as client:
+            for message in ["one", "two"]:
+                assert ok(await client.call("echo", {"message": message}))["message"] == message
+            assert error(await client.call("echo", {})).startswith("invalid arguments for `echo`")
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            assert (await http.get(url)).status_code == 401
+            response = await http.get(url, headers=token)
+        assert response.status_code == 200, response.status_code
+        assert response.headers["content-type"].startswith("application/openmetrics-text"), response.headers
+        lines = response.text.splitlines()
+        assert lines[-1] == "# EOF", lines[-5:]
+        for line in lines:
+            assert line.startswith(("# HELP ", "# TYPE ", "# UNIT ", "# EOF")) or SAMPLE.match(line), line
+        for expected in [
+            'toolhost_tool_calls_total{tool="echo"} 3',
+            'toolhost_tool_errors_total{tool="echo",kind="invalid_arguments"} 1',
+            'toolhost_tool_call_duration_seconds_count{tool="echo"} 3',
+            'toolhost_tool_call_fuel_count{tool="echo"} 2',
+            'toolhost_tool_call_peak_memory_bytes_count{tool="echo"} 2',
+            "toolhost_tool_calls_in_flight 0",
+            "# TYPE toolhost_tool_call_duration_seconds histogram",
+        ]:
+            assert expected in lines, f"no `{expected}` in:\n{response.text}"
+        assert any(line.startswith('toolhost_tool_call_duration_seconds_bucket{') for line in lines), response.text
+        assert any(line.startswith("toolhost_guest_memory_budget_bytes ") for line in lines), response.text

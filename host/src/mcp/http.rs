@@ -441,6 +441,22 @@ pub(super) fn readiness(ready: bool, draining: bool) -> axum::response::Response
     }
 }
 
+/// The answer of `GET /metrics`.
+pub(super) fn metrics(shared: &super::Shared) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let text = shared
+        .metrics
+        .encode(shared.calls.running(), shared.engine.as_ref());
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        text,
+    )
+        .into_response()
+}
+
 /// Compares secrets without leaking where they differ through timing.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     bool::from(a.ct_eq(b))
