@@ -354,6 +354,9 @@ async def test_metrics(launch: Launch, make_plugins: PluginsFactory) -> None:
             for message in ["one", "two"]:
                 assert ok(await client.call("echo", {"message": message}))["message"] == message
             assert error(await client.call("echo", {})).startswith("invalid arguments for `echo`")
+            # A streaming tool is recorded when its stream ends, with what it cost.
+            streamed = await client.call("countdown", {"from": 2})
+            assert streamed.structured_content == {"result": "2\n1\n0\n"}, streamed
         url = f"http://127.0.0.1:{server.port}/metrics"
         async with httpx2.AsyncClient(timeout=CALL_S) as http:
             assert (await http.get(url)).status_code == 401
@@ -370,9 +373,13 @@ async def test_metrics(launch: Launch, make_plugins: PluginsFactory) -> None:
             'toolhost_tool_call_duration_seconds_count{tool="echo"} 3',
             'toolhost_tool_call_fuel_count{tool="echo"} 2',
             'toolhost_tool_call_peak_memory_bytes_count{tool="echo"} 2',
+            'toolhost_tool_calls_total{tool="countdown"} 1',
+            'toolhost_tool_call_fuel_count{tool="countdown"} 1',
             "toolhost_tool_calls_in_flight 0",
             "# TYPE toolhost_tool_call_duration_seconds histogram",
         ]:
             assert expected in lines, f"no `{expected}` in:\n{response.text}"
         assert any(line.startswith('toolhost_tool_call_duration_seconds_bucket{') for line in lines), response.text
         assert any(line.startswith("toolhost_guest_memory_budget_bytes ") for line in lines), response.text
+        fuel = next(line for line in lines if line.startswith('toolhost_tool_call_fuel_sum{tool="countdown"}'))
+        assert float(fuel.split()[-1]) > 0, fuel
