@@ -287,6 +287,15 @@ async def _read_until(response: httpx2.Response, needle: str) -> str:
     return body
 
 
+async def _wait_running(http: httpx2.AsyncClient, server: HttpServer, calls: int) -> None:
+    """Waits until `calls` calls run (the headers of a call's POST come before
+    its handler starts), as `GET /metrics` counts them."""
+    expected = f"toolhost_tool_calls_in_flight {calls}"
+    with anyio.fail_after(CALL_S):
+        while expected not in (await http.get(f"http://127.0.0.1:{server.port}/metrics")).text.splitlines():
+            await anyio.sleep(0.05)
+
+
 async def _exit_code(server: HttpServer) -> int:
     with anyio.fail_after(CALL_S):
         while server.process.poll() is None:
@@ -309,6 +318,7 @@ async def test_sigterm_drains_running_calls(launch: Launch, make_plugins: Plugin
             assert (await other.get(readyz)).status_code == 200
             async with http.stream("POST", server.url, json=_call(2, "spin"), headers=headers) as running:
                 assert running.status_code == 200, running.status_code
+                await _wait_running(other, server, 1)
                 server.process.send_signal(signal.SIGTERM)
                 await server.wait_for_log(lambda line: "draining: 1 call(s) running" in line, "a drain log line")
                 probe = await other.get(readyz)
@@ -332,6 +342,8 @@ async def test_drain_deadline_cancels_what_is_left(launch: Launch, make_plugins:
             assert '"ok":true' in response.text, response.text  # compiled
             async with http.stream("POST", server.url, json=_call(2, "spin"), headers=headers) as running:
                 assert running.status_code == 200, running.status_code
+                async with httpx2.AsyncClient(timeout=CALL_S) as other:
+                    await _wait_running(other, server, 1)
                 server.process.send_signal(signal.SIGTERM)
                 await _read_until(running, "\0")  # to the end: the stop ends the stream
         assert await _exit_code(server) == 0, server.stderr()

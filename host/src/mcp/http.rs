@@ -93,7 +93,8 @@ pub(crate) async fn serve(
 }
 
 /// How long a drain whose calls have finished still waits for their answers
-/// to be sent, when its own deadline leaves less.
+/// to be sent. Short: a POST response that is a long-lived stream (not a
+/// call's answer) only ends with its session, so this wait ends by timing out.
 const ANSWER_GRACE: Duration = Duration::from_secs(1);
 
 /// Refuses new calls, then waits up to `timeout` for the running ones to
@@ -114,9 +115,11 @@ async fn drain_calls(calls: &super::Calls, timeout: Duration) {
     let start = Instant::now();
     if tokio::time::timeout(timeout, calls.idle()).await.is_ok() {
         // The last answers go out after their calls' handlers return.
-        let left = timeout.saturating_sub(start.elapsed()).max(ANSWER_GRACE);
-        if tokio::time::timeout(left, calls.answered()).await.is_err() {
-            tracing::debug!(target: "toolhost::serve", "drain: some answers were not sent in time");
+        if tokio::time::timeout(ANSWER_GRACE, calls.answered())
+            .await
+            .is_err()
+        {
+            tracing::debug!(target: "toolhost::serve", "drain: some POST responses still open");
         }
         tracing::info!(
             target: "toolhost::serve",
