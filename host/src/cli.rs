@@ -132,6 +132,9 @@ enum Command {
         /// Milliseconds between two progress notifications of one call [default: 100].
         #[arg(long, value_name = "MS")]
         progress_interval_ms: Option<u64>,
+        /// HTTP: milliseconds a stop lets running calls finish before cancelling them [default: 30000].
+        #[arg(long, value_name = "MS")]
+        drain_timeout_ms: Option<u64>,
     },
     /// Create a plugin project in NAME/ that builds with `./build.sh`: a
     /// sample tool, the guest SDK of the language and the WIT contract.
@@ -163,7 +166,7 @@ Logging:
   tracing's EnvFilter syntax: a level (error, warn, info, debug, trace), or
   comma-separated `target=level` directives. Default: warnings only, and for
   `serve` also each plugin's load, reload and removal (target toolhost::load)
-  at info. The commands that load plugins once (list, status, describe, call)
+  and the drain of a stop (target toolhost::serve) at info. The commands that load plugins once (list, status, describe, call)
   report load failures themselves, not in the log.
   Examples: TOOLHOST_LOG=debug, TOOLHOST_LOG=info,toolhost::plugin=debug";
 
@@ -172,7 +175,7 @@ Logging:
 /// load failures to their own output (one report per failure, not two).
 fn default_filter(command: &Command) -> &'static str {
     match command {
-        Command::Serve { .. } => "warn,toolhost::load=info",
+        Command::Serve { .. } => "warn,toolhost::load=info,toolhost::serve=info",
         _ => "warn,toolhost::load=off",
     }
 }
@@ -444,6 +447,7 @@ async fn run(cli: Cli) -> Result<()> {
             idle_timeout_ms,
             session_idle_timeout_ms,
             progress_interval_ms,
+            drain_timeout_ms,
         } => {
             // Flags win over the configuration file.
             let mut settings = config.serve.clone();
@@ -455,6 +459,7 @@ async fn run(cli: Cli) -> Result<()> {
             settings.session_idle_timeout_ms =
                 or(session_idle_timeout_ms, settings.session_idle_timeout_ms);
             settings.progress_interval_ms = or(progress_interval_ms, settings.progress_interval_ms);
+            settings.drain_timeout_ms = or(drain_timeout_ms, settings.drain_timeout_ms);
             serve(
                 &cli,
                 &config,

@@ -161,6 +161,9 @@ pub struct ServeConfig {
     /// the watcher: for file systems that do not report changes (NFS and
     /// other network file systems a fleet shares). 0 turns it off (30).
     pub rescan_secs: Option<u64>,
+    /// Milliseconds a stop (SIGTERM, Ctrl-C) lets the calls still running
+    /// finish before it cancels them (30 000); 0 cancels them at once.
+    pub drain_timeout_ms: Option<u64>,
 }
 
 /// Engine-wide settings (`[engine]`); unset ones keep their default.

@@ -39,6 +39,8 @@ pub mod error;
 mod log;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "mcp")]
+mod metrics;
 pub mod plugin;
 pub mod policy;
 pub mod schema;

@@ -50,6 +50,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 mod approval;
+mod calls;
 mod convert;
 mod http;
 mod progress;
@@ -57,9 +58,11 @@ mod session;
 mod stdio;
 
 pub use approval::{ApprovalKeys, KeyRingError};
+use calls::Calls;
 use session::Session;
 
 use crate::Engine;
+use crate::metrics::Metrics;
 use crate::toolset::{Toolset, ToolsetChange};
 
 /// Why serving MCP stopped with an error.
@@ -111,6 +114,7 @@ pub struct HttpOptions {
     idle_timeout: Duration,
     session_idle_timeout: Duration,
     replica: Option<axum::http::HeaderValue>,
+    drain_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -124,6 +128,7 @@ impl Default for HttpOptions {
             idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
             session_idle_timeout: Self::DEFAULT_SESSION_IDLE_TIMEOUT,
             replica: None,
+            drain_timeout: Self::DEFAULT_DRAIN_TIMEOUT,
         }
     }
 }
@@ -142,6 +147,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("idle_timeout", &self.idle_timeout)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("replica", &self.replica)
+            .field("drain_timeout", &self.drain_timeout)
             .finish()
     }
 }
@@ -189,6 +195,8 @@ impl HttpOptions {
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
     /// The default of [`HttpOptions::session_idle_timeout`].
     pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+    /// The default of [`HttpOptions::drain_timeout`].
+    pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
     /// The most connections open at once (at least 1); more are answered
     /// `503 Service Unavailable` and closed. Keep it well under the process's
@@ -220,6 +228,13 @@ impl HttpOptions {
     /// for longer ends with its session: keep this above the call deadline.
     pub fn session_idle_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// How long a stop waits for the `tools/call`s still running to finish
+    /// (the drain) before it cancels those left. Zero cancels them at once.
+    pub fn drain_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.drain_timeout = timeout;
         self
     }
 }
@@ -270,6 +285,10 @@ struct Shared {
     ready: Option<tokio::sync::watch::Receiver<bool>>,
     /// Seals and opens the approval states of 2026-07-28 confirmations.
     approvals: approval::Approvals,
+    /// The `tools/call`s running now, and whether a stop is draining them.
+    calls: Calls,
+    /// What `GET /metrics` reports.
+    metrics: Metrics,
 }
 
 impl Shared {
@@ -304,6 +323,8 @@ impl McpServer {
                     ApprovalKeys::generate(),
                     Self::DEFAULT_APPROVAL_TTL,
                 ),
+                calls: Calls::default(),
+                metrics: Metrics::new(),
             }),
         }
     }
@@ -437,7 +458,15 @@ impl McpServer {
     ///
     /// Two probes answer without a token: `GET /healthz` (200 while the
     /// process serves) and `GET /readyz` (200 once the toolset's first load
-    /// has finished, see [`McpServer::with_ready`]; 503 before).
+    /// has finished, see [`McpServer::with_ready`]; 503 before, and while a
+    /// stop drains). `GET /metrics` answers the server's metrics in the
+    /// Prometheus text format (OpenMetrics); it needs the bearer token when
+    /// one is set.
+    ///
+    /// When `shutdown` completes the server drains: it stops accepting
+    /// connections, closes idle ones, refuses new `tools/call`s, and lets the
+    /// calls still running finish for up to [`HttpOptions::drain_timeout`];
+    /// then it ends the sessions, which cancels the calls left.
     ///
     /// # Errors
     /// [`McpError::Http`] if serving fails.
@@ -479,16 +508,27 @@ impl McpServer {
         );
         let token: Option<Arc<str>> = options.bearer_token.as_deref().map(Arc::from);
         let ready = self.shared.clone();
+        let answers = self.shared.clone();
         // Probes for load balancers and orchestrators: no token, no session.
         let probes = axum::Router::new()
             .route("/healthz", axum::routing::get(|| async { "alive\n" }))
             .route(
                 "/readyz",
-                axum::routing::get(move || std::future::ready(http::readiness(ready.is_ready()))),
+                axum::routing::get(move || {
+                    let ready = ready.clone();
+                    async move { http::readiness(&ready).await }
+                }),
             );
+        let metrics = self.shared.clone();
         let app = axum::Router::new()
             .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn(http::watch_disconnect))
+            .route(
+                "/metrics",
+                axum::routing::get(move || std::future::ready(http::metrics(&metrics))),
+            )
+            .layer(axum::middleware::from_fn(move |request, next| {
+                http::watch_disconnect(answers.clone(), request, next)
+            }))
             .layer(axum::middleware::from_fn(move |request, next| {
                 http::authorize(token.clone(), request, next)
             }))
@@ -509,9 +549,36 @@ impl McpServer {
             max_connections: options.max_connections,
             header_read_timeout: options.header_read_timeout,
             idle_timeout: options.idle_timeout,
+            drain_timeout: options.drain_timeout,
         };
-        http::serve(listener, app, limits, shutdown, stop)
+        count_changes(&self.shared, stop.clone());
+        http::serve(listener, app, limits, shutdown, stop, &self.shared.calls)
             .await
             .map_err(|error| McpError::Http { error })
     }
+}
+
+/// Counts the toolset's changes in the metrics until `stop`.
+fn count_changes(shared: &Arc<Shared>, stop: CancellationToken) {
+    let Some(changes) = &shared.changes else {
+        return;
+    };
+    let mut changes = changes.resubscribe();
+    let shared = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        loop {
+            let change = tokio::select! {
+                () = stop.cancelled() => return,
+                change = changes.recv() => change,
+            };
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            match change {
+                Ok(change) => shared.metrics.changed(&change),
+                Err(broadcast::error::RecvError::Lagged(n)) => shared.metrics.missed_changes(n),
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
 }

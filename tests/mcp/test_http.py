@@ -3,7 +3,9 @@ HTTP-only guards (Host and Origin checks against DNS rebinding, bearer token).""
 
 from __future__ import annotations
 
+import re
 import signal
+import socket
 
 import anyio
 import anyio.abc
@@ -13,7 +15,7 @@ from mcp import MCPError
 
 from conftest import CALL_S, HttpServer, Launch, PluginsFactory
 from scenarios import *  # noqa: F403 (every shared scenario, run over HTTP)
-from scenarios import ok
+from scenarios import error, ok
 
 pytestmark = pytest.mark.anyio
 
@@ -271,6 +273,26 @@ async def test_every_response_names_the_replica(launch: Launch, make_plugins: Pl
         assert response.status_code == 403 and response.headers.get("x-toolhost-replica") == "replica-7"
 
 
+async def test_not_ready_while_the_state_store_is_unreachable(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """`[state] url` names a Redis nobody listens on: the process is alive and serves
+    the calls that keep no state, but it is not ready, and says why."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = f'[state]\nurl = "redis://127.0.0.1:{port}/0"\ntimeout_ms = 500\n'
+    async with launch(make_plugins("echo"), config=config) as server:
+        assert await probe(server, "/healthz") == (200, "alive\n")
+        with anyio.fail_after(CALL_S):
+            while (answer := await probe(server, "/readyz"))[1] == "loading plugins\n":
+                await anyio.sleep(0.05)
+        status, text = answer
+        assert status == 503 and text.startswith("state store unreachable: "), answer
+        async with server.connect() as client:
+            assert ok(await client.call("add", {"a": 1, "b": 2})) == {"result": 3}
+            text = error(await client.call("remember", {"key": "k", "value": "v"}))
+            assert "state" in text.lower(), text
+
+
 async def test_not_ready_while_a_plugin_is_still_loading(launch: Launch, make_plugins: PluginsFactory) -> None:
     """`slow_declare` never finishes listing its tools (its load deadline here is 10
     minutes): the process is alive and serves echo, but it is not ready."""
@@ -291,3 +313,127 @@ async def test_sigterm_stops_the_server_cleanly(launch: Launch, make_plugins: Pl
                 await anyio.sleep(0.05)
         assert server.process.returncode == 0, server.stderr()
         assert "SIGTERM: stopping" in server.stderr(), server.stderr()
+
+
+async def _read_until(response: httpx2.Response, needle: str) -> str:
+    """Reads a streamed response until `needle` arrives or the stream ends."""
+    body = ""
+    with anyio.fail_after(CALL_S):
+        try:
+            async for text in response.aiter_text():
+                body += text
+                if needle in body:
+                    break
+        except httpx2.HTTPError:
+            pass  # the server closed the stream
+    return body
+
+
+async def _wait_running(http: httpx2.AsyncClient, server: HttpServer, calls: int) -> None:
+    """Waits until `calls` calls run (the headers of a call's POST come before
+    its handler starts), as `GET /metrics` counts them."""
+    expected = f"toolhost_tool_calls_in_flight {calls}"
+    with anyio.fail_after(CALL_S):
+        while expected not in (await http.get(f"http://127.0.0.1:{server.port}/metrics")).text.splitlines():
+            await anyio.sleep(0.05)
+
+
+async def _exit_code(server: HttpServer) -> int:
+    with anyio.fail_after(CALL_S):
+        while server.process.poll() is None:
+            await anyio.sleep(0.05)
+    return server.process.returncode
+
+
+async def test_sigterm_drains_running_calls(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """SIGTERM lets a running call finish (here `spin` until its own 3 s deadline:
+    its result arrives, it is not cancelled by the stop), refuses new calls and says
+    `draining` on /readyz meanwhile, then exits 0."""
+    flags = ["--timeout-ms", "3000", "--fuel", "10000000000000000"]
+    async with launch(make_plugins("hostile"), flags=flags) as server:
+        readyz = f"http://127.0.0.1:{server.port}/readyz"
+        # `other` holds a second connection open: new ones are refused once the drain begins.
+        async with httpx2.AsyncClient(timeout=CALL_S) as http, httpx2.AsyncClient(timeout=CALL_S) as other:
+            headers = await open_session(http, server)
+            response = await http.post(server.url, json=_call(1, "ok"), headers=headers)
+            assert '"ok":true' in response.text, response.text  # compiled
+            assert (await other.get(readyz)).status_code == 200
+            async with http.stream("POST", server.url, json=_call(2, "spin"), headers=headers) as running:
+                assert running.status_code == 200, running.status_code
+                await _wait_running(other, server, 1)
+                server.process.send_signal(signal.SIGTERM)
+                await server.wait_for_log(lambda line: "draining: 1 call(s) running" in line, "a drain log line")
+                probe = await other.get(readyz)
+                assert (probe.status_code, probe.text) == (503, "draining\n")
+                refused = await other.post(server.url, json=_call(3, "ok"), headers=headers)
+                assert "shutting down" in refused.text, refused.text
+                body = await _read_until(running, "ran out of time")
+            assert "ran out of time" in body, body
+            assert "was cancelled" not in body, body
+        assert await _exit_code(server) == 0, server.stderr()
+        assert "drained: every running call finished" in server.stderr(), server.stderr()
+
+
+async def test_drain_deadline_cancels_what_is_left(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """A call longer than `drain_timeout_ms` is cancelled at the deadline; the
+    server still exits 0 and says how many calls it cancelled."""
+    async with launch(make_plugins("hostile"), flags=LONG, config="[serve]\ndrain_timeout_ms = 500\n") as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            headers = await open_session(http, server)
+            response = await http.post(server.url, json=_call(1, "ok"), headers=headers)
+            assert '"ok":true' in response.text, response.text  # compiled
+            async with http.stream("POST", server.url, json=_call(2, "spin"), headers=headers) as running:
+                assert running.status_code == 200, running.status_code
+                async with httpx2.AsyncClient(timeout=CALL_S) as other:
+                    await _wait_running(other, server, 1)
+                server.process.send_signal(signal.SIGTERM)
+                await _read_until(running, "\0")  # to the end: the stop ends the stream
+        assert await _exit_code(server) == 0, server.stderr()
+        log = server.stderr()
+        assert "draining: 1 call(s) running" in log, log
+        assert "drain deadline reached" in log and "1 call(s) still running are cancelled" in log, log
+
+
+#: One sample line of the Prometheus/OpenMetrics text format: name, labels, value.
+SAMPLE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")*\})? \S+$')
+
+
+async def test_metrics(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """`GET /metrics` (behind the bearer token when one is set) counts calls and
+    errors by tool and kind, with duration, fuel and memory histograms, in the
+    Prometheus text format."""
+    token = {"Authorization": "Bearer secret"}
+    async with launch(make_plugins("echo"), env={"TOOLHOST_MCP_TOKEN": "secret"}) as server:
+        async with server.connect(headers=token) as client:
+            for message in ["one", "two"]:
+                assert ok(await client.call("echo", {"message": message}))["message"] == message
+            assert error(await client.call("echo", {})).startswith("invalid arguments for `echo`")
+            # A streaming tool is recorded when its stream ends, with what it cost.
+            streamed = await client.call("countdown", {"from": 2})
+            assert streamed.structured_content == {"result": "2\n1\n0\n"}, streamed
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            assert (await http.get(url)).status_code == 401
+            response = await http.get(url, headers=token)
+        assert response.status_code == 200, response.status_code
+        assert response.headers["content-type"].startswith("application/openmetrics-text"), response.headers
+        lines = response.text.splitlines()
+        assert lines[-1] == "# EOF", lines[-5:]
+        for line in lines:
+            assert line.startswith(("# HELP ", "# TYPE ", "# UNIT ", "# EOF")) or SAMPLE.match(line), line
+        for expected in [
+            'toolhost_tool_calls_total{tool="echo"} 3',
+            'toolhost_tool_errors_total{tool="echo",kind="invalid_arguments"} 1',
+            'toolhost_tool_call_duration_seconds_count{tool="echo"} 3',
+            'toolhost_tool_call_fuel_count{tool="echo"} 2',
+            'toolhost_tool_call_peak_memory_bytes_count{tool="echo"} 2',
+            'toolhost_tool_calls_total{tool="countdown"} 1',
+            'toolhost_tool_call_fuel_count{tool="countdown"} 1',
+            "toolhost_tool_calls_in_flight 0",
+            "# TYPE toolhost_tool_call_duration_seconds histogram",
+        ]:
+            assert expected in lines, f"no `{expected}` in:\n{response.text}"
+        assert any(line.startswith('toolhost_tool_call_duration_seconds_bucket{') for line in lines), response.text
+        assert any(line.startswith("toolhost_guest_memory_budget_bytes ") for line in lines), response.text
+        fuel = next(line for line in lines if line.startswith('toolhost_tool_call_fuel_sum{tool="countdown"}'))
+        assert float(fuel.split()[-1]) > 0, fuel

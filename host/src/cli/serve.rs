@@ -93,6 +93,9 @@ pub(super) async fn serve(
     if let Some(replica) = replica {
         options.replica_name(replica.trim());
     }
+    if let Some(ms) = settings.drain_timeout_ms {
+        options.drain_timeout(Duration::from_millis(ms));
+    }
     let token = match (
         std::env::var("TOOLHOST_MCP_TOKEN"),
         &config.serve.token_file,
@@ -124,9 +127,10 @@ pub(super) async fn serve(
         );
     }
     // Ctrl-C (SIGINT) or SIGTERM (what orchestrators send) stops accepting,
-    // ends the sessions (rmcp cancels their calls), lets connections close
-    // (bounded) and exits 0. Registered before
-    // the address is announced, so an early SIGTERM is not the default kill.
+    // lets running calls finish (drain_timeout_ms), ends the sessions (rmcp
+    // cancels the calls left), lets connections close (bounded) and exits 0.
+    // Registered before the address is announced, so an early SIGTERM is not
+    // the default kill.
     #[cfg(unix)]
     let mut terminate =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -148,7 +152,7 @@ pub(super) async fn serve(
             _ = tokio::signal::ctrl_c() => "Ctrl-C",
             why = signal => why,
         };
-        eprintln!("toolhost: {why}: stopping (calls still running are cancelled)");
+        eprintln!("toolhost: {why}: stopping (running calls may finish first: drain_timeout_ms)");
     };
     server.serve_http(listener, options, shutdown).await?;
     Ok(())

@@ -1,7 +1,8 @@
 //! The HTTP server under the streamable HTTP transport: accepts connections up
 //! to a cap (refusing the rest with a 503 and a log line), closes connections
 //! that send no request head in time or go idle, and tells a call when the
-//! connection its answer was to go on has dropped.
+//! connection its answer was to go on has dropped. A stop drains: calls
+//! still running may finish (bounded) before the sessions end.
 
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
@@ -27,6 +28,7 @@ pub(crate) struct Limits {
     pub(crate) max_connections: usize,
     pub(crate) header_read_timeout: Duration,
     pub(crate) idle_timeout: Duration,
+    pub(crate) drain_timeout: Duration,
 }
 
 /// Put in a POST request's extensions: cancelled when the response's body is
@@ -35,14 +37,19 @@ pub(crate) struct Limits {
 #[derive(Debug, Clone)]
 pub(crate) struct Disconnect(pub(crate) CancellationToken);
 
-/// Serves `app` on `listener` until `shutdown` completes, then stops
-/// accepting, cancels `stop` and waits (a bounded while) for connections to end.
+/// Serves `app` on `listener` until `shutdown` completes, then drains: stops
+/// accepting connections, refuses new calls and waits (up to
+/// `drain_timeout`) for the running ones, while open connections still carry
+/// their answers, probes and the client's other messages; then cancels `stop`
+/// (the sessions, and so the calls left; connections close as their current
+/// request ends) and waits (a bounded while) for connections to end.
 pub(crate) async fn serve(
     listener: TcpListener,
     app: axum::Router,
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
     stop: CancellationToken,
+    calls: &super::Calls,
 ) -> std::io::Result<()> {
     let open = Arc::new(Semaphore::new(limits.max_connections));
     let mut refusals = Refusals::default();
@@ -71,6 +78,9 @@ pub(crate) async fn serve(
             drop(permit);
         });
     }
+    // New connections are refused from here on.
+    drop(listener);
+    drain_calls(calls, limits.drain_timeout).await;
     stop.cancel();
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
     if tokio::time::timeout(Duration::from_secs(10), open.acquire_many(all))
@@ -80,6 +90,50 @@ pub(crate) async fn serve(
         tracing::warn!("stopped with HTTP connections still open");
     }
     Ok(())
+}
+
+/// How long a drain whose calls have finished still waits for their answers
+/// to be sent. Short: a POST response that is a long-lived stream (not a
+/// call's answer) only ends with its session, so this wait ends by timing out.
+const ANSWER_GRACE: Duration = Duration::from_secs(1);
+
+/// Refuses new calls, then waits up to `timeout` for the running ones to
+/// finish. Logs when it begins and how it ended (target `toolhost::serve`).
+async fn drain_calls(calls: &super::Calls, timeout: Duration) {
+    let running = calls.drain();
+    if running == 0 {
+        // Answers just sent may still be on their way out.
+        let _ = tokio::time::timeout(ANSWER_GRACE, calls.answered()).await;
+        tracing::info!(target: "toolhost::serve", "drained: no calls were running");
+        return;
+    }
+    tracing::info!(
+        target: "toolhost::serve",
+        running,
+        "draining: {running} call(s) running; new calls are refused; waiting up to {timeout:?} (drain_timeout_ms)"
+    );
+    let start = Instant::now();
+    if tokio::time::timeout(timeout, calls.idle()).await.is_ok() {
+        // The last answers go out after their calls' handlers return.
+        if tokio::time::timeout(ANSWER_GRACE, calls.answered())
+            .await
+            .is_err()
+        {
+            tracing::debug!(target: "toolhost::serve", "drain: some POST responses still open");
+        }
+        tracing::info!(
+            target: "toolhost::serve",
+            elapsed_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "drained: every running call finished"
+        );
+    } else {
+        let left = calls.running();
+        tracing::warn!(
+            target: "toolhost::serve",
+            cancelled = left,
+            "drain deadline reached after {timeout:?} (drain_timeout_ms): {left} call(s) still running are cancelled"
+        );
+    }
 }
 
 /// Refuses connections over the cap: a short 503, then close. Logs the first
@@ -278,14 +332,17 @@ impl AsyncWrite for Watched {
 }
 
 /// Marks a POST request so its call can tell when the client went away, and
-/// wraps the response's body to notice that.
-pub(crate) async fn watch_disconnect(
+/// wraps the response's body to notice that; counts the response until its
+/// body is sent (or dropped), so that a drain lets answers out.
+pub(super) async fn watch_disconnect(
+    shared: Arc<super::Shared>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     if request.method() != axum::http::Method::POST {
         return next.run(request).await;
     }
+    let answer = shared.calls.answer();
     let token = CancellationToken::new();
     request.extensions_mut().insert(Disconnect(token.clone()));
     let response = next.run(request).await;
@@ -293,6 +350,7 @@ pub(crate) async fn watch_disconnect(
         Body::new(Guarded {
             inner: body,
             token: Some(token),
+            _answer: answer,
         })
     })
 }
@@ -301,6 +359,8 @@ pub(crate) async fn watch_disconnect(
 struct Guarded {
     inner: Body,
     token: Option<CancellationToken>,
+    /// Counts this answer until the body is dropped.
+    _answer: super::calls::Counted,
 }
 
 impl http_body::Body for Guarded {
@@ -372,18 +432,43 @@ pub(super) async fn authorize(
 }
 
 /// The answer of `GET /readyz`: 200 once the first load of the plugins has
-/// finished, 503 while it runs.
-pub(super) fn readiness(ready: bool) -> axum::response::Response {
+/// finished and the state store answers; 503 while the load runs, while a
+/// stop drains (a load balancer then sends no more), and while the store
+/// (Redis) cannot be reached.
+pub(super) async fn readiness(shared: &super::Shared) -> axum::response::Response {
+    use axum::http::StatusCode;
     use axum::response::IntoResponse;
-    if ready {
-        (axum::http::StatusCode::OK, "ready\n").into_response()
-    } else {
-        (
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "loading plugins\n",
-        )
-            .into_response()
+    let unavailable = |why: String| (StatusCode::SERVICE_UNAVAILABLE, why).into_response();
+    if shared.calls.is_draining() {
+        return unavailable("draining\n".to_owned());
     }
+    if !shared.is_ready() {
+        return unavailable("loading plugins\n".to_owned());
+    }
+    // Calls that keep state need the store: a replica that cannot reach it
+    // is not ready (its other calls would work, but a balancer cannot tell).
+    if let Some(engine) = &shared.engine
+        && let Err(err) = engine.state().ping().await
+    {
+        return unavailable(format!("state store unreachable: {err}\n"));
+    }
+    (StatusCode::OK, "ready\n").into_response()
+}
+
+/// The answer of `GET /metrics`.
+pub(super) fn metrics(shared: &super::Shared) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let text = shared
+        .metrics
+        .encode(shared.calls.running(), shared.engine.as_ref());
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        text,
+    )
+        .into_response()
 }
 
 /// Compares secrets without leaking where they differ through timing.

@@ -9,16 +9,18 @@ use rmcp::{ErrorData, Peer, RoleServer};
 
 use super::convert::{error_result, stream_result};
 use crate::tool::ToolStream;
-use crate::tool::{Collector, Part, Usage};
+use crate::tool::{Collector, Part};
 
 /// Pulls a stream to its end, reporting it in progress notifications when the
 /// client asked for progress (at most one per `interval`; see the module
-/// docs); the result holds the whole output.
+/// docs); the result holds the whole output. The call's metrics are recorded
+/// when the stream ends.
 pub(super) async fn pump(
     mut stream: ToolStream,
     tool: &str,
     request: &RequestContext<RoleServer>,
     interval: Duration,
+    metrics: crate::metrics::Call<'_>,
 ) -> Result<CallToolResult, ErrorData> {
     let mut progress = request
         .meta
@@ -42,7 +44,10 @@ pub(super) async fn pump(
         let Some(part) = next else { break };
         let part = match part {
             Ok(part) => part,
-            Err(err) => return error_result(err),
+            Err(err) => {
+                metrics.failed(&err);
+                return error_result(err);
+            }
         };
         if let Some(progress) = &mut progress {
             progress.add(&part);
@@ -59,7 +64,9 @@ pub(super) async fn pump(
     if let Some(progress) = &mut progress {
         progress.flush(tool, &request.peer).await;
     }
-    let output = parts.finish(stream.call_id(), Usage::default());
+    let usage = stream.usage();
+    metrics.succeeded(&usage);
+    let output = parts.finish(stream.call_id(), usage);
     Ok(stream_result(output))
 }
 

@@ -273,9 +273,12 @@ impl Session {
         arguments: Value,
         request: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let metrics = self.shared.metrics.call(&tool.spec().name);
         let started = if is_modern(request) {
             match start(&*tool, &cx, arguments, &NoApprover).await {
                 Err(CallError::ConfirmationRequired(ask)) => {
+                    // Not an ended call: its retry with the answer is counted.
+                    metrics.asked();
                     return self.ask(&ask, request).map_or_else(
                         |err| error_result(err).map(Into::into),
                         |asked| Ok(asked.into()),
@@ -290,12 +293,19 @@ impl Session {
             start(&*tool, &cx, arguments, &approver).await
         };
         let result = match started {
-            Ok(Started::Output(output)) => Ok(output_result(output)),
+            Ok(Started::Output(output)) => {
+                metrics.succeeded(&output.usage);
+                Ok(output_result(output))
+            }
             Ok(Started::Stream(stream)) => {
                 let name = &tool.spec().name;
-                progress::pump(stream, name, request, self.shared.progress_interval).await
+                let interval = self.shared.progress_interval;
+                progress::pump(stream, name, request, interval, metrics).await
             }
-            Err(err) => error_result(err),
+            Err(err) => {
+                metrics.failed(&err);
+                error_result(err)
+            }
         };
         result.map(Into::into)
     }
@@ -468,6 +478,8 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Counted until answered, so that a stop can drain it.
+        let _running = self.shared.calls.enter()?;
         let cx = self.context(&context, request.meta.as_ref())?;
         let name = request.name.to_string();
         let Some(tool) = self.resolve_when_loaded(&cx, &name).await else {

@@ -79,6 +79,15 @@ impl ToolStream {
         &self.call_id
     }
 
+    /// What producing the parts has cost so far (zero unless a guest
+    /// produces them).
+    pub(crate) fn usage(&self) -> Usage {
+        match &self.inner {
+            StreamInner::Source(source) => source.usage(),
+            _ => Usage::default(),
+        }
+    }
+
     /// The next part; `None` once the stream has ended or failed.
     ///
     /// # Errors
@@ -103,10 +112,7 @@ impl ToolStream {
         while let Some(part) = self.next().await {
             parts.push(part?);
         }
-        let usage = match &self.inner {
-            StreamInner::Source(source) => source.usage(),
-            _ => Usage::default(),
-        };
+        let usage = self.usage();
         Ok(parts.finish(self.call_id, usage))
     }
 }

@@ -1,0 +1,354 @@
+//! What the MCP server counts, for `GET /metrics`: calls, errors by kind,
+//! durations, fuel and peak memory per call, calls in flight, toolset
+//! changes, and the engine's guest memory and idle instances. Recorded in
+//! one place per call (see [`Metrics::call`]) and encoded in the Prometheus
+//! (OpenMetrics) text format by the official `prometheus-client` crate.
+//!
+//! The `tool` label is the tool's name as the toolset lists it; names that
+//! resolve to no tool are not recorded (a client chooses them, and each would
+//! be a new series).
+
+use std::time::Instant;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::Engine;
+use crate::error::{CallError, Exhausted};
+use crate::tool::Usage;
+use crate::toolset::ToolsetChange;
+
+/// The `Content-Type` of [`Metrics::encode`]'s text, which Prometheus scrapes.
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    tool: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    tool: String,
+    kind: &'static str,
+}
+
+type Histograms = Family<ToolLabels, Histogram, fn() -> Histogram>;
+
+/// The metrics of one MCP server.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    registry: Registry,
+    calls: Family<ToolLabels, Counter>,
+    errors: Family<ErrorLabels, Counter>,
+    duration: Histograms,
+    fuel: Histograms,
+    memory: Histograms,
+    in_flight: Gauge,
+    changes: Counter,
+    load_failures: Counter,
+    guest_memory: Gauge,
+    guest_memory_peak: Gauge,
+    guest_memory_budget: Gauge,
+    idle_instances: Gauge,
+    invocation_state: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Seconds: 1 ms to about 65 s, doubling.
+fn duration_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+/// Fuel units (≈ wasm instructions): 10 thousand to 10 trillion, ×10.
+fn fuel_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(1e4, 10.0, 10))
+}
+
+/// Bytes of linear memory: 64 KiB (one wasm page) to 4 GiB, ×4.
+fn memory_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(65_536.0, 4.0, 9))
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        let mut registry = Registry::with_prefix("toolhost");
+        let calls = Family::<ToolLabels, Counter>::default();
+        registry.register(
+            "tool_calls",
+            "Tool calls that ended (succeeded, failed or were cancelled), by tool",
+            calls.clone(),
+        );
+        let errors = Family::<ErrorLabels, Counter>::default();
+        registry.register(
+            "tool_errors",
+            "Tool calls that failed or were cancelled, by tool and kind",
+            errors.clone(),
+        );
+        let duration: Histograms = Family::new_with_constructor(duration_buckets);
+        registry.register(
+            "tool_call_duration_seconds",
+            "How long tool calls took, by tool (a streaming call: to its last chunk)",
+            duration.clone(),
+        );
+        let fuel: Histograms = Family::new_with_constructor(fuel_buckets);
+        registry.register(
+            "tool_call_fuel",
+            "Fuel (about one unit per wasm instruction) a successful call used, by tool",
+            fuel.clone(),
+        );
+        let memory: Histograms = Family::new_with_constructor(memory_buckets);
+        registry.register(
+            "tool_call_peak_memory_bytes",
+            "The largest linear memory a successful call reached, by tool",
+            memory.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register(
+            "tool_calls_in_flight",
+            "Tool calls running now (what a stop drains)",
+            in_flight.clone(),
+        );
+        let changes = Counter::default();
+        registry.register(
+            "toolset_changes",
+            "Changes to the served tools: plugins loaded, reloaded or removed",
+            changes.clone(),
+        );
+        let load_failures = Counter::default();
+        registry.register(
+            "plugin_load_failures",
+            "Plugin files whose new version failed to load",
+            load_failures.clone(),
+        );
+        let guest_memory = Gauge::default();
+        registry.register(
+            "guest_memory_bytes",
+            "Guest linear memory held now (running calls and idle instances)",
+            guest_memory.clone(),
+        );
+        let guest_memory_peak = Gauge::default();
+        registry.register(
+            "guest_memory_peak_bytes",
+            "The most guest linear memory held at once since the start",
+            guest_memory_peak.clone(),
+        );
+        let guest_memory_budget = Gauge::default();
+        registry.register(
+            "guest_memory_budget_bytes",
+            "The guest memory budget of all calls together ([engine] max_guest_memory_mib)",
+            guest_memory_budget.clone(),
+        );
+        let idle_instances = Gauge::default();
+        registry.register(
+            "idle_instances",
+            "Instances waiting idle for their invocation's next call",
+            idle_instances.clone(),
+        );
+        let invocation_state = Gauge::default();
+        registry.register(
+            "invocation_state_bytes",
+            "Scratch state all invocations hold now",
+            invocation_state.clone(),
+        );
+        Self {
+            registry,
+            calls,
+            errors,
+            duration,
+            fuel,
+            memory,
+            in_flight,
+            changes,
+            load_failures,
+            guest_memory,
+            guest_memory_peak,
+            guest_memory_budget,
+            idle_instances,
+            invocation_state,
+        }
+    }
+
+    /// Starts recording one call of `tool`: end it with [`Call::succeeded`]
+    /// or [`Call::failed`]; dropped before either, it counts as cancelled.
+    pub(crate) fn call(&self, tool: &str) -> Call<'_> {
+        Call {
+            metrics: self,
+            tool: tool.to_owned(),
+            start: Instant::now(),
+            ended: false,
+        }
+    }
+
+    /// Counts a change of the served toolset.
+    pub(crate) fn changed(&self, change: &ToolsetChange) {
+        if !(change.added.is_empty() && change.removed.is_empty() && change.changed.is_empty()) {
+            self.changes.inc();
+        }
+        self.load_failures.inc_by(change.failed.len() as u64);
+    }
+
+    /// Counts changes missed (a lagging receiver).
+    pub(crate) fn missed_changes(&self, n: u64) {
+        self.changes.inc_by(n);
+    }
+
+    /// The metrics as text, with the gauges read now: calls `in_flight` and,
+    /// when given, the engine's memory and idle instances.
+    pub(crate) fn encode(&self, in_flight: usize, engine: Option<&Engine>) -> String {
+        self.in_flight.set(gauge(in_flight as u64));
+        if let Some(engine) = engine {
+            let memory = engine.guest_memory();
+            self.guest_memory.set(gauge(memory.in_use));
+            self.guest_memory_peak.set(gauge(memory.peak));
+            self.guest_memory_budget.set(gauge(memory.budget));
+            self.idle_instances
+                .set(gauge(engine.idle_instances() as u64));
+            self.invocation_state
+                .set(gauge(engine.invocation_state_bytes() as u64));
+        }
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+
+    fn record(&self, tool: String, start: Instant, outcome: Result<&Usage, &'static str>) {
+        let labels = ToolLabels { tool };
+        self.calls.get_or_create(&labels).inc();
+        self.duration
+            .get_or_create(&labels)
+            .observe(start.elapsed().as_secs_f64());
+        match outcome {
+            Ok(usage) => {
+                self.fuel.get_or_create(&labels).observe(usage.fuel as f64);
+                self.memory
+                    .get_or_create(&labels)
+                    .observe(usage.peak_memory_bytes as f64);
+            }
+            Err(kind) => {
+                let labels = ErrorLabels {
+                    tool: labels.tool,
+                    kind,
+                };
+                self.errors.get_or_create(&labels).inc();
+            }
+        }
+    }
+}
+
+fn gauge(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// One call being recorded (see [`Metrics::call`]).
+#[derive(Debug)]
+pub(crate) struct Call<'a> {
+    metrics: &'a Metrics,
+    tool: String,
+    start: Instant,
+    ended: bool,
+}
+
+impl Call<'_> {
+    /// The call succeeded at this cost.
+    pub(crate) fn succeeded(mut self, usage: &Usage) {
+        self.end(Ok(usage));
+    }
+
+    /// The call failed.
+    pub(crate) fn failed(mut self, error: &CallError) {
+        self.end(Err(kind(error)));
+    }
+
+    /// The call asked the client for an approval and ends here; its retry
+    /// with the answer is recorded as a call of its own.
+    pub(crate) fn asked(mut self) {
+        self.ended = true;
+    }
+
+    fn end(&mut self, outcome: Result<&Usage, &'static str>) {
+        self.ended = true;
+        let tool = std::mem::take(&mut self.tool);
+        self.metrics.record(tool, self.start, outcome);
+    }
+}
+
+impl Drop for Call<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.end(Err("cancelled"));
+        }
+    }
+}
+
+/// The `kind` label of a failed call: stable, short, one per cause.
+fn kind(error: &CallError) -> &'static str {
+    match error {
+        CallError::UnknownTool { .. } => "unknown_tool",
+        CallError::AmbiguousTool { .. } => "ambiguous_tool",
+        CallError::AliasUnresolved { .. } => "alias_unresolved",
+        CallError::InvalidArguments { .. } => "invalid_arguments",
+        CallError::Failed { .. } => "failed",
+        CallError::Exhausted { budget, .. } => match budget {
+            Exhausted::Fuel { .. } => "fuel",
+            Exhausted::Memory { .. } => "memory",
+            Exhausted::TableElements { .. } => "table_elements",
+            Exhausted::Deadline { .. } => "timeout",
+            Exhausted::Output { .. } => "output",
+            Exhausted::Instances { .. } => "instances",
+            Exhausted::Stack { .. } => "stack",
+        },
+        CallError::Panicked { .. } => "panicked",
+        CallError::Trapped { .. } => "trapped",
+        CallError::InvalidOutput { .. } => "invalid_output",
+        CallError::Busy { .. } => "busy",
+        CallError::Host { .. } => "host",
+        CallError::State { .. } => "state",
+        CallError::ConfirmationRequired(_) => "confirmation_required",
+        CallError::ConfirmationUnavailable { .. } => "confirmation_unavailable",
+        CallError::ConfirmationRejected { .. } => "rejected",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_errors_and_cancellations_are_counted_by_tool_and_kind() {
+        let metrics = Metrics::new();
+        metrics.call("echo").succeeded(&Usage {
+            fuel: 50_000,
+            peak_memory_bytes: 1 << 20,
+        });
+        metrics.call("echo").failed(&CallError::InvalidArguments {
+            tool: "echo".into(),
+            problems: vec!["missing `message`".into()],
+        });
+        drop(metrics.call("spin"));
+        let text = metrics.encode(2, None);
+        for line in [
+            "toolhost_tool_calls_total{tool=\"echo\"} 2",
+            "toolhost_tool_calls_total{tool=\"spin\"} 1",
+            "toolhost_tool_errors_total{tool=\"echo\",kind=\"invalid_arguments\"} 1",
+            "toolhost_tool_errors_total{tool=\"spin\",kind=\"cancelled\"} 1",
+            "toolhost_tool_call_duration_seconds_count{tool=\"echo\"} 2",
+            "toolhost_tool_call_fuel_count{tool=\"echo\"} 1",
+            "toolhost_tool_call_fuel_sum{tool=\"echo\"} 50000.0",
+            "toolhost_tool_call_peak_memory_bytes_count{tool=\"echo\"} 1",
+            "toolhost_tool_calls_in_flight 2",
+            "# EOF",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
+    }
+}
