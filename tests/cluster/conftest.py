@@ -56,6 +56,9 @@ tools = ["echo"]
 
 [limits]
 timeout_ms = 20000
+
+[plugin.hostile.limits]
+timeout_ms = 3000                 # `sleep_forever` ends with a clear error
 """
 
 

@@ -122,11 +122,36 @@ async def test_a_replica_killed_under_load_loses_no_call(cluster: Cluster) -> No
             except Exception as error:  # a clear error: the transport said what failed
                 failures[i] = f"{type(error).__name__}: {error}"
 
+    # Calls that are still running on every replica when one dies: each ends
+    # with an answer, never silence: the deadline's error on the replicas that
+    # live, a transport error for those the dead one was running.
+    sleeping: dict[int, str] = {}
+
+    async def sleeper(client: Any, n: int) -> None:
+        try:
+            with anyio.fail_after(CALL_S):
+                result = await client.call_tool("sleep_forever", {})
+            assert result.is_error, result
+            sleeping[n] = f"error result: {texts(result)}"
+        except AssertionError:
+            raise
+        except Exception as error:
+            sleeping[n] = f"{type(error).__name__}: {error}"
+
     async with connect(cluster.url) as (client, _seen):
         async with anyio.create_task_group() as tasks:
+            for n in range(6):
+                tasks.start_soon(sleeper, client, n)
+            await anyio.sleep(0.5)  # the sleepers reach their replicas
             for w in range(workers):
                 tasks.start_soon(worker, client, list(range(w, total, workers)))
         assert killed.is_set()
+        assert sorted(sleeping) == list(range(6)), sleeping
+        cut = [why for why in sleeping.values() if not why.startswith("error result")]
+        timed_out = [why for why in sleeping.values() if why.startswith("error result")]
+        assert cut, f"no running call was cut by the kill: {sleeping}"
+        assert all("time" in why for why in timed_out), timed_out
+        print(f"calls running when the replica died: {sleeping}")
         for i, why in sorted(failures.items()):
             assert why.strip(), f"call {i} failed without saying why"
             with anyio.fail_after(CALL_S):
