@@ -140,3 +140,17 @@ async def test_a_bad_key_ring_stops_the_server_at_start(launch_stdio: Launch, ma
             async with server.connect():
                 pass
         assert "TOOLHOST_STATE_KEYS" in server.stderr() and "at least 32" in server.stderr(), server.stderr()
+
+
+async def test_approvals_that_outlive_their_single_use_record_are_refused_at_start(
+    launch_stdio: Launch, make_plugins: PluginsFactory
+) -> None:
+    """A used approval is remembered for `[state] ttl_secs`; a question allowed to
+    live longer could be replayed after that, so the server does not start."""
+    config = "[serve]\napproval_ttl_secs = 7200\n\n[state]\nttl_secs = 3600\n"
+    async with launch_stdio(make_plugins("echo"), config=config) as server:
+        with pytest.raises(Exception):
+            async with server.connect():
+                pass
+        assert "approval_ttl_secs (7200 s) is longer than [state] ttl_secs (3600 s)" in server.stderr(), server.stderr()
+

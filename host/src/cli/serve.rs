@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use toolhost::config::{ServeConfig, UnmatchedName};
 use toolhost::mcp::{ApprovalKeys, HttpOptions};
+use toolhost::state::StateOptions;
 use toolhost::{Config, Engine, McpServer, PluginDir};
 
 use super::{Cli, layered, options, plugins_dir, unmatched, warn_unmatched};
@@ -62,6 +63,24 @@ pub(super) async fn serve(
     }
     if let Some(secs) = settings.approval_ttl_secs {
         server = server.with_approval_ttl(Duration::from_secs(secs));
+    }
+    // A used approval is remembered for the state TTL: one that outlives it
+    // could be replayed once its record has expired.
+    let approval_ttl = settings
+        .approval_ttl_secs
+        .map_or(McpServer::DEFAULT_APPROVAL_TTL, Duration::from_secs);
+    let state_ttl = config
+        .state
+        .ttl_secs
+        .map_or(StateOptions::default().ttl, Duration::from_secs);
+    if approval_ttl > state_ttl {
+        bail!(
+            "[serve] approval_ttl_secs ({} s) is longer than [state] ttl_secs ({} s), how long a \
+             used approval is remembered: an approval could then be replayed; lower the first or \
+             raise the second",
+            approval_ttl.as_secs(),
+            state_ttl.as_secs()
+        );
     }
     let Some(addr) = http else {
         server.serve_stdio().await?;
