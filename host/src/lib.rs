@@ -36,6 +36,7 @@
 pub mod config;
 pub mod engine;
 pub mod error;
+mod hex;
 mod log;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -25,6 +25,7 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::error::CallError;
+use crate::hex::hex;
 use crate::toolset::{ConfirmationRequest, Decision};
 
 /// The key of the one input request an approval asks.
@@ -360,15 +361,6 @@ fn canonical(value: &Value, out: &mut Sha256) {
         }
         scalar => out.update(scalar.to_string().as_bytes()),
     }
-}
-
-/// Lower-case hex.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 /// 128 random bits as hex: IDs no other process or replica will make.

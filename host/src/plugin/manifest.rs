@@ -18,7 +18,7 @@
 //! settings (limits, grants, load limits), so that a restart reports the
 //! failure without compiling or running the plugin again.
 
-use std::fmt::Write as _;
+use crate::hex::hex;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -190,14 +190,6 @@ impl FailureRecord {
             tracing::debug!(record = %self.file.display(), error = %e, "cannot store a failure record");
         }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        let _ = write!(text, "{byte:02x}");
-    }
-    text
 }
 
 /// Reads a file, refusing one larger than `cap` bytes.

@@ -101,8 +101,7 @@ impl Redis {
 
     fn nonce_key(&self, nonce: &str) -> String {
         let digest = Sha256::digest(nonce.as_bytes());
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{}used:{hex}", self.prefix)
+        format!("{}used:{}", self.prefix, crate::hex::hex(&digest))
     }
 
     fn ttl_ms(&self) -> u64 {
