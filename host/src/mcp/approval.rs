@@ -127,14 +127,10 @@ impl ApprovalKeys {
     /// A random key for this process only: approvals asked here cannot be
     /// answered on another replica or after a restart.
     pub fn generate() -> Self {
-        let mut secret = [0u8; 32];
-        let secret = match getrandom::fill(&mut secret) {
-            Ok(()) => hex(&secret),
-            // No OS randomness: no approval can be trusted, so none opens.
-            Err(_) => String::new(),
-        };
-        let codec = RequestStateCodec::new_with_keyring("process", [("process", secret)])
-            .unwrap_or_else(|_| RequestStateCodec::new_unchecked(Vec::new()));
+        let secret = hex(&random_bytes::<32>());
+        // 64 bytes of text and a valid ID: the ring cannot be refused.
+        let codec = RequestStateCodec::new_with_keyring("process", [("process", secret.clone())])
+            .unwrap_or_else(|_| RequestStateCodec::new_unchecked(secret));
         Self {
             codec: std::sync::Arc::new(codec),
             generated: true,
@@ -365,16 +361,22 @@ fn canonical(value: &Value, out: &mut Sha256) {
 
 /// 128 random bits as hex: IDs no other process or replica will make.
 pub(super) fn random_id() -> String {
-    let mut bytes = [0u8; 16];
+    hex(&random_bytes::<16>())
+}
+
+/// `N` random bytes from the OS; should it have none (never seen on Linux),
+/// from std's per-process hasher keys, themselves as random as the platform
+/// allows. Never a fixed value: keys and IDs are made of these.
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
     if getrandom::fill(&mut bytes).is_err() {
-        // No OS randomness (never seen on Linux): fall back to a
-        // process-unique ID, still unique within this process.
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        return format!("{:x}-{n}", std::process::id());
+        use std::hash::BuildHasher as _;
+        for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+            let word = std::collections::hash_map::RandomState::new().hash_one(i);
+            chunk.copy_from_slice(&word.to_le_bytes()[..chunk.len()]);
+        }
     }
-    hex(&bytes)
+    bytes
 }
 
 #[cfg(test)]
