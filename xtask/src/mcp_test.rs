@@ -12,6 +12,13 @@ use crate::workspace::{cargo, root, run, target_dir};
 /// Builds `toolhost` and the guests, then runs the MCP end-to-end tests in a
 /// Python venv with the pinned `tests/mcp/requirements.txt`.
 pub(crate) fn test(pytest_args: Vec<String>) -> Result<()> {
+    pytest("tests/mcp", pytest_args)
+}
+
+/// Builds `toolhost` and the guests, then runs pytest on `dir` (`tests/mcp`,
+/// `tests/cluster`) in the MCP tests' venv, with `TOOLHOST_BIN` and
+/// `TOOLHOST_GUESTS` pointing at what was built.
+pub(crate) fn pytest(dir: &str, pytest_args: Vec<String>) -> Result<()> {
     ensure_wasm_target()?;
     let python = venv("mcp-venv", &root().join("tests/mcp/requirements.txt"))?;
     // The binary and the guests (`toolhost-test-plugins`' build script builds
@@ -22,7 +29,7 @@ pub(crate) fn test(pytest_args: Vec<String>) -> Result<()> {
     let target = target_dir();
     run(Command::new(&python)
         .current_dir(root())
-        .args(["-m", "pytest", "-q", "tests/mcp"])
+        .args(["-m", "pytest", "-q", dir])
         .args(pytest_args)
         .env("TOOLHOST_BIN", target.join("debug/toolhost"))
         .env(
