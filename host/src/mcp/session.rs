@@ -142,21 +142,10 @@ impl Session {
     /// The call's context: a call ID unique across replicas, and its
     /// invocation: the one named in `_meta`, else the session's (2025-11-25),
     /// else the call's own (2026-07-28, sessionless).
-    fn context(
-        &self,
-        request: &RequestContext<RoleServer>,
-        meta: Option<&RequestMetaObject>,
-    ) -> Result<Context, ErrorData> {
+    fn context(&self, request: &RequestContext<RoleServer>) -> Result<Context, ErrorData> {
         let call_id = format!("{}-{}", self.state.id, request.id);
-        let named = match meta {
-            Some(meta) => named_invocation(meta)?,
-            None => None,
-        };
-        let named = match named {
-            Some(named) => Some(named),
-            None => named_invocation(&request.meta)?,
-        };
-        let invocation = match named {
+        // rmcp moves the request's `_meta` into the context before the handler runs.
+        let invocation = match named_invocation(&request.meta)? {
             Some(named) => named,
             None if is_modern(request) => call_id.clone(),
             None => self.state.id.clone(),
@@ -462,7 +451,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.shared.wait_ready().await;
-        let cx = self.context(&context, None)?;
+        let cx = self.context(&context)?;
         let tools = self.shared.toolset.tools(&cx);
         let names = mcp_names(tools.iter().map(|t| t.spec().name.as_str()));
         let listed = names
@@ -480,7 +469,7 @@ impl ServerHandler for Session {
     ) -> Result<CallToolResponse, ErrorData> {
         // Counted until answered, so that a stop can drain it.
         let _running = self.shared.calls.enter()?;
-        let cx = self.context(&context, request.meta.as_ref())?;
+        let cx = self.context(&context)?;
         let name = request.name.to_string();
         let Some(tool) = self.resolve_when_loaded(&cx, &name).await else {
             // Unknown, ambiguous, or an alias of a missing tool: the set says
