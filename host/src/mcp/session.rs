@@ -464,7 +464,7 @@ impl ServerHandler for Session {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // Counted until answered, so that a stop can drain it.
@@ -490,7 +490,7 @@ impl ServerHandler for Session {
             let err = mcp_error_names(self.shared.toolset.not_found(&cx, &name), &as_mcp);
             return Err(ErrorData::invalid_params(err.to_string(), None));
         };
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let arguments = Value::Object(request.arguments.take().unwrap_or_default());
         // A 2026-07-28 retry after an approval question resumes that call.
         let cx = if is_modern(&context) {
             match self.resume(&*tool, cx, &arguments, &request) {
