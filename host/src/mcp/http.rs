@@ -202,6 +202,12 @@ async fn connection(
     limits: Limits,
     stop: CancellationToken,
 ) {
+    // TCP_NODELAY: a response goes out in several writes (headers, then the
+    // SSE event); with Nagle's algorithm the later ones wait for the client's
+    // delayed ACK (~40 ms on Linux) whenever the earlier one is unacknowledged.
+    if let Err(err) = stream.set_nodelay(true) {
+        tracing::debug!(%addr, %err, "cannot set TCP_NODELAY");
+    }
     let activity = Arc::new(Activity::new());
     let io = TokioIo::new(Watched {
         inner: stream,
@@ -479,6 +485,45 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without TCP_NODELAY on accepted connections, a response's later
+    /// writes waited for the client's delayed ACK: ~40 ms stalls per call
+    /// (the `cluster` bench: median 818 µs, p99 43 ms; with it 285 / 451 µs).
+    #[tokio::test]
+    async fn accepted_connections_send_at_once() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, addr) = listener.accept().unwrap();
+        // The same socket, to read its options once `connection` has it.
+        let watch = accepted.try_clone().unwrap();
+        assert!(!watch.nodelay().unwrap());
+        accepted.set_nonblocking(true).unwrap();
+        let stream = TcpStream::from_std(accepted).unwrap();
+        let app = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        let limits = Limits {
+            max_connections: 1,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(10),
+            drain_timeout: Duration::from_secs(1),
+        };
+        let stop = CancellationToken::new();
+        let served = tokio::spawn(connection(stream, addr, app, limits, stop.clone()));
+        let answer = tokio::task::spawn_blocking(move || {
+            use std::io::{Read, Write};
+            client
+                .write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                .unwrap();
+            let mut answer = String::new();
+            client.read_to_string(&mut answer).unwrap();
+            answer
+        })
+        .await
+        .unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(watch.nodelay().unwrap());
+        stop.cancel();
+        served.await.unwrap();
+    }
 
     #[test]
     fn bearer_tokens_compare_exactly() {
