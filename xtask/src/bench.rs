@@ -1,7 +1,8 @@
 //! `cargo xtask bench [NAME...]`: every performance figure in one run: builds
 //! the Python and JavaScript guests, installs the pinned Node MCP server the
 //! `mcp` bench compares against (`npm ci` of `host/benches/node/` into
-//! `<target>/bench-node`), then runs the cargo benches in sequence (all of
+//! `<target>/bench-node`) and the Debian packages the `cluster` bench runs
+//! (redis-server, nginx), then runs the cargo benches in sequence (all of
 //! them, or those named).
 
 use std::process::Command;
@@ -9,7 +10,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::guests;
-use crate::toolchain::ensure_wasm_target;
+use crate::toolchain::{ensure_debian_packages, ensure_wasm_target};
 use crate::workspace::{cargo, root, run, target_dir};
 
 /// The cargo benches `cargo xtask bench` runs, in order.
@@ -18,6 +19,7 @@ const BENCHES: &[&str] = &[
     "throughput",
     "startup",
     "mcp",
+    "cluster",
     "reload",
     "languages",
 ];
@@ -50,6 +52,9 @@ pub(crate) fn measure(names: &[String]) -> Result<()> {
         && let Err(err) = bench_node()
     {
         eprintln!("xtask: warning: the Node MCP server did not install: {err:#}");
+    }
+    if selected.contains(&"cluster") {
+        ensure_debian_packages("the cluster bench", &["redis-server", "nginx"])?;
     }
     run(cargo().args(["bench", "--package", "toolhost", "--no-run"]))?;
     for name in selected {
