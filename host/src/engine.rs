@@ -442,6 +442,19 @@ impl Engine {
         self.inner.idle.end(invocation_id);
     }
 
+    /// Ends a call's own invocation (its ID is the call's): as
+    /// [`end_invocation`](Self::end_invocation), but when the call is known
+    /// to have set no state (`wrote_state` false in its [`Usage`](crate::tool::Usage)),
+    /// without a Redis round trip.
+    pub(crate) fn end_call_invocation(&self, invocation_id: &str, wrote_state: bool) {
+        if wrote_state {
+            self.inner.state.end_invocation_soon(invocation_id);
+        } else {
+            self.inner.state.end_unwritten_invocation(invocation_id);
+        }
+        self.inner.idle.end(invocation_id);
+    }
+
     /// Runs blocking load work (hashing, compiling) on the engine's loader threads.
     pub(crate) async fn load_blocking<T: Send + 'static>(
         &self,

@@ -329,6 +329,7 @@ mod tests {
         metrics.call("echo").succeeded(&Usage {
             fuel: 50_000,
             peak_memory_bytes: 1 << 20,
+            wrote_state: false,
         });
         metrics.call("echo").failed(&CallError::InvalidArguments {
             tool: "echo".into(),

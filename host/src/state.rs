@@ -302,6 +302,15 @@ impl StateStore {
         }
     }
 
+    /// Ends an invocation known to hold no state in Redis (its one call set
+    /// none): in process as [`end_invocation_soon`](Self::end_invocation_soon);
+    /// in Redis there is nothing to delete, so no round trip.
+    pub(crate) fn end_unwritten_invocation(&self, invocation: &str) {
+        if let Repr::Embedded(embedded) = &self.repr {
+            embedded.end(invocation);
+        }
+    }
+
     /// The bytes all invocations hold in process (0 for Redis).
     pub(crate) fn embedded_bytes(&self) -> usize {
         match &self.repr {
@@ -316,6 +325,7 @@ impl StateStore {
             store: self.clone(),
             invocation: invocation.to_owned(),
             found: None,
+            wrote: false,
         }
     }
 }
@@ -329,6 +339,9 @@ pub(crate) struct Scratch {
     store: StateStore,
     invocation: String,
     found: Option<embedded::EntryHandle>,
+    /// Whether `set` was called (even if it failed or was cut short: its
+    /// write may have landed).
+    wrote: bool,
 }
 
 impl Scratch {
@@ -343,10 +356,21 @@ impl Scratch {
     /// Sets `key`; refuses past the invocation's budget (or the in-process
     /// store's) without changing anything.
     pub(crate) async fn set(&mut self, key: &str, value: &str) -> Result<(), StateError> {
+        self.wrote = true;
         match &self.store.repr {
             Repr::Embedded(embedded) => embedded.set(&self.invocation, &mut self.found, key, value),
             Repr::Redis(redis) => redis.set(&self.invocation, key, value).await,
         }
+    }
+
+    /// Whether the current call has set state.
+    pub(crate) fn wrote(&self) -> bool {
+        self.wrote
+    }
+
+    /// A new call of this store begins (an instance kept for its invocation).
+    pub(crate) fn begin_call(&mut self) {
+        self.wrote = false;
     }
 
     /// Removes `key`, if set.

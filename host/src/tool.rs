@@ -410,6 +410,10 @@ pub struct Usage {
     pub fuel: u64,
     /// The largest size any linear memory of the call reached, in bytes.
     pub peak_memory_bytes: u64,
+    /// Whether the call set scratch state (`temp:` keys) of its invocation.
+    /// A call that is its own invocation and set none leaves nothing to
+    /// delete when it ends (no Redis round trip).
+    pub wrote_state: bool,
 }
 
 /// Wraps a JSON value that is not an object as `{"result": value}`.

@@ -4,7 +4,9 @@ when any replica may answer any request (MCP 2026-07-28)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 import time
 from typing import Any
 
@@ -13,7 +15,7 @@ import httpx2
 import pytest
 from mcp import types
 
-from conftest import CALL_S, Cluster, connect
+from conftest import CALL_S, Cluster, connect, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -47,6 +49,33 @@ async def test_calls_spread_over_every_replica(cluster: Cluster) -> None:
     replicas = seen.of("tools/call")
     assert len(replicas) == 12 and None not in replicas, seen.answers
     assert set(replicas) == {r.name for r in cluster.replicas}, replicas
+
+
+def redis_cli(cluster: Cluster, *args: str) -> str:
+    argv = ["redis-cli", "-p", str(cluster.redis_port), *args]
+    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=CALL_S).stdout
+
+
+def deletes(cluster: Cluster) -> int:
+    """How many DEL commands Redis has run."""
+    found = re.search(r"^cmdstat_del:calls=(\d+)", redis_cli(cluster, "INFO", "commandstats"), re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+async def test_a_calls_own_state_is_deleted_only_if_it_set_some(cluster: Cluster) -> None:
+    """A call that is its own invocation (no name in `_meta`): at its end, a
+    stateless one costs Redis nothing; the state of one that set some is deleted."""
+    async with connect(cluster.url) as (client, _):
+        with anyio.fail_after(CALL_S):
+            for i in range(6):
+                assert ok(await client.call_tool("add", {"a": i, "b": 1})) == {"result": i + 1}
+            assert ok(await client.call_tool("remember", {"key": "k"})) == {"value": None}
+    assert deletes(cluster) == 0
+    async with connect(cluster.url) as (client, _):
+        with anyio.fail_after(CALL_S):
+            assert ok(await client.call_tool("remember", {"key": "k", "value": "v"})) == {"stored": "k"}
+    wait_until("the call's own state deleted", lambda: deletes(cluster) == 1, CALL_S)
+    assert redis_cli(cluster, "--scan", "--pattern", "*inv:*").strip() == ""
 
 
 async def test_invocation_state_crosses_replicas(cluster: Cluster) -> None:

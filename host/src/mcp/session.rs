@@ -2,7 +2,7 @@
 //! questions it is asked, and the list changes it is told about.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
@@ -81,12 +81,18 @@ struct SessionState {
     /// Cancelled when the client's end closes (stdio): stops running calls.
     disconnected: CancellationToken,
     engine: Option<Engine>,
+    /// Whether a request ran under the session's own invocation (2025-11-25
+    /// without a named one). A 2026-07-28 "session" lives for one request
+    /// and never does: ending it then would cost a Redis round trip for nothing.
+    invocation_used: AtomicBool,
 }
 
 impl Drop for SessionState {
     fn drop(&mut self) {
         self.ended.cancel();
-        if let Some(engine) = &self.engine {
+        if let Some(engine) = &self.engine
+            && *self.invocation_used.get_mut()
+        {
             engine.end_invocation(&self.id);
         }
         tracing::info!(session = %self.id, "MCP session ended");
@@ -109,6 +115,7 @@ impl Session {
             ended: CancellationToken::new(),
             disconnected,
             engine: shared.engine.clone(),
+            invocation_used: AtomicBool::new(false),
         };
         Self {
             shared,
@@ -148,7 +155,10 @@ impl Session {
         let invocation = match named_invocation(&request.meta)? {
             Some(named) => named,
             None if is_modern(request) => call_id.clone(),
-            None => self.state.id.clone(),
+            None => {
+                self.state.invocation_used.store(true, Ordering::Relaxed);
+                self.state.id.clone()
+            }
         };
         Ok(Context::new()
             .with_call_id(call_id)
@@ -261,13 +271,16 @@ impl Session {
         cx: Context,
         arguments: Value,
         request: &RequestContext<RoleServer>,
+        wrote_state: &AtomicBool,
     ) -> Result<CallToolResponse, ErrorData> {
         let metrics = self.shared.metrics.call(&tool.spec().name);
         let started = if is_modern(request) {
             match start(&*tool, &cx, arguments, &NoApprover).await {
                 Err(CallError::ConfirmationRequired(ask)) => {
                     // Not an ended call: its retry with the answer is counted.
+                    // The tool did not run.
                     metrics.asked();
+                    wrote_state.store(false, Ordering::Relaxed);
                     return self.ask(&ask, request).map_or_else(
                         |err| error_result(err).map(Into::into),
                         |asked| Ok(asked.into()),
@@ -284,6 +297,7 @@ impl Session {
         let result = match started {
             Ok(Started::Output(output)) => {
                 metrics.succeeded(&output.usage);
+                wrote_state.store(output.usage.wrote_state, Ordering::Relaxed);
                 Ok(output_result(output))
             }
             Ok(Started::Stream(stream)) => {
@@ -504,7 +518,13 @@ impl ServerHandler for Session {
         let own_invocation = (cx.invocation_id() == cx.call_id())
             .then(|| self.state.engine.clone())
             .flatten()
-            .map(|engine| InvocationEnd(engine, cx.invocation_id().to_owned()));
+            .map(|engine| InvocationEnd {
+                engine,
+                invocation: cx.invocation_id().to_owned(),
+                wrote_state: true,
+            });
+        // Until the call says it set none (a call cut short may have).
+        let wrote_state = AtomicBool::new(true);
         let call_id = cx.call_id().to_owned();
         let cancelled = context.ct.clone();
         let disconnected = self.state.disconnected.clone();
@@ -529,9 +549,11 @@ impl ServerHandler for Session {
             () = cancelled.cancelled() => stopped("the client cancelled it"),
             () = disconnected.cancelled() => stopped("the client closed its end"),
             () = dropped.cancelled() => stopped("the client's connection dropped"),
-            result = self.call(tool, cx, arguments, &context) => result,
+            result = self.call(tool, cx, arguments, &context, &wrote_state) => result,
         };
-        drop(own_invocation);
+        if let Some(mut end) = own_invocation {
+            end.wrote_state = wrote_state.load(Ordering::Relaxed);
+        }
         result
     }
 
@@ -577,11 +599,17 @@ impl ServerHandler for Session {
     }
 }
 
-/// Ends an invocation when dropped (also when the call is cancelled).
-struct InvocationEnd(Engine, String);
+/// Ends a call's own invocation when dropped (also when the call is
+/// cancelled); its state is deleted unless the call is known to have set none.
+struct InvocationEnd {
+    engine: Engine,
+    invocation: String,
+    wrote_state: bool,
+}
 
 impl Drop for InvocationEnd {
     fn drop(&mut self) {
-        self.0.end_invocation(&self.1);
+        self.engine
+            .end_call_invocation(&self.invocation, self.wrote_state);
     }
 }

@@ -215,6 +215,7 @@ impl Plugin {
         let deadline = Instant::now() + limit;
         store.data_mut().deadline = deadline;
         store.data_mut().limiter.deadline = deadline;
+        store.data_mut().scratch.begin_call();
         store.set_fuel(limits.fuel).map_err(|e| CallError::Host {
             tool: tool.to_owned(),
             reason: e.to_string(),
@@ -255,6 +256,7 @@ impl Plugin {
         Usage {
             fuel: self.inner.limits.fuel.saturating_sub(left),
             peak_memory_bytes: store.data().limiter.peak_memory,
+            wrote_state: store.data().scratch.wrote(),
         }
     }
 

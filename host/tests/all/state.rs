@@ -510,3 +510,23 @@ async fn without_a_url_state_stays_in_process_and_idle_invocations_expire() {
         1 + 1 + toolhost::state::ENTRY_OVERHEAD
     );
 }
+
+/// A call's usage says whether it set state: the MCP server deletes a call's
+/// own invocation state only then (no Redis round trip per stateless call).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_says_whether_a_call_set_state() {
+    let redis = Redis::start();
+    let replica = replica(&redis, "usage:", HOUR).await;
+    let cx = Context::new().with_invocation_id("usage-1");
+    let wrote = async |tool: &str, arguments: Value| {
+        call(&replica, &cx, tool, arguments)
+            .await
+            .unwrap()
+            .usage
+            .wrote_state
+    };
+    assert!(!wrote("add", json!({"a": 1, "b": 2})).await);
+    assert!(wrote("remember", json!({"key": "k", "value": "v"})).await);
+    // A read sets nothing.
+    assert!(!wrote("remember", json!({"key": "k"})).await);
+}
