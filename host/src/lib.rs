@@ -42,6 +42,8 @@ mod log;
 pub mod mcp;
 #[cfg(feature = "mcp")]
 mod metrics;
+#[cfg(feature = "oci")]
+pub mod oci;
 pub mod plugin;
 pub mod policy;
 pub mod schema;

@@ -1,0 +1,365 @@
+//! Pushing and pulling one component over the OCI distribution protocol
+//! (`oci-client`), verifying everything that is pulled.
+
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::manifest::{OciDescriptor, OciImageManifest};
+use sha2::{Digest as _, Sha256};
+
+use crate::oci::artifact::config_json;
+use crate::oci::{
+    Auth, DEFAULT_MAX_BYTES, Digest, MANIFEST_MEDIA_TYPE, OciError, Reference,
+    WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE, check_component, insecure_allowed,
+};
+
+/// The largest manifest taken: the OCI distribution spec has registries
+/// accept manifests up to 4 MiB; ours are well under 1 KiB.
+const MAX_MANIFEST_BYTES: usize = 4 << 20;
+
+/// How a [`Client`] reaches registries.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// The credentials sent to every registry.
+    pub auth: Auth,
+    /// Registries (`host:port`) reached over plain HTTP instead of HTTPS
+    /// (`--insecure`). Each must be on loopback or in
+    /// [`insecure_registries`](Self::insecure_registries).
+    pub plain_http: Vec<String>,
+    /// Registries besides loopback ones that may be reached over plain HTTP
+    /// (`[oci] insecure_registries`).
+    pub insecure_registries: Vec<String>,
+    /// The largest component [`Client::pull`] takes, in bytes
+    /// ([`DEFAULT_MAX_BYTES`], 256 MiB).
+    pub max_bytes: u64,
+    /// How long connecting may take (10 s).
+    pub connect_timeout: Duration,
+    /// How long the registry may send nothing during a transfer (60 s).
+    pub read_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            auth: Auth::Anonymous,
+            plain_http: Vec::new(),
+            insecure_registries: Vec::new(),
+            max_bytes: DEFAULT_MAX_BYTES,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What [`Client::push`] pushed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Pushed {
+    /// The pushed artifact pinned to its manifest digest: pull this to get
+    /// exactly these bytes.
+    pub reference: Reference,
+    /// The digest of the manifest.
+    pub manifest_digest: Digest,
+    /// The digest of the component (the layer): the file's SHA-256.
+    pub layer_digest: Digest,
+}
+
+/// A pulled and verified component.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Pulled {
+    /// What was pulled, pinned to its manifest digest.
+    pub reference: Reference,
+    /// The digest of the manifest (equal to the pin, if there was one).
+    pub manifest_digest: Digest,
+    /// The digest of the component's bytes (checked against the manifest).
+    pub layer_digest: Digest,
+    /// The component.
+    pub bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for Pulled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pulled")
+            .field("reference", &self.reference)
+            .field("manifest_digest", &self.manifest_digest)
+            .field("layer_digest", &self.layer_digest)
+            .field("bytes", &self.bytes.len())
+            .finish()
+    }
+}
+
+/// A registry client: pushes components as Wasm OCI artifacts and pulls them
+/// back verified (see [the module](crate::oci)). Cheap to share by reference;
+/// it keeps registry tokens between calls.
+pub struct Client {
+    inner: oci_client::Client,
+    auth: Auth,
+    max_bytes: u64,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("auth", &self.auth)
+            .field("max_bytes", &self.max_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client with `options`.
+    ///
+    /// # Errors
+    ///
+    /// [`OciError::InsecureRefused`] when a registry in
+    /// [`plain_http`](ClientOptions::plain_http) is neither on loopback nor
+    /// listed; [`OciError::Client`] when TLS cannot be set up.
+    pub fn new(options: &ClientOptions) -> Result<Self, OciError> {
+        if let Some(refused) = options
+            .plain_http
+            .iter()
+            .find(|r| !insecure_allowed(r, &options.insecure_registries))
+        {
+            return Err(OciError::InsecureRefused {
+                registry: refused.clone(),
+            });
+        }
+        // reqwest uses the process's rustls provider; ring is the one the
+        // rest of the host (wasmtime-wasi-http) already links. Installing
+        // fails only when one is installed already, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = ClientConfig {
+            protocol: ClientProtocol::HttpsExcept(options.plain_http.clone()),
+            connect_timeout: Some(options.connect_timeout),
+            read_timeout: Some(options.read_timeout),
+            user_agent: concat!("toolhost/", env!("CARGO_PKG_VERSION")),
+            ..ClientConfig::default()
+        };
+        let inner =
+            oci_client::Client::try_from(config).map_err(|e| OciError::Client(e.to_string()))?;
+        Ok(Self {
+            inner,
+            auth: options.auth.clone(),
+            max_bytes: options.max_bytes,
+        })
+    }
+
+    /// Pushes `component` to `reference` (which needs a tag, or is pushed
+    /// as `latest`) as a Wasm OCI artifact.
+    ///
+    /// # Errors
+    ///
+    /// [`OciError::NotComponent`] before anything is sent when `component`
+    /// is not a WebAssembly component; [`OciError::NotWasmArtifact`] for a
+    /// reference pinned to a digest (a push names a tag);
+    /// [`OciError::Registry`] when the registry cannot be reached or refuses.
+    pub async fn push(&self, reference: &Reference, component: &[u8]) -> Result<Pushed, OciError> {
+        let names = check_component(component).map_err(|source| OciError::NotComponent {
+            what: "what would be pushed".to_owned(),
+            source,
+        })?;
+        if reference.digest().is_some() {
+            return Err(OciError::NotWasmArtifact {
+                reference: reference.to_string(),
+                reason: "a push needs a tag, not a digest (the digest is the result)".to_owned(),
+            });
+        }
+        let layer_digest = Digest::of(component);
+        let config = config_json(&names, &layer_digest);
+        let config_digest = Digest::of(&config);
+        let descriptor = |media_type: &str, digest: &Digest, size: usize| OciDescriptor {
+            media_type: media_type.to_owned(),
+            digest: digest.to_string(),
+            size: i64::try_from(size).unwrap_or(i64::MAX),
+            ..OciDescriptor::default()
+        };
+        let manifest = OciImageManifest {
+            schema_version: 2,
+            media_type: Some(MANIFEST_MEDIA_TYPE.to_owned()),
+            config: descriptor(WASM_CONFIG_MEDIA_TYPE, &config_digest, config.len()),
+            layers: vec![descriptor(
+                WASM_LAYER_MEDIA_TYPE,
+                &layer_digest,
+                component.len(),
+            )],
+            ..OciImageManifest::default()
+        };
+        let manifest = serde_json::to_vec(&manifest).expect("a manifest is plain data");
+        let manifest_digest = Digest::of(&manifest);
+
+        let target = reference.to_client();
+        let auth = self.auth.to_client();
+        let failed = |e: oci_client::errors::OciDistributionError| {
+            OciError::registry("pushing to", reference, &e)
+        };
+        self.inner
+            .store_auth_if_needed(target.resolve_registry(), &auth)
+            .await;
+        self.inner
+            .push_blob(&target, component.to_vec(), &layer_digest.to_string())
+            .await
+            .map_err(failed)?;
+        self.inner
+            .push_blob(&target, config, &config_digest.to_string())
+            .await
+            .map_err(failed)?;
+        self.inner
+            .push_manifest_raw(
+                &target,
+                manifest,
+                http::HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
+            )
+            .await
+            .map_err(failed)?;
+        Ok(Pushed {
+            reference: reference.pinned(&manifest_digest),
+            manifest_digest,
+            layer_digest,
+        })
+    }
+
+    /// Pulls the component at `reference` and verifies it (see [the
+    /// module](crate::oci)); `progress` is told the bytes received so far
+    /// and the component's size as the layer arrives.
+    ///
+    /// # Errors
+    ///
+    /// [`OciError::Registry`] (unreachable, not found, unauthorized),
+    /// [`OciError::DigestMismatch`], [`OciError::NotWasmArtifact`],
+    /// [`OciError::TooLarge`], [`OciError::NotComponent`].
+    pub async fn pull(
+        &self,
+        reference: &Reference,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<Pulled, OciError> {
+        let source = reference.to_client();
+        let auth = self.auth.to_client();
+        let failed = |e: oci_client::errors::OciDistributionError| {
+            OciError::registry("pulling", reference, &e)
+        };
+        let (raw, _) = self
+            .inner
+            .pull_manifest_raw(&source, &auth, &[MANIFEST_MEDIA_TYPE])
+            .await
+            .map_err(failed)?;
+        // oci-client checks the pin too; checked here as well, so the check
+        // does not depend on a library's version.
+        let manifest_digest = Digest::of(&raw);
+        if let Some(pin) = reference.digest()
+            && *pin != manifest_digest
+        {
+            return Err(OciError::DigestMismatch {
+                what: "the manifest",
+                reference: reference.to_string(),
+                expected: pin.to_string(),
+                actual: manifest_digest.to_string(),
+            });
+        }
+        let not_artifact = |reason: String| OciError::NotWasmArtifact {
+            reference: reference.to_string(),
+            reason,
+        };
+        if raw.len() > MAX_MANIFEST_BYTES {
+            return Err(not_artifact(format!(
+                "its manifest is {} bytes (at most {MAX_MANIFEST_BYTES})",
+                raw.len()
+            )));
+        }
+        let manifest: OciImageManifest = serde_json::from_slice(&raw)
+            .map_err(|e| not_artifact(format!("its manifest does not parse: {e}")))?;
+        let layer = wasm_layer(&manifest).map_err(not_artifact)?;
+        let layer_digest: Digest = layer.digest.parse().map_err(|_| {
+            not_artifact(format!(
+                "its layer digest `{}` is not sha256",
+                crate::escape_control(&layer.digest)
+            ))
+        })?;
+        let size = u64::try_from(layer.size)
+            .map_err(|_| not_artifact(format!("its layer has a negative size {}", layer.size)))?;
+        let too_large = |size: u64| OciError::TooLarge {
+            reference: reference.to_string(),
+            size,
+            max: self.max_bytes,
+        };
+        if size > self.max_bytes {
+            return Err(too_large(size));
+        }
+
+        let mut stream = self
+            .inner
+            .pull_blob_stream(&source, layer)
+            .await
+            .map_err(failed)?;
+        if let Some(length) = stream.content_length
+            && length > size
+        {
+            return Err(too_large(length.max(size)));
+        }
+        // At most `size` bytes, which is at most `max_bytes`: reading stops
+        // at the first byte past what the manifest declared.
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        let mut hasher = Sha256::new();
+        progress(0, size);
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| OciError::registry("pulling", reference, &e))?;
+            let received = bytes.len() as u64 + chunk.len() as u64;
+            if received > size {
+                return Err(not_artifact(format!(
+                    "its layer is longer than the {size} bytes its manifest declares"
+                )));
+            }
+            hasher.update(&chunk);
+            bytes.extend_from_slice(&chunk);
+            progress(received, size);
+        }
+        let actual = Digest::from_hasher(hasher);
+        if actual != layer_digest {
+            return Err(OciError::DigestMismatch {
+                what: "the layer",
+                reference: reference.to_string(),
+                expected: layer_digest.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+        check_component(&bytes).map_err(|source| OciError::NotComponent {
+            what: format!("{reference}"),
+            source,
+        })?;
+        Ok(Pulled {
+            reference: reference.pinned(&manifest_digest),
+            manifest_digest,
+            layer_digest,
+            bytes,
+        })
+    }
+}
+
+/// The one `application/wasm` layer of a Wasm artifact's manifest.
+fn wasm_layer(manifest: &OciImageManifest) -> Result<&OciDescriptor, String> {
+    let shown = |text: &str| crate::escape_control(text).into_owned();
+    if let Some(media_type) = &manifest.media_type
+        && media_type != MANIFEST_MEDIA_TYPE
+    {
+        return Err(format!("its manifest is a `{}`", shown(media_type)));
+    }
+    if manifest.config.media_type != WASM_CONFIG_MEDIA_TYPE {
+        return Err(format!(
+            "its config is `{}`, not `{WASM_CONFIG_MEDIA_TYPE}`",
+            shown(&manifest.config.media_type)
+        ));
+    }
+    match manifest.layers.as_slice() {
+        [layer] if layer.media_type == WASM_LAYER_MEDIA_TYPE => Ok(layer),
+        [layer] => Err(format!(
+            "its layer is `{}`, not `{WASM_LAYER_MEDIA_TYPE}`",
+            shown(&layer.media_type)
+        )),
+        layers => Err(format!(
+            "it has {} layers, not exactly one `{WASM_LAYER_MEDIA_TYPE}`",
+            layers.len()
+        )),
+    }
+}
