@@ -10,6 +10,7 @@ use anyhow::{Result, bail};
 
 mod call;
 mod new;
+mod oci;
 mod report;
 mod serve;
 
@@ -148,6 +149,31 @@ enum Command {
         /// Where to create NAME/ [default: the current directory].
         #[arg(long, default_value = ".")]
         dir: PathBuf,
+    },
+    /// Push a component to an OCI registry (as `wkg oci push` does); prints
+    /// the pinned reference.
+    Push {
+        /// The component (`.wasm`); a core module or anything else is refused.
+        file: PathBuf,
+        /// Where: HOST/REPOSITORY:TAG (an `oci://` prefix is fine).
+        reference: String,
+        #[command(flatten)]
+        registry: oci::RegistryArgs,
+    },
+    /// Pull a component from an OCI registry, verify it, and write it as
+    /// DIR/NAME.wasm (NAME: the repository's last segment); prints the pinned
+    /// reference and the file's SHA-256.
+    Pull {
+        /// HOST/REPOSITORY:TAG or HOST/REPOSITORY@sha256:DIGEST (an `oci://` prefix is fine).
+        reference: String,
+        /// Where to write it [default: the plugins directory].
+        #[arg(long, value_name = "DIR")]
+        to: Option<PathBuf>,
+        /// The largest component taken, in bytes [default: [oci] max_bytes, else 256 MiB].
+        #[arg(long, value_name = "BYTES")]
+        max_bytes: Option<u64>,
+        #[command(flatten)]
+        registry: oci::RegistryArgs,
     },
     /// Show what a component file is: world, version, tools, imported interfaces.
     Inspect {
@@ -407,6 +433,24 @@ async fn run(cli: Cli) -> Result<()> {
         return Ok(());
     }
     let config = config(&cli)?;
+    // Registries need no engine.
+    match &cli.command {
+        Command::Push {
+            file,
+            reference,
+            registry,
+        } => return oci::push(file, reference, registry, &config).await,
+        Command::Pull {
+            reference,
+            to,
+            max_bytes,
+            registry,
+        } => {
+            let dir = to.clone().unwrap_or_else(|| plugins_dir(&cli, &config));
+            return oci::pull(reference, &dir, *max_bytes, registry, &config).await;
+        }
+        _ => {}
+    }
     let engine = engine(&cli, &config)?;
     match &cli.command {
         Command::List { json } => {
@@ -471,7 +515,9 @@ async fn run(cli: Cli) -> Result<()> {
             .await
         }
         Command::Inspect { file, json } => inspect(&engine, file, *json).await,
-        Command::New { .. } => unreachable!("handled before the engine starts"),
+        Command::New { .. } | Command::Push { .. } | Command::Pull { .. } => {
+            unreachable!("handled before the engine starts")
+        }
     }
 }
 

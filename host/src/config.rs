@@ -17,10 +17,12 @@ use crate::state::{StateOptions, StateStore};
 
 mod layers;
 mod names;
+mod oci;
 
 pub use crate::error::ConfigError;
 pub use layers::Layered;
 pub use names::{NameSource, UnmatchedName};
+pub use oci::OciConfig;
 
 /// The parsed `toolhost.toml`.
 ///
@@ -99,6 +101,9 @@ pub struct Config {
     /// Where invocation state and used approvals live (Redis, or this process).
     #[serde(default)]
     pub state: StateConfig,
+    /// OCI registries (`toolhost pull`, `toolhost push`).
+    #[serde(default)]
+    pub oci: OciConfig,
     /// The file this was read from: grants' relative paths are relative to it.
     #[serde(skip)]
     source: Option<PathBuf>,

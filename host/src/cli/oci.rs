@@ -1,0 +1,186 @@
+//! `toolhost push` and `toolhost pull`: components to and from OCI
+//! registries (see `docs/oci.md`).
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use toolhost::Config;
+use toolhost::oci::{
+    Auth, Client, ClientOptions, OciError, Reference, check_component, insecure_allowed,
+};
+
+/// The flags push and pull share: how to reach the registry.
+#[derive(clap::Args, Debug)]
+pub(super) struct RegistryArgs {
+    /// Plain HTTP instead of HTTPS: only for registries on loopback
+    /// (localhost, 127.0.0.0/8, ::1) or listed in `[oci] insecure_registries`.
+    #[arg(long)]
+    insecure: bool,
+    /// A file holding a bearer token for the registry [default:
+    /// $TOOLHOST_REGISTRY_TOKEN, else the registry's entry in the Docker
+    /// config.json, else anonymous].
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+}
+
+/// The credentials: `--token-file`, else `$TOOLHOST_REGISTRY_TOKEN`, else
+/// basic auth from the Docker `config.json`, else none.
+fn auth(args: &RegistryArgs, reference: &Reference) -> Result<Auth> {
+    if let Some(file) = &args.token_file {
+        let token = std::fs::read_to_string(file)
+            .with_context(|| format!("reading the token file {}", file.display()))?;
+        let token = token.trim();
+        if token.is_empty() {
+            bail!("the token file {} is empty", file.display());
+        }
+        return Ok(Auth::Bearer(token.to_owned()));
+    }
+    if let Ok(token) = std::env::var("TOOLHOST_REGISTRY_TOKEN")
+        && !token.trim().is_empty()
+    {
+        return Ok(Auth::Bearer(token.trim().to_owned()));
+    }
+    Ok(toolhost::oci::docker_config_auth(reference.registry())?.unwrap_or_default())
+}
+
+fn client(
+    args: &RegistryArgs,
+    config: &Config,
+    reference: &Reference,
+    max_bytes: Option<u64>,
+) -> Result<Client> {
+    let mut options = ClientOptions::default();
+    options.auth = auth(args, reference)?;
+    options
+        .insecure_registries
+        .clone_from(&config.oci.insecure_registries);
+    if args.insecure {
+        options.plain_http.push(reference.registry().to_owned());
+    }
+    if let Some(max) = max_bytes.or(config.oci.max_bytes) {
+        options.max_bytes = max;
+    }
+    Ok(Client::new(&options)?)
+}
+
+/// A progress display on stderr when it is a terminal; hidden otherwise.
+fn progress_bar(message: String) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner().with_message(message);
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
+}
+
+/// `error`, with a hint when a TLS handshake failed on a loopback registry
+/// reached without `--insecure`: most likely it speaks plain HTTP.
+fn plain_http_hint(error: OciError, args: &RegistryArgs, reference: &Reference) -> anyhow::Error {
+    let handshake = matches!(&error, OciError::Registry { message, .. }
+        if message.contains("InvalidContentType") || message.contains("corrupt message"));
+    if handshake && !args.insecure && insecure_allowed(reference.registry(), &[]) {
+        return anyhow::Error::new(error)
+            .context("the TLS handshake failed: for a plain-HTTP registry, add --insecure");
+    }
+    error.into()
+}
+
+/// `toolhost push FILE REF`.
+pub(super) async fn push(
+    file: &Path,
+    reference: &str,
+    args: &RegistryArgs,
+    config: &Config,
+) -> Result<()> {
+    let reference: Reference = reference.parse()?;
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    // Refused before any connection is made.
+    check_component(&bytes).with_context(|| format!("{} cannot be pushed", file.display()))?;
+    let client = client(args, config, &reference, None)?;
+    let bar = progress_bar(format!("pushing {} ({} bytes)", reference, bytes.len()));
+    let pushed = client.push(&reference, &bytes).await;
+    bar.finish_and_clear();
+    let pushed = pushed.map_err(|e| plain_http_hint(e, args, &reference))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "pushed:  {}", pushed.reference)?;
+    writeln!(
+        out,
+        "sha256:  {}  {}",
+        pushed.layer_digest.hex(),
+        file.display()
+    )?;
+    Ok(())
+}
+
+/// `toolhost pull REF [--to DIR]`: the component verified, then written as
+/// DIR/NAME.wasm through a temporary file and a rename, so a `toolhost serve`
+/// watching DIR never loads half a file.
+pub(super) async fn pull(
+    reference: &str,
+    dir: &Path,
+    max_bytes: Option<u64>,
+    args: &RegistryArgs,
+    config: &Config,
+) -> Result<()> {
+    let reference: Reference = reference.parse()?;
+    let client = client(args, config, &reference, max_bytes)?;
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(0).with_message(format!("pulling {reference}"));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg} {wide_bar} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec}",
+            )
+            .expect("the template is valid"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let shown = bar.clone();
+    let pulled = client
+        .pull(&reference, &mut move |done, total| {
+            shown.set_length(total);
+            shown.set_position(done);
+        })
+        .await;
+    bar.finish_and_clear();
+    let pulled = pulled.map_err(|e| plain_http_hint(e, args, &reference))?;
+
+    let file = dir.join(format!("{}.wasm", reference.name()));
+    write_atomically(dir, &file, &pulled.bytes)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "pulled:  {}", pulled.reference)?;
+    writeln!(
+        out,
+        "sha256:  {}  {}",
+        pulled.layer_digest.hex(),
+        file.display()
+    )?;
+    Ok(())
+}
+
+/// Writes `bytes` to `file` in `dir` whole or not at all: a hidden
+/// temporary file in `dir` (not `*.wasm`, so a plugins directory's watcher
+/// ignores it), synced, then renamed over `file`.
+fn write_atomically(dir: &Path, file: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.{}.partial", std::process::id()));
+    let written = (|| {
+        let mut out = std::fs::File::create(&temp)?;
+        out.write_all(bytes)?;
+        out.sync_all()?;
+        std::fs::rename(&temp, file)
+    })();
+    if let Err(err) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(err).with_context(|| format!("writing {}", file.display()));
+    }
+    Ok(())
+}
