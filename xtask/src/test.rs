@@ -1,11 +1,12 @@
 //! `cargo xtask test`: every test, in order: the committed bindings
 //! (`bindings --check`), the non-Rust guests, the SDK unit tests, every cargo
-//! test (installs the wasm32-wasip2 target and `redis-server` if missing), then
+//! test (installs the wasm32-wasip2 target, `redis-server` and `docker-registry`
+//! if missing), then
 //! `new-test`, `docs-test`, `mcp-test` and `cluster-test`.
 
 use anyhow::Result;
 
-use crate::toolchain::{ensure_redis, ensure_wasm_target};
+use crate::toolchain::{ensure_redis, ensure_registry, ensure_wasm_target};
 use crate::workspace::{cargo, run};
 use crate::{bindings, cluster_test, docs, guests, mcp_test, new_test, sdk_test};
 
@@ -18,6 +19,8 @@ pub(crate) fn all() -> Result<()> {
     sdk_test::test()?;
     // The host's shared-state tests start their own redis-server.
     ensure_redis()?;
+    // Its OCI tests start their own docker-registry.
+    ensure_registry()?;
     run(cargo().args(["test", "--workspace"]))?;
     new_test::test(&[])?;
     docs::test()?;

@@ -1,7 +1,8 @@
 //! Toolchains the tasks install on first use: rustup's wasm32-wasip2 target,
 //! Python venvs with pinned requirements (componentize-py, Go, wasm-tools,
 //! pytest, the MCP SDK), and Debian packages: what C guests compile with,
-//! and `redis-server` for the host's shared-state tests.
+//! `redis-server` for the host's shared-state tests and `docker-registry` for
+//! its OCI registry tests.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -75,6 +76,15 @@ const REDIS_PACKAGES: [&str; 1] = ["redis-server"];
 /// Installs `redis-server` if missing (the host's tests start their own).
 pub(crate) fn ensure_redis() -> Result<()> {
     ensure_debian_packages("the shared-state tests", &REDIS_PACKAGES)
+}
+
+/// The Debian package the host's OCI tests run: `docker-registry` (CNCF
+/// distribution, the registry behind Docker Hub).
+const REGISTRY_PACKAGES: [&str; 1] = ["docker-registry"];
+
+/// Installs `docker-registry` if missing (the host's tests start their own).
+pub(crate) fn ensure_registry() -> Result<()> {
+    ensure_debian_packages("the OCI registry tests", &REGISTRY_PACKAGES)
 }
 
 /// Installs whichever of the Debian `packages` are missing, with apt-get

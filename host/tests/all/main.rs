@@ -10,6 +10,7 @@ mod hostile;
 mod layers;
 mod loading;
 mod network;
+mod oci;
 mod reload;
 mod reuse;
 mod shared;

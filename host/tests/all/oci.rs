@@ -1,0 +1,505 @@
+//! Push and pull against a real registry: Debian's `docker-registry`
+//! (CNCF distribution), started per test on a free loopback port with its
+//! storage in a scratch directory. `cargo xtask test` installs it; without
+//! it these tests fail, they do not skip.
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use oci_client::client::{ClientConfig, ClientProtocol, Config as BlobConfig, ImageLayer};
+use oci_client::secrets::RegistryAuth;
+use serde_json::Value;
+use toolhost::oci::{
+    Client, ClientOptions, ComponentError, Digest, OciError, Pulled, Reference,
+    WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
+};
+use toolhost_test_plugins::ECHO;
+
+/// A `docker-registry` of this test alone; killed when dropped (also when
+/// the test fails).
+struct Registry {
+    port: u16,
+    _dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl Registry {
+    fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\n\
+                 log:\n  level: error\n  accesslog:\n    disabled: true\n\
+                 storage:\n  filesystem:\n    rootdirectory: {}\n\
+                 http:\n  addr: 127.0.0.1:{port}\n",
+                dir.path().join("data").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot run docker-registry ({e}); these tests need it: `cargo xtask test` \
+                     installs it (Debian: apt-get install docker-registry)"
+                )
+            });
+        let registry = Self {
+            port,
+            _dir: dir,
+            child: Some(child),
+        };
+        let start = Instant::now();
+        while !registry.answers() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "docker-registry did not answer on port {port} within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        registry
+    }
+
+    /// `127.0.0.1:PORT`.
+    fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Whether `GET /v2/` answers 200 (the distribution API's version check).
+    fn answers(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+        let mut head = [0; 12];
+        stream
+            .write_all(b"GET /v2/ HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .is_ok()
+            && stream.read_exact(&mut head).is_ok()
+            && head.ends_with(b" 200")
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn echo_bytes() -> Vec<u8> {
+    std::fs::read(ECHO).unwrap()
+}
+
+/// A library client that reaches `registry` over plain HTTP.
+fn client(registry: &Registry) -> Client {
+    let mut options = ClientOptions::default();
+    options.plain_http.push(registry.address());
+    Client::new(&options).unwrap()
+}
+
+async fn pull(client: &Client, reference: &str) -> Result<Pulled, OciError> {
+    client
+        .pull(&reference.parse().unwrap(), &mut |_, _| {})
+        .await
+}
+
+fn toolhost(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--no-cache")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The value after `label:` on stdout.
+fn field(out: &Output, label: &str) -> String {
+    stdout(out)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{label}:")))
+        .unwrap_or_else(|| panic!("no `{label}:` in {}", stdout(out)))
+        .trim()
+        .to_owned()
+}
+
+/// A failed command: non-zero, one `error:` line on stderr, returned.
+fn one_line_error(out: &Output) -> String {
+    assert!(!out.status.success(), "succeeded: {}", stdout(out));
+    let err = stderr(out);
+    assert!(err.starts_with("error: "), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    err
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn push_then_pull_through_the_cli_by_tag_and_by_digest_and_the_plugin_answers() {
+    let registry = Registry::start();
+    let tagged = format!("{}/tools/echo:1.0", registry.address());
+    let out = toolhost(&["push", ECHO, &format!("oci://{tagged}"), "--insecure"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pinned = field(&out, "pushed");
+    assert!(
+        pinned.starts_with(&format!("{}/tools/echo@sha256:", registry.address())),
+        "{pinned}"
+    );
+    let file_digest = Digest::of(&echo_bytes());
+    assert!(field(&out, "sha256").starts_with(file_digest.hex()));
+
+    // By tag, into the plugins directory (no --to).
+    let plugins = tempfile::tempdir().unwrap();
+    let dir = plugins.path().to_str().unwrap();
+    let start = Instant::now();
+    let out = toolhost(&["--plugins", dir, "pull", &tagged, "--insecure"]);
+    let took = start.elapsed();
+    assert!(out.status.success(), "{}", stderr(&out));
+    eprintln!("pull of echo ({} bytes) took {took:?}", echo_bytes().len());
+    assert_eq!(field(&out, "pulled"), pinned);
+    assert!(field(&out, "sha256").starts_with(file_digest.hex()));
+    assert_eq!(
+        files(plugins.path()),
+        ["echo.wasm"],
+        "no temporary file left"
+    );
+    assert_eq!(
+        std::fs::read(plugins.path().join("echo.wasm")).unwrap(),
+        echo_bytes()
+    );
+
+    // By digest, with --to.
+    let other = tempfile::tempdir().unwrap();
+    let to = other.path().join("new");
+    let out = toolhost(&["pull", &pinned, "--insecure", "--to", to.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(field(&out, "pulled"), pinned);
+    assert_eq!(std::fs::read(to.join("echo.wasm")).unwrap(), echo_bytes());
+
+    // The pulled plugin loads and answers.
+    let out = toolhost(&["--plugins", dir, "call", "add", r#"{"a": 2, "b": 40}"#]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result, serde_json::json!({"result": 42}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_round_trip_writes_the_wasm_artifact_layout() {
+    let registry = Registry::start();
+    let client = client(&registry);
+    let bytes = echo_bytes();
+    let reference: Reference = format!("{}/echo:v1", registry.address()).parse().unwrap();
+    let pushed = client.push(&reference, &bytes).await.unwrap();
+    assert_eq!(pushed.layer_digest, Digest::of(&bytes));
+    assert_eq!(pushed.reference.digest(), Some(&pushed.manifest_digest));
+
+    let mut seen = Vec::new();
+    let pulled = client
+        .pull(&reference, &mut |done, total| seen.push((done, total)))
+        .await
+        .unwrap();
+    assert_eq!(pulled.bytes, bytes);
+    assert_eq!(pulled.layer_digest, Digest::of(&bytes));
+    assert_eq!(pulled.manifest_digest, pushed.manifest_digest);
+    assert_eq!(pulled.reference, pushed.reference);
+    let size = bytes.len() as u64;
+    assert_eq!(seen.first(), Some(&(0, size)));
+    assert_eq!(seen.last(), Some(&(size, size)));
+    let by_digest = client
+        .pull(&pushed.reference, &mut |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(by_digest.bytes, bytes);
+
+    // The layout, as another client reads it.
+    let raw = raw_client();
+    let target = oci_client::Reference::with_digest(
+        registry.address(),
+        "echo".to_owned(),
+        pushed.manifest_digest.to_string(),
+    );
+    let (manifest, _) = raw
+        .pull_manifest_raw(
+            &target,
+            &RegistryAuth::Anonymous,
+            &["application/vnd.oci.image.manifest.v1+json"],
+        )
+        .await
+        .unwrap();
+    let manifest: Value = serde_json::from_slice(&manifest).unwrap();
+    assert_eq!(
+        manifest["mediaType"],
+        "application/vnd.oci.image.manifest.v1+json"
+    );
+    assert_eq!(manifest["config"]["mediaType"], WASM_CONFIG_MEDIA_TYPE);
+    let layers = manifest["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 1);
+    assert_eq!(layers[0]["mediaType"], WASM_LAYER_MEDIA_TYPE);
+    assert_eq!(layers[0]["digest"], Digest::of(&bytes).to_string());
+    let mut config = Vec::new();
+    let descriptor: oci_client::manifest::OciDescriptor =
+        serde_json::from_value(manifest["config"].clone()).unwrap();
+    raw.pull_blob(&target, &descriptor, &mut config)
+        .await
+        .unwrap();
+    let config: Value = serde_json::from_slice(&config).unwrap();
+    assert_eq!(config["architecture"], "wasm");
+    assert_eq!(config["os"], "wasip2");
+    assert_eq!(config["layerDigests"][0], Digest::of(&bytes).to_string());
+    assert!(
+        config["component"]["exports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().starts_with("toolhost:plugin/")),
+        "{config}"
+    );
+}
+
+/// An oci-client of its own, to push what toolhost would refuse to.
+fn raw_client() -> oci_client::Client {
+    // toolhost's client installs the TLS provider reqwest needs, even for
+    // plain HTTP.
+    Client::new(&ClientOptions::default()).unwrap();
+    oci_client::Client::try_from(ClientConfig {
+        protocol: ClientProtocol::Http,
+        ..ClientConfig::default()
+    })
+    .unwrap()
+}
+
+/// Pushes `bytes` as the one layer of a Wasm artifact, unchecked.
+async fn push_raw(registry: &Registry, repository: &str, bytes: &[u8], layer_type: &str) {
+    let target =
+        oci_client::Reference::with_tag(registry.address(), repository.to_owned(), "1".to_owned());
+    let layer = ImageLayer::new(bytes.to_vec(), layer_type.to_owned(), None);
+    let config = BlobConfig::new(b"{}".to_vec(), WASM_CONFIG_MEDIA_TYPE.to_owned(), None);
+    raw_client()
+        .push(&target, &[layer], config, &RegistryAuth::Anonymous, None)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn artifacts_that_are_not_components_are_refused() {
+    let registry = Registry::start();
+    let client = client(&registry);
+    let address = registry.address();
+    push_raw(&registry, "core", b"\0asm\x01\0\0\0", WASM_LAYER_MEDIA_TYPE).await;
+    push_raw(
+        &registry,
+        "junk",
+        b"#!/bin/sh\necho hi\n",
+        WASM_LAYER_MEDIA_TYPE,
+    )
+    .await;
+    push_raw(
+        &registry,
+        "tar",
+        &echo_bytes(),
+        "application/vnd.oci.image.layer.v1.tar",
+    )
+    .await;
+
+    let err = pull(&client, &format!("{address}/core:1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OciError::NotComponent {
+                source: ComponentError::CoreModule,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("core WebAssembly module"), "{err}");
+    let err = pull(&client, &format!("{address}/junk:1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OciError::NotComponent {
+                source: ComponentError::NotWasm,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = pull(&client, &format!("{address}/tar:1"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OciError::NotWasmArtifact { .. }), "{err}");
+    assert!(err.to_string().contains("application/wasm"), "{err}");
+
+    // Through the CLI: a clear line, no file.
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolhost(&[
+        "pull",
+        &format!("{address}/core:1"),
+        "--insecure",
+        "--to",
+        dir.path().to_str().unwrap(),
+    ]);
+    let err = one_line_error(&out);
+    assert!(err.contains("core WebAssembly module"), "{err}");
+    assert!(files(dir.path()).is_empty());
+}
+
+#[test]
+fn push_refuses_a_file_that_is_not_a_component() {
+    // No registry: the file is refused before any connection.
+    let dir = tempfile::tempdir().unwrap();
+    let module = dir.path().join("module.wasm");
+    std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
+    let text = dir.path().join("notes.wasm");
+    std::fs::write(&text, b"hello").unwrap();
+    let reference = "127.0.0.1:9/tools/echo:1";
+    let err = one_line_error(&toolhost(&[
+        "push",
+        module.to_str().unwrap(),
+        reference,
+        "--insecure",
+    ]));
+    assert!(err.contains("module.wasm cannot be pushed"), "{err}");
+    assert!(err.contains("core WebAssembly module"), "{err}");
+    let err = one_line_error(&toolhost(&[
+        "push",
+        text.to_str().unwrap(),
+        reference,
+        "--insecure",
+    ]));
+    assert!(err.contains("not WebAssembly"), "{err}");
+}
+
+#[test]
+fn insecure_is_refused_for_a_registry_not_on_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = one_line_error(&toolhost(&[
+        "push",
+        ECHO,
+        "registry.example.com:5000/echo:1",
+        "--insecure",
+    ]));
+    assert!(
+        err.contains("plain HTTP (--insecure) to `registry.example.com:5000` is refused"),
+        "{err}"
+    );
+    let err = one_line_error(&toolhost(&[
+        "pull",
+        "10.1.2.3:5000/echo:1",
+        "--insecure",
+        "--to",
+        dir.path().to_str().unwrap(),
+    ]));
+    assert!(err.contains("is refused"), "{err}");
+    assert!(err.contains("insecure_registries"), "{err}");
+    // A bad reference is a clear error too.
+    let err = one_line_error(&toolhost(&["pull", "acme/echo:1"]));
+    assert!(err.contains("names no registry"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_registry_and_a_wrong_pin_fail_clearly_and_write_nothing() {
+    let mut registry = Registry::start();
+    let address = registry.address();
+    let pushed = client(&registry)
+        .push(&format!("{address}/echo:1").parse().unwrap(), &echo_bytes())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().to_str().unwrap();
+
+    // HTTPS to a plain-HTTP registry: a hint.
+    let tagged = format!("{address}/echo:1");
+    let err = one_line_error(&toolhost(&["pull", &tagged, "--to", to]));
+    assert!(err.contains("add --insecure"), "{err}");
+
+    // A pin that is not the artifact's.
+    let wrong = format!("{address}/echo@sha256:{}", "0".repeat(64));
+    let err = one_line_error(&toolhost(&["pull", &wrong, "--insecure", "--to", to]));
+    assert!(err.contains(&format!("pulling {wrong}")), "{err}");
+    let err = pull(&client(&registry), &wrong).await.unwrap_err();
+    assert!(matches!(err, OciError::Registry { .. }), "{err}");
+    assert!(files(dir.path()).is_empty());
+
+    registry.stop();
+    let pinned = pushed.reference.to_string();
+    let out = toolhost(&["pull", &pinned, "--insecure", "--to", to]);
+    let err = one_line_error(&out);
+    assert!(err.contains(&format!("pulling {pinned}")), "{err}");
+    assert!(err.to_lowercase().contains("connect"), "{err}");
+    assert!(files(dir.path()).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_over_the_size_limit_is_refused() {
+    let registry = Registry::start();
+    let address = registry.address();
+    client(&registry)
+        .push(&format!("{address}/echo:1").parse().unwrap(), &echo_bytes())
+        .await
+        .unwrap();
+    let mut options = ClientOptions::default();
+    options.plain_http.push(address.clone());
+    options.max_bytes = 1000;
+    let small = Client::new(&options).unwrap();
+    let err = pull(&small, &format!("{address}/echo:1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, OciError::TooLarge { max: 1000, size, .. } if size == echo_bytes().len() as u64),
+        "{err}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let err = one_line_error(&toolhost(&[
+        "pull",
+        &format!("{address}/echo:1"),
+        "--insecure",
+        "--max-bytes",
+        "1000",
+        "--to",
+        dir.path().to_str().unwrap(),
+    ]));
+    assert!(err.contains("more than the 1000 allowed"), "{err}");
+    assert!(files(dir.path()).is_empty());
+}
