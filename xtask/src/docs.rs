@@ -37,7 +37,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::toolchain::{ensure_wasm_target, venv};
+use crate::toolchain::{ensure_registry, ensure_wasm_target, venv};
 use crate::workspace::{copy_dir, root, run, target_dir};
 
 /// One fenced block of a markdown file.
@@ -253,6 +253,8 @@ fn copy_tree(to: &Path) -> Result<()> {
 /// Runs the README and every page of `docs/`.
 pub(crate) fn test() -> Result<()> {
     ensure_wasm_target()?;
+    // docs/oci.md runs a registry of its own.
+    ensure_registry()?;
     let target = target_dir();
     let scratch = target.join("docs-test");
     if scratch.exists() {
