@@ -40,9 +40,11 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
+#[path = "support/report.rs"]
+mod report;
 #[path = "support/stats.rs"]
 mod stats;
-use stats::{Stats, stats, us};
+use stats::{stats, us};
 
 /// The header each replica names itself in.
 const REPLICA_HEADER: &str = "x-toolhost-replica";
@@ -464,16 +466,6 @@ struct Accounted {
     pid: u32,
 }
 
-fn line(label: &str, samples: &Stats, baseline: &Stats) {
-    println!(
-        "  {label:<52} median {:>7.1} µs ({:>5.2}×)   p99 {:>8.1} µs ({:>5.2}×)",
-        us(samples.median),
-        us(samples.median) / us(baseline.median),
-        us(samples.p99),
-        us(samples.p99) / us(baseline.p99),
-    );
-}
-
 // One thread for the client, so it takes at most one core from the servers.
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
@@ -570,11 +562,21 @@ async fn main() -> Result<()> {
         }
     }
     let [a, b, c, d, e] = samples.map(stats);
-    line("(a) `add`, direct to a replica (embedded state)", &a, &a);
-    line("(b) `add` through nginx, 1 replica", &b, &a);
-    line("(c) `add`, direct to a replica with Redis state", &c, &a);
-    line("(d) `remember` reads temp: state, embedded", &d, &a);
-    line("(e) `remember` reads temp: state, in Redis", &e, &a);
+    report::line(
+        "(a) `add`, direct to a replica (embedded state)",
+        52,
+        &a,
+        &a,
+    );
+    report::line("(b) `add` through nginx, 1 replica", 52, &b, &a);
+    report::line(
+        "(c) `add`, direct to a replica with Redis state",
+        52,
+        &c,
+        &a,
+    );
+    report::line("(d) `remember` reads temp: state, embedded", 52, &d, &a);
+    report::line("(e) `remember` reads temp: state, in Redis", 52, &e, &a);
     println!(
         "  nginx adds {:.1} µs per call ((b) − (a)); Redis adds {:.1} µs to a stateless call ((c) − (a)) and {:.1} µs to a state read ((e) − (d)), medians",
         us(b.median) - us(a.median),

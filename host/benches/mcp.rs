@@ -26,6 +26,8 @@ use tokio::process::Command;
 use toolhost::tool::ToolCall;
 use toolhost::{Engine, EngineConfig, Plugin, PluginOptions};
 
+#[path = "support/report.rs"]
+mod report;
 #[path = "support/rpc.rs"]
 mod rpc;
 #[path = "support/stats.rs"]
@@ -113,16 +115,6 @@ async fn start_node() -> Result<Option<Target>> {
     }))
 }
 
-fn line(label: &str, samples: &stats::Stats, baseline: &stats::Stats) {
-    println!(
-        "  {label:<44} median {:>7.1} µs ({:>5.2}×)   p99 {:>8.1} µs ({:>5.2}×)",
-        us(samples.median),
-        us(samples.median) / us(baseline.median),
-        us(samples.p99),
-        us(samples.p99) / us(baseline.p99),
-    );
-}
-
 #[tokio::main]
 async fn main() -> Result<()> {
     let iters: u64 = std::env::var("BENCH_ITERS")
@@ -201,12 +193,18 @@ async fn main() -> Result<()> {
     let direct = stats(direct);
     let stdio = stats(stdio);
     println!("  round trip (ratio to the direct call in parentheses):");
-    line("(a) direct library call (Plugin::invoke)", &direct, &direct);
-    line("(b) toolhost serve, MCP stdio", &stdio, &direct);
+    report::line(
+        "(a) direct library call (Plugin::invoke)",
+        44,
+        &direct,
+        &direct,
+    );
+    report::line("(b) toolhost serve, MCP stdio", 44, &stdio, &direct);
     if !node_stdio.is_empty() {
         let node_stdio = stats(node_stdio);
-        line(
+        report::line(
             "(c) node server-everything, MCP stdio",
+            44,
             &node_stdio,
             &direct,
         );
