@@ -12,6 +12,10 @@
 //! the snapshot as soon as it has loaded, so a slow or failing one delays no
 //! other ([`PluginDir::start`]). A plugin listed from a cache manifest that
 //! turns out stale once its code loads is loaded again.
+//!
+//! Files from elsewhere (components pulled from an OCI registry) join the
+//! same snapshots through [`PluginDir::put_external`]: loaded, swapped and
+//! announced exactly as the directory's own files.
 
 mod scan;
 #[cfg(feature = "hot-reload")]
@@ -77,7 +81,8 @@ pub struct PluginDir {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PluginStatus {
-    /// The file.
+    /// The file (for a plugin from outside the directory, the label it was
+    /// put under: [`PluginDir::put_external`]).
     pub path: PathBuf,
     /// The plugin's name (the serving version's, else the file name without `.wasm`).
     pub plugin: String,
@@ -162,6 +167,10 @@ struct Shared {
     /// Serializes rescans: each one starts from the snapshot the last one left.
     rescan: tokio::sync::Mutex<()>,
     events: broadcast::Sender<ToolsetChange>,
+    /// Plugins from outside the directory: label → the file serving it
+    /// ([`PluginDir::put_external`]). Each rescan lists them besides the
+    /// directory's files.
+    externals: RwLock<BTreeMap<PathBuf, PathBuf>>,
     /// How many files' first loads are still running.
     first_pending: Arc<tokio::sync::watch::Sender<usize>>,
 }
@@ -286,6 +295,7 @@ impl PluginDir {
             current: RwLock::new(Arc::new(Snapshot::new(files, None))),
             rescan: tokio::sync::Mutex::new(()),
             events,
+            externals: RwLock::new(BTreeMap::new()),
             first_pending: Arc::new(tokio::sync::watch::Sender::new(listing.len())),
         });
         let mut first_loads = AbortOnDrop::default();
@@ -343,7 +353,8 @@ impl PluginDir {
             .collect()
     }
 
-    /// The state of every `*.wasm` file of the directory, in file-name order.
+    /// The state of every `*.wasm` file of the directory and of every plugin
+    /// put from outside it, in path order.
     pub fn status(&self) -> Vec<PluginStatus> {
         self.shared.snapshot().status.clone()
     }
@@ -364,6 +375,37 @@ impl PluginDir {
     /// # Errors
     /// Fails only if the directory itself cannot be read; the set is then unchanged.
     pub async fn reload_now(&self) -> Result<ToolsetChange, LoadError> {
+        self.shared.rescan(&HashSet::new()).await
+    }
+
+    /// Serves the component in `file`, which lives outside the directory
+    /// (one pulled from an OCI registry, say), as one more plugin of the set,
+    /// listed under `label`: the path its [`PluginStatus`] and its load errors
+    /// name, whose file name without `.wasm` is the plugin's name (and the
+    /// name its options are asked for). Its options never read a sidecar
+    /// policy: its grants are those the options give.
+    ///
+    /// It loads, swaps in and is announced as a file of the directory does: a
+    /// later call with the same `label` and another `file` is a new version,
+    /// loaded completely before it replaces the old one; if it fails to load,
+    /// the old one keeps serving and [`PluginDir::status`] says why. Calls in
+    /// flight finish on the version they started with. This runs a rescan
+    /// ([`PluginDir::reload_now`]) and returns what it changed; the same
+    /// `file` again changes nothing.
+    ///
+    /// # Errors
+    /// Fails only if the directory itself cannot be read; the file is then
+    /// loaded by the next rescan.
+    pub async fn put_external(
+        &self,
+        label: impl Into<PathBuf>,
+        file: impl Into<PathBuf>,
+    ) -> Result<ToolsetChange, LoadError> {
+        self.shared
+            .externals
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(label.into(), file.into());
         self.shared.rescan(&HashSet::new()).await
     }
 

@@ -200,6 +200,21 @@ impl PluginSet {
         set
     }
 
+    /// This set with `plugins` added (loaded from elsewhere, such as OCI
+    /// sources), listed after its own; clashes they bring are warned about.
+    pub fn with_plugins(self, plugins: Vec<Plugin>) -> Self {
+        let before = self.clashes();
+        let mut all = self.plugins;
+        all.extend(plugins);
+        let set = Self::assemble(all, self.failures);
+        for (tool, plugins) in set.clashes() {
+            if before.get(&tool) != Some(&plugins) {
+                warn_clash(&tool, &plugins);
+            }
+        }
+        set
+    }
+
     /// A set of already loaded plugins, without the clash warnings (for a
     /// caller that warns about each clash once, as it appears).
     pub(crate) fn from_plugins_quietly(plugins: Vec<Plugin>) -> Self {

@@ -130,7 +130,16 @@ impl Shared {
     ) -> Result<ToolsetChange, LoadError> {
         let _serial = self.rescan.lock().await;
         let old = self.snapshot();
-        let listing = list_dir(&self.dir).await?;
+        let mut listing = list_dir(&self.dir).await?;
+        let externals = self
+            .externals
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for (label, file) in &externals {
+            // Unreadable metadata: loaded (and failing with why) as a dir file is.
+            listing.push((label.clone(), fingerprint(file).await.ok().flatten()));
+        }
         let mut files = old.files.clone();
         // `touched`: some entry changed; `structural`: the plugins or failures did.
         let (mut touched, mut structural) = (false, false);
@@ -154,10 +163,19 @@ impl Shared {
                 continue;
             }
             let previous = entry.and_then(|e| e.hash);
-            let options = (self.options)(&plugin_name(&path));
+            let mut options = (self.options)(&plugin_name(&path));
+            let file = match externals.get(&path) {
+                Some(file) => {
+                    // Grants are the operator's: never a sidecar next to the file.
+                    options.sidecar_policy(false);
+                    file.clone()
+                }
+                None => path.clone(),
+            };
             let (engine, owned) = (self.engine.clone(), path.clone());
-            let task =
-                loads.spawn(async move { load_settled(&engine, &owned, &options, previous).await });
+            let task = loads.spawn(async move {
+                load_settled(&engine, &owned, &file, &options, previous).await
+            });
             paths.insert(task.id(), path);
         }
 
@@ -452,18 +470,22 @@ pub(super) fn diff(old: &[Arc<dyn Tool>], new: &[Arc<dyn Tool>], change: &mut To
         .collect();
 }
 
-/// Waits for a changed file to settle, then loads it; retries while a failure
-/// may be due to the file still being written.
+/// Waits for a changed file to settle, then loads it as the plugin listed
+/// under `path`; retries while a failure may be due to the file still being
+/// written. `file` is `path`, or for an external plugin the file serving it
+/// (whose sidecar is never read).
 pub(super) async fn load_settled(
     engine: &Engine,
     path: &Path,
+    file: &Path,
     options: &PluginOptions,
     previous: Option<u64>,
 ) -> Outcome {
+    let external = path != file;
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let (seen, bytes) = match settle(engine, path).await {
+        let (seen, bytes) = match settle(engine, file).await {
             Ok(Some(settled)) => settled,
             Ok(None) => return Outcome::Gone,
             Err(error) => {
@@ -479,7 +501,11 @@ pub(super) async fn load_settled(
             }
         };
         // The sidecar policy is part of the version: a change to it reloads.
-        let policy = tokio::fs::read(sidecar_path(path)).await.ok();
+        let policy = if external {
+            None
+        } else {
+            tokio::fs::read(sidecar_path(path)).await.ok()
+        };
         let hash = content_hash(&bytes) ^ content_hash(policy.as_deref().unwrap_or(b"no policy"));
         if previous == Some(hash) {
             return Outcome::Unchanged { seen };
@@ -496,7 +522,7 @@ pub(super) async fn load_settled(
             }
             Err(error) => {
                 let still_changing =
-                    !matches!(fingerprint(path).await, Ok(Some(now)) if now == seen);
+                    !matches!(fingerprint(file).await, Ok(Some(now)) if now == seen);
                 if still_changing && attempt < LOAD_ATTEMPTS {
                     tracing::debug!(path = %path.display(), %error, "plugin file still changing; retrying");
                     continue;
