@@ -221,6 +221,43 @@ impl Client {
         })
     }
 
+    /// The digest of the manifest `reference` names now (what its tag points
+    /// to), asked with a `HEAD` request: cheap enough to poll, and not counted
+    /// as a pull by registries that limit pulls. Nothing is trusted from the
+    /// answer but the digest, and [`Client::pull`] of the reference pinned to
+    /// it verifies what it names.
+    ///
+    /// # Errors
+    ///
+    /// [`OciError::Registry`] (unreachable, not found, unauthorized),
+    /// [`OciError::DigestMismatch`] when `reference` is pinned to another
+    /// digest, [`OciError::NotWasmArtifact`] when the digest is not SHA-256.
+    pub async fn resolve(&self, reference: &Reference) -> Result<Digest, OciError> {
+        let digest = self
+            .inner
+            .fetch_manifest_digest(&reference.to_client(), &self.auth.to_client())
+            .await
+            .map_err(|e| OciError::registry("resolving", reference, &e))?;
+        let digest: Digest = digest.parse().map_err(|_| OciError::NotWasmArtifact {
+            reference: reference.to_string(),
+            reason: format!(
+                "its manifest digest `{}` is not sha256",
+                crate::escape_control(&digest)
+            ),
+        })?;
+        if let Some(pin) = reference.digest()
+            && *pin != digest
+        {
+            return Err(OciError::DigestMismatch {
+                what: "the manifest",
+                reference: reference.to_string(),
+                expected: pin.to_string(),
+                actual: digest.to_string(),
+            });
+        }
+        Ok(digest)
+    }
+
     /// Pulls the component at `reference` and verifies it (see [the
     /// module](crate::oci)); `progress` is told the bytes received so far
     /// and the component's size as the layer arrives.
