@@ -18,11 +18,13 @@ use crate::state::{StateOptions, StateStore};
 mod layers;
 mod names;
 mod oci;
+mod sources;
 
 pub use crate::error::ConfigError;
 pub use layers::Layered;
 pub use names::{NameSource, UnmatchedName};
 pub use oci::OciConfig;
+pub use sources::SourceConfig;
 
 /// The parsed `toolhost.toml`.
 ///
@@ -104,6 +106,9 @@ pub struct Config {
     /// OCI registries (`toolhost pull`, `toolhost push`).
     #[serde(default)]
     pub oci: OciConfig,
+    /// Plugins served live from OCI registries (`[[sources]]`).
+    #[serde(default)]
+    pub sources: Vec<SourceConfig>,
     /// The file this was read from: grants' relative paths are relative to it.
     #[serde(skip)]
     source: Option<PathBuf>,
@@ -390,6 +395,9 @@ impl Config {
         {
             config.serve.state_key_file = Some(dir.join(keys));
         }
+        if let Some(dir) = path.parent() {
+            config.resolve_source_paths(dir);
+        }
         // Resolve every plugin's grants once now, so a missing directory or an
         // unreadable secret file is reported at startup, naming the key.
         let mut resolved = BTreeMap::new();
@@ -522,6 +530,7 @@ impl Config {
                 grants.check(path, &format!("plugin.{name}.grants."))?;
             }
         }
+        self.check_sources(path)?;
         for (alias, tool) in &self.aliases.tools {
             if alias.trim().is_empty() || tool.trim().is_empty() {
                 return Err(error(

@@ -22,6 +22,9 @@
 //!
 //! A sidecar policy (`NAME.policy.toml`) is never taken from a registry:
 //! grants stay the operator's.
+//!
+//! [`Sources`] serves components straight from registries (`[[sources]]` in
+//! `toolhost.toml`), following tags as they move.
 
 use std::fmt;
 use std::str::FromStr;
@@ -32,11 +35,13 @@ mod artifact;
 mod auth;
 mod client;
 mod reference;
+mod sources;
 
 pub use artifact::{ComponentError, ComponentNames, check_component};
 pub use auth::{Auth, docker_config_auth};
 pub use client::{Client, ClientOptions, Pulled, Pushed};
 pub use reference::{Reference, ReferenceError};
+pub use sources::{DEFAULT_POLL, Source, SourceError, SourceStatus, Sources};
 
 /// The media type of the config blob of a Wasm OCI artifact.
 pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";

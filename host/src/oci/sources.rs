@@ -1,0 +1,630 @@
+//! Live sources (`[[sources]]` in `toolhost.toml`): plugins pulled from OCI
+//! registries and followed while serving.
+//!
+//! Each source is a reference with an optional digest pin. A pulled component
+//! is verified ([`Client::pull`]), kept in the cache directory by its manifest
+//! digest (`<cache>/oci/sha256-<hex>.wasm`, checked against its recorded hash
+//! whenever it is used; a digest already there is not pulled again), and then
+//! joins a [`PluginDir`] through [`PluginDir::put_external`]: the same load
+//! and atomic swap as a file dropped into the directory, announced as a
+//! [`ToolsetChange`](crate::toolset::ToolsetChange) (MCP `list_changed`).
+//!
+//! A tag is checked every [`Source::poll`] (a `HEAD` request); when it moves,
+//! the new digest is pulled, verified, loaded and swapped in, while calls in
+//! flight finish on the old version. A pinned reference is fetched once. A
+//! failure (registry down, a digest that is not the pin, not a component, too
+//! large, a component that does not load) keeps the previous version serving,
+//! is logged once per distinct error, and shows in [`Sources::status`]. A
+//! version that was refused is not pulled again until the tag moves.
+//!
+//! A sidecar policy is never read for these plugins: their grants are the
+//! operator's, from `[plugin.NAME]` as for any plugin.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::config::ConfigError;
+use crate::log::LOAD_TARGET;
+use crate::oci::{Auth, Client, ClientOptions, Digest, OciError, Reference, docker_config_auth};
+use crate::toolset::{LoadState, PluginDir};
+use crate::{Config, Engine, Plugin, PluginOptions};
+
+mod store;
+
+use store::Store;
+
+/// How often a tag is checked unless a source says otherwise.
+pub const DEFAULT_POLL: Duration = Duration::from_secs(60);
+
+/// One source: a component in a registry, served as a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Source {
+    /// The component (`host/repo:tag`, or pinned `host/repo@sha256:…`).
+    pub reference: Reference,
+    /// The manifest digest it must resolve to. A tag pointing elsewhere is
+    /// refused (the pinned version, if serving, keeps serving).
+    pub pin: Option<Digest>,
+    /// How often a tag is checked; for a reference pinned by digest, how
+    /// often a failed fetch is retried ([`DEFAULT_POLL`]).
+    pub poll: Duration,
+    /// The plugin's name (by default the repository's last segment).
+    pub name: String,
+    /// Reach the registry over plain HTTP (loopback, or a registry listed in
+    /// [`ClientOptions::insecure_registries`]).
+    pub insecure: bool,
+    /// A file holding a bearer token; else `$TOOLHOST_REGISTRY_TOKEN`, else
+    /// the Docker `config.json`, else anonymous (as `toolhost pull`).
+    pub token_file: Option<PathBuf>,
+}
+
+impl Source {
+    /// A source of `reference`, named after its repository's last segment,
+    /// pinned to its digest if it has one, checked every [`DEFAULT_POLL`].
+    pub fn new(reference: Reference) -> Self {
+        Self {
+            name: reference.name().to_owned(),
+            pin: reference.digest().cloned(),
+            reference,
+            poll: DEFAULT_POLL,
+            insecure: false,
+            token_file: None,
+        }
+    }
+
+    /// The path the plugin is listed under in a [`PluginDir`]
+    /// (`oci://REFERENCE/NAME.wasm`): what its status and its load errors name.
+    pub fn label(&self) -> PathBuf {
+        PathBuf::from(format!("oci://{}/{}.wasm", self.reference, self.name))
+    }
+
+    /// Whether the reference is a tag (followed), not a digest (fetched once).
+    fn tagged(&self) -> bool {
+        self.reference.digest().is_none()
+    }
+}
+
+/// What one source serves, as [`Sources::status`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SourceStatus {
+    /// The plugin's name.
+    pub name: String,
+    /// The reference, as configured.
+    pub reference: Reference,
+    /// The digest pin, if any.
+    pub pin: Option<Digest>,
+    /// The manifest digest of the version serving, if one is.
+    pub digest: Option<Digest>,
+    /// Its file in the cache directory.
+    pub file: Option<PathBuf>,
+    /// The path the plugin is listed under ([`Source::label`]).
+    pub label: PathBuf,
+    /// Why the latest check, pull or load failed, if it did.
+    pub error: Option<String>,
+}
+
+/// Why sources cannot be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// A source's registry client cannot be set up (plain HTTP refused, TLS,
+    /// an unreadable Docker config). Its message includes the client's error.
+    #[error("source `{name}`: {error}")]
+    Client {
+        /// The source's name.
+        name: String,
+        /// Why.
+        error: OciError,
+    },
+    /// A source's token file cannot be read, or is empty.
+    #[error("source `{name}`: the token file {path}: {reason}")]
+    TokenFile {
+        /// The source's name.
+        name: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The directory of pulled components cannot be created or written.
+    /// Its message includes the I/O error.
+    #[error("the directory of pulled components {path}: {error}")]
+    Store {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// The configuration's `[[sources]]` are invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// The sources of a host, following their registries (see [the
+/// module](self)). Dropping it stops following.
+#[derive(Debug)]
+pub struct Sources {
+    entries: Vec<Arc<Entry>>,
+    store: Store,
+    tasks: Mutex<Vec<AbortHandle>>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    source: Source,
+    client: Client,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The version serving: its manifest digest and file.
+    serving: Option<(Digest, PathBuf)>,
+    /// The latest failure, said once.
+    error: Option<String>,
+    /// A version that failed for good (not a component, failed to load…):
+    /// not pulled or loaded again while the tag points to it.
+    refused: Option<Digest>,
+}
+
+/// What a check found.
+enum Fetched {
+    /// The version serving is still the one to serve.
+    Same,
+    /// Another version, verified on disk; `stale` when it is only the last
+    /// known one (the registry could not be asked).
+    New {
+        digest: Digest,
+        file: PathBuf,
+        stale: Option<String>,
+    },
+}
+
+/// Why a check changed nothing.
+struct Failure {
+    /// What to say (`None`: the refusal already said).
+    message: Option<String>,
+    /// A version to refuse from now on.
+    refuse: Option<Digest>,
+}
+
+impl Failure {
+    fn say(message: impl Into<String>) -> Self {
+        Self {
+            message: Some(message.into()),
+            refuse: None,
+        }
+    }
+}
+
+impl Sources {
+    /// Sources reached with `options` (its insecure registries and size
+    /// limit; each source's own credentials and plain-HTTP choice replace
+    /// its `auth` and `plain_http`), their components kept in
+    /// `<cache_dir>/oci` (without a cache directory: a temporary directory
+    /// of this process, removed when this is dropped).
+    ///
+    /// # Errors
+    /// [`SourceError`]: a client that cannot be set up, an unreadable token
+    /// file, a directory that cannot be created.
+    pub fn new(
+        sources: Vec<Source>,
+        options: &ClientOptions,
+        cache_dir: Option<&Path>,
+    ) -> Result<Self, SourceError> {
+        let store = Store::open(cache_dir)?;
+        let mut entries = Vec::with_capacity(sources.len());
+        for source in sources {
+            let mut options = options.clone();
+            options.auth = auth(&source)?;
+            options.plain_http = if source.insecure {
+                vec![source.reference.registry().to_owned()]
+            } else {
+                Vec::new()
+            };
+            let client = Client::new(&options).map_err(|error| SourceError::Client {
+                name: source.name.clone(),
+                error,
+            })?;
+            entries.push(Arc::new(Entry {
+                source,
+                client,
+                state: Mutex::default(),
+            }));
+        }
+        Ok(Self {
+            entries,
+            store,
+            tasks: Mutex::default(),
+        })
+    }
+
+    /// The `[[sources]]` of `config`, reached as its `[oci]` section says.
+    ///
+    /// # Errors
+    /// As [`Sources::new`], and [`SourceError::Config`] for invalid entries.
+    pub fn from_config(config: &Config, cache_dir: Option<&Path>) -> Result<Self, SourceError> {
+        let mut options = ClientOptions::default();
+        options
+            .insecure_registries
+            .clone_from(&config.oci.insecure_registries);
+        if let Some(max) = config.oci.max_bytes {
+            options.max_bytes = max;
+        }
+        Self::new(config.oci_sources()?, &options, cache_dir)
+    }
+
+    /// Whether there are no sources.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The directory pulled components are kept in.
+    pub fn store_dir(&self) -> &Path {
+        self.store.dir()
+    }
+
+    /// What each source serves, and its latest error, in configuration order.
+    pub fn status(&self) -> Vec<SourceStatus> {
+        self.entries
+            .iter()
+            .map(|entry| {
+                let state = entry.lock();
+                let source = &entry.source;
+                SourceStatus {
+                    name: source.name.clone(),
+                    reference: source.reference.clone(),
+                    pin: source.pin.clone(),
+                    digest: state.serving.as_ref().map(|(digest, _)| digest.clone()),
+                    file: state.serving.as_ref().map(|(_, file)| file.clone()),
+                    label: source.label(),
+                    error: state.error.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Checks every source once, in parallel, and serves what each resolves
+    /// to in `plugins` (for commands that load once).
+    pub async fn resolve_into(&self, plugins: &Arc<PluginDir>) {
+        let mut checks = JoinSet::new();
+        for entry in &self.entries {
+            let (entry, store, plugins) =
+                (Arc::clone(entry), self.store.clone(), Arc::clone(plugins));
+            checks.spawn(async move { entry.update(&store, Some(&plugins)).await });
+        }
+        while checks.join_next().await.is_some() {}
+    }
+
+    /// Serves the sources in `plugins` and follows them: each is checked at
+    /// once, then every [`Source::poll`] (a pinned one only until it is
+    /// served). The returned future ends when every source's first check is
+    /// done. Following stops when `plugins` or `self` is dropped.
+    pub fn follow(&self, plugins: &Arc<PluginDir>) -> impl Future<Output = ()> + Send + 'static {
+        let (pending, mut first) = tokio::sync::watch::channel(self.entries.len());
+        let pending = Arc::new(pending);
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        for entry in &self.entries {
+            let (entry, store, plugins) = (
+                Arc::clone(entry),
+                self.store.clone(),
+                Arc::downgrade(plugins),
+            );
+            let pending = Arc::clone(&pending);
+            let task = tokio::spawn(async move {
+                let mut first = Some(pending);
+                loop {
+                    let Some(dir) = plugins.upgrade() else { return };
+                    entry.update(&store, Some(&dir)).await;
+                    drop(dir);
+                    if let Some(pending) = first.take() {
+                        pending.send_modify(|left| *left = left.saturating_sub(1));
+                    }
+                    if !entry.source.tagged() && entry.lock().serving.is_some() {
+                        return;
+                    }
+                    tokio::time::sleep(entry.source.poll).await;
+                }
+            });
+            tasks.push(task.abort_handle());
+        }
+        async move {
+            // Ends also if every task ended first (the sender is gone).
+            let _ = first.wait_for(|left| *left == 0).await;
+        }
+    }
+
+    /// Checks every source once and loads what each resolves to, for a set
+    /// that does not follow them ([`PluginSet`](crate::PluginSet)): each
+    /// plugin gets `options(name)` without a sidecar policy. Failures are in
+    /// [`Sources::status`].
+    pub async fn load(
+        &self,
+        engine: &Engine,
+        options: &(dyn Fn(&str) -> PluginOptions + Sync),
+    ) -> Vec<Plugin> {
+        let mut checks = JoinSet::new();
+        for entry in &self.entries {
+            let (entry, store) = (Arc::clone(entry), self.store.clone());
+            checks.spawn(async move { entry.update(&store, None).await });
+        }
+        while checks.join_next().await.is_some() {}
+        let mut plugins = Vec::new();
+        for entry in &self.entries {
+            let Some((_, file)) = entry.lock().serving.clone() else {
+                continue;
+            };
+            let mut options = options(&entry.source.name);
+            options.sidecar_policy(false);
+            let loaded = match engine.read_file(&file).await {
+                Ok(bytes) => Plugin::from_bytes(engine, entry.source.label(), bytes, &options)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(error) => Err(format!("{}: {error}", file.display())),
+            };
+            match loaded {
+                Ok(plugin) => plugins.push(plugin),
+                Err(error) => {
+                    entry.lock().serving = None;
+                    entry.failed(error);
+                }
+            }
+        }
+        plugins
+    }
+}
+
+impl Drop for Sources {
+    fn drop(&mut self) {
+        for task in self
+            .tasks
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            task.abort();
+        }
+    }
+}
+
+/// A source's credentials: its token file, else `$TOOLHOST_REGISTRY_TOKEN`,
+/// else the Docker `config.json`, else anonymous.
+fn auth(source: &Source) -> Result<Auth, SourceError> {
+    if let Some(path) = &source.token_file {
+        let failed = |reason: String| SourceError::TokenFile {
+            name: source.name.clone(),
+            path: path.clone(),
+            reason,
+        };
+        let token = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(failed("empty".to_owned()));
+        }
+        return Ok(Auth::Bearer(token.to_owned()));
+    }
+    if let Ok(token) = std::env::var("TOOLHOST_REGISTRY_TOKEN")
+        && !token.trim().is_empty()
+    {
+        return Ok(Auth::Bearer(token.trim().to_owned()));
+    }
+    docker_config_auth(source.reference.registry())
+        .map(Option::unwrap_or_default)
+        .map_err(|error| SourceError::Client {
+            name: source.name.clone(),
+            error,
+        })
+}
+
+impl Entry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a failure; logs it unless it is the one said last.
+    fn failed(&self, error: String) {
+        let mut state = self.lock();
+        if state.error.as_deref() == Some(error.as_str()) {
+            return;
+        }
+        let serving = match &state.serving {
+            Some((digest, _)) => format!("still serving {digest}"),
+            None => "nothing served".to_owned(),
+        };
+        tracing::warn!(
+            target: LOAD_TARGET, plugin = %self.source.name,
+            "source {}: {error} ({serving})", self.source.reference
+        );
+        state.error = Some(error);
+    }
+
+    /// Clears the error, saying so if there was one.
+    fn recovered(&self) {
+        if self.lock().error.take().is_some() {
+            tracing::info!(
+                target: LOAD_TARGET, plugin = %self.source.name,
+                "source {}: reachable and current again", self.source.reference
+            );
+        }
+    }
+
+    /// One check: resolve, pull if needed, and serve in `plugins` (when
+    /// given; else only record what to serve).
+    async fn update(&self, store: &Store, plugins: Option<&PluginDir>) {
+        let (serving, refused) = {
+            let state = self.lock();
+            (state.serving.clone(), state.refused.clone())
+        };
+        let fetched = self
+            .fetch(
+                store,
+                serving.as_ref().map(|(digest, _)| digest),
+                refused.as_ref(),
+            )
+            .await;
+        match fetched {
+            Ok(Fetched::Same) => {
+                if refused.is_some() {
+                    // The set last tried the refused version: serve this one
+                    // there again (a no-op if it never left).
+                    if let (Some(dir), Some((_, file))) = (plugins, &serving) {
+                        let _ = dir.put_external(self.source.label(), file).await;
+                    }
+                    self.lock().refused = None;
+                }
+                self.recovered();
+            }
+            Ok(Fetched::New {
+                digest,
+                file,
+                stale,
+            }) => {
+                let adopted = match plugins {
+                    Some(dir) => adopt(dir, &self.source.label(), &file).await,
+                    None => Ok(()),
+                };
+                match adopted {
+                    Ok(()) => {
+                        tracing::info!(
+                            target: LOAD_TARGET, plugin = %self.source.name,
+                            "serving {} {digest} from {}", self.source.name, self.source.reference
+                        );
+                        if stale.is_none() && self.source.tagged() {
+                            store.remember(&self.source.reference, &digest).await;
+                        }
+                        {
+                            let mut state = self.lock();
+                            state.serving = Some((digest, file));
+                            state.refused = None;
+                        }
+                        match stale {
+                            Some(error) => self.failed(error),
+                            None => self.recovered(),
+                        }
+                    }
+                    Err((error, refuse)) => {
+                        if refuse {
+                            self.lock().refused = Some(digest.clone());
+                        }
+                        self.failed(format!("{digest}: {error}"));
+                    }
+                }
+            }
+            Err(failure) => {
+                if let Some(digest) = failure.refuse {
+                    self.lock().refused = Some(digest);
+                }
+                if let Some(message) = failure.message {
+                    self.failed(message);
+                }
+            }
+        }
+    }
+
+    /// What the source should serve now, verified on disk (pulled if needed).
+    async fn fetch(
+        &self,
+        store: &Store,
+        serving: Option<&Digest>,
+        refused: Option<&Digest>,
+    ) -> Result<Fetched, Failure> {
+        let source = &self.source;
+        let mut stale = None;
+        let target = match source.reference.digest() {
+            Some(digest) => digest.clone(),
+            None => match self.client.resolve(&source.reference).await {
+                Ok(digest) => digest,
+                Err(error) if serving.is_none() => {
+                    // Nothing serves yet (a start while the registry is
+                    // down): the pinned digest, else the one this tag last
+                    // had here, if its file is intact.
+                    let (fallback, what) = match &source.pin {
+                        Some(pin) => (
+                            store.verified(pin).await.map(|_| pin.clone()),
+                            "the pinned digest",
+                        ),
+                        None => (
+                            store.remembered(&source.reference).await,
+                            "the digest the tag last had",
+                        ),
+                    };
+                    let Some(digest) = fallback else {
+                        return Err(Failure::say(error.to_string()));
+                    };
+                    stale = Some(format!("{error}; serving {digest}, {what}"));
+                    digest
+                }
+                Err(error) => return Err(Failure::say(error.to_string())),
+            },
+        };
+        if let Some(pin) = &source.pin
+            && *pin != target
+        {
+            return Err(Failure::say(format!(
+                "the tag points to {target}, not to the pinned {pin}: refused"
+            )));
+        }
+        if serving == Some(&target) {
+            return Ok(Fetched::Same);
+        }
+        if refused == Some(&target) {
+            // Said when it was refused.
+            return Err(Failure {
+                message: None,
+                refuse: None,
+            });
+        }
+        if let Some(file) = store.verified(&target).await {
+            return Ok(Fetched::New {
+                digest: target,
+                file,
+                stale,
+            });
+        }
+        let pinned = source.reference.pinned(&target);
+        let pulled = match self.client.pull(&pinned, &mut |_, _| {}).await {
+            Ok(pulled) => pulled,
+            Err(error) => {
+                // A registry that cannot be reached is asked again at the
+                // next check; a version that is wrong stays refused.
+                let refuse = (!matches!(error, OciError::Registry { .. })).then(|| target.clone());
+                return Err(Failure {
+                    message: Some(error.to_string()),
+                    refuse,
+                });
+            }
+        };
+        let file = store
+            .put(&pulled)
+            .await
+            .map_err(|e| Failure::say(e.to_string()))?;
+        Ok(Fetched::New {
+            digest: target,
+            file,
+            stale,
+        })
+    }
+}
+
+/// Serves `file` under `label` in `plugins`; on failure, why, and whether
+/// the version is refused for good (it failed to load).
+async fn adopt(plugins: &PluginDir, label: &Path, file: &Path) -> Result<(), (String, bool)> {
+    plugins
+        .put_external(label, file)
+        .await
+        .map_err(|e| (e.to_string(), false))?;
+    let state = plugins
+        .status()
+        .into_iter()
+        .find(|status| status.path == label)
+        .map(|status| status.state);
+    match state {
+        Some(LoadState::Loaded { .. }) => Ok(()),
+        Some(LoadState::Failed { error, .. }) => Err((error, true)),
+        _ => Err(("the pulled file was not loaded".to_owned(), false)),
+    }
+}

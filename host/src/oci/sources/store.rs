@@ -1,0 +1,236 @@
+//! Where pulled components live: `<cache>/oci/sha256-<manifest hex>.wasm`,
+//! beside a record of the component's own digest
+//! (`sha256-<manifest hex>.layer`) that every use checks the file against.
+//! The files are content-addressed and written whole (a temporary file, then
+//! a rename), so processes sharing a cache directory can share them.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::SourceError;
+use crate::oci::{Digest, Pulled, Reference};
+
+/// The directory of pulled components.
+#[derive(Debug, Clone)]
+pub(super) struct Store {
+    dir: PathBuf,
+    /// Without a cache directory: a directory of this process alone,
+    /// removed when the last handle goes.
+    _private: Option<Arc<PrivateDir>>,
+}
+
+impl Store {
+    /// `<cache_dir>/oci`, or without a cache directory a private temporary
+    /// directory (removed when the store is dropped).
+    pub(super) fn open(cache_dir: Option<&Path>) -> Result<Self, SourceError> {
+        match cache_dir {
+            Some(cache) => {
+                let dir = cache.join("oci");
+                std::fs::create_dir_all(dir.join("refs")).map_err(|error| SourceError::Store {
+                    path: dir.clone(),
+                    error,
+                })?;
+                Ok(Self {
+                    dir,
+                    _private: None,
+                })
+            }
+            None => {
+                let private = PrivateDir::create()?;
+                Ok(Self {
+                    dir: private.0.clone(),
+                    _private: Some(Arc::new(private)),
+                })
+            }
+        }
+    }
+
+    /// The directory.
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn wasm(&self, manifest: &Digest) -> PathBuf {
+        self.dir.join(format!("sha256-{}.wasm", manifest.hex()))
+    }
+
+    fn record(&self, manifest: &Digest) -> PathBuf {
+        self.dir.join(format!("sha256-{}.layer", manifest.hex()))
+    }
+
+    fn remembered_path(&self, reference: &Reference) -> PathBuf {
+        let key = Digest::of(reference.to_string().as_bytes());
+        self.dir.join("refs").join(key.hex())
+    }
+
+    /// The file of the component `manifest` names, if it is on disk and
+    /// hashes to the digest recorded when it was pulled (and verified).
+    pub(super) async fn verified(&self, manifest: &Digest) -> Option<PathBuf> {
+        let (file, record) = (self.wasm(manifest), self.record(manifest));
+        tokio::task::spawn_blocking(move || {
+            let layer: Digest = std::fs::read_to_string(record).ok()?.trim().parse().ok()?;
+            let bytes = std::fs::read(&file).ok()?;
+            if Digest::of(&bytes) == layer {
+                Some(file)
+            } else {
+                tracing::warn!(file = %file.display(), "a pulled component changed on disk; pulling it again");
+                None
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// Writes a pulled (verified) component, and then its record.
+    pub(super) async fn put(&self, pulled: &Pulled) -> Result<PathBuf, SourceError> {
+        let (dir, file, record) = (
+            self.dir.clone(),
+            self.wasm(&pulled.manifest_digest),
+            self.record(&pulled.manifest_digest),
+        );
+        let (bytes, layer) = (pulled.bytes.clone(), pulled.layer_digest.to_string());
+        let written = tokio::task::spawn_blocking(move || {
+            write_atomically(&dir, &file, &bytes)?;
+            write_atomically(&dir, &record, format!("{layer}\n").as_bytes())?;
+            Ok::<_, std::io::Error>(file)
+        })
+        .await;
+        match written {
+            Ok(Ok(file)) => Ok(file),
+            Ok(Err(error)) => Err(SourceError::Store {
+                path: self.dir.clone(),
+                error,
+            }),
+            Err(join) => Err(SourceError::Store {
+                path: self.dir.clone(),
+                error: std::io::Error::other(join.to_string()),
+            }),
+        }
+    }
+
+    /// Records that `reference` (a tag) last resolved to `manifest`.
+    pub(super) async fn remember(&self, reference: &Reference, manifest: &Digest) {
+        let (dir, path) = (self.dir.join("refs"), self.remembered_path(reference));
+        let text = format!("{manifest}\n");
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Err(error) = write_atomically(&dir, &path, text.as_bytes()) {
+                tracing::debug!(%error, path = %path.display(), "cannot record a tag's digest");
+            }
+        })
+        .await;
+    }
+
+    /// The digest `reference` last resolved to here, if its component is
+    /// still on disk and intact.
+    pub(super) async fn remembered(&self, reference: &Reference) -> Option<Digest> {
+        let text = tokio::fs::read_to_string(self.remembered_path(reference))
+            .await
+            .ok()?;
+        let digest: Digest = text.trim().parse().ok()?;
+        self.verified(&digest).await.map(|_| digest)
+    }
+}
+
+/// Writes `bytes` to `file` in `dir` whole or not at all: a hidden
+/// temporary file in `dir`, synced, then renamed over `file`.
+fn write_atomically(dir: &Path, file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = dir.join(format!(".{name}.{}.{n}.partial", std::process::id()));
+    let written = (|| {
+        let mut out = std::fs::File::create(&temp)?;
+        out.write_all(bytes)?;
+        out.sync_all()?;
+        std::fs::rename(&temp, file)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+/// A directory only this process uses (mode 0700), removed when dropped.
+#[derive(Debug)]
+struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    fn create() -> Result<Self, SourceError> {
+        let base = std::env::temp_dir();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let mut last = None;
+        for attempt in 0..100u32 {
+            let dir = base.join(format!(
+                "toolhost-oci-{}-{nanos}-{attempt}",
+                std::process::id()
+            ));
+            let mut builder = std::fs::DirBuilder::new();
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            // `create`, not `create_all`: a directory someone else made is
+            // never used.
+            match builder.create(&dir) {
+                Ok(()) => {
+                    if let Err(error) = std::fs::create_dir(dir.join("refs")) {
+                        let _ = std::fs::remove_dir_all(&dir);
+                        return Err(SourceError::Store { path: dir, error });
+                    }
+                    return Ok(Self(dir));
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    last = Some(error);
+                }
+                Err(error) => return Err(SourceError::Store { path: dir, error }),
+            }
+        }
+        Err(SourceError::Store {
+            path: base,
+            error: last.unwrap_or_else(|| std::io::Error::other("no free name")),
+        })
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_file_is_used_only_while_it_hashes_to_its_record() {
+        let store = Store::open(None).unwrap();
+        let manifest = Digest::of(b"manifest");
+        assert_eq!(store.verified(&manifest).await, None);
+        let bytes = b"\0asm component".to_vec();
+        let pulled = Pulled {
+            reference: "localhost:5000/echo:1".parse().unwrap(),
+            manifest_digest: manifest.clone(),
+            layer_digest: Digest::of(&bytes),
+            bytes,
+        };
+        let file = store.put(&pulled).await.unwrap();
+        assert_eq!(store.verified(&manifest).await, Some(file.clone()));
+        let reference: Reference = "localhost:5000/echo:1".parse().unwrap();
+        store.remember(&reference, &manifest).await;
+        assert_eq!(store.remembered(&reference).await, Some(manifest.clone()));
+        // Changed on disk: not used (and not remembered).
+        std::fs::write(&file, b"\0asm tampered").unwrap();
+        assert_eq!(store.verified(&manifest).await, None);
+        assert_eq!(store.remembered(&reference).await, None);
+        let dir = store.dir().to_owned();
+        drop(store);
+        assert!(!dir.exists(), "the private directory is removed");
+    }
+}
