@@ -13,6 +13,7 @@ mod new;
 mod oci;
 mod report;
 mod serve;
+mod sources;
 
 use call::{call_tool, read_arguments};
 use clap::{Parser, Subcommand};
@@ -364,7 +365,7 @@ async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<Arc<PluginS
         })
     });
     let options = options(cli, config);
-    let set = PluginSet::load_dir_configured(engine, &dir, &options, |loaded| {
+    let mut set = PluginSet::load_dir_configured(engine, &dir, &options, |loaded| {
         if progress && loaded.result.is_ok() && start.elapsed() > Duration::from_secs(1) {
             eprintln!(
                 "toolhost: loaded {} in {:.1} s",
@@ -379,6 +380,11 @@ async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<Arc<PluginS
     }
     for failure in set.failures() {
         eprintln!("warning: {failure}");
+    }
+    if let Some(sources) = sources::open(config, engine)? {
+        let plugins = sources.load(engine, &options).await;
+        sources::warn_failed(&sources);
+        set = set.with_plugins(plugins);
     }
     Ok(Arc::new(set))
 }

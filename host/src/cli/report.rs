@@ -2,6 +2,7 @@
 //! `describe`'s declaration, and JSON output.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
@@ -20,22 +21,32 @@ pub(super) async fn status(
     if !dir.is_dir() {
         bail!("plugins directory {} does not exist", dir.display());
     }
-    let plugins = PluginDir::open_configured(engine, &dir, options(cli, config)).await?;
-    let files: Vec<String> = plugins.status().into_iter().map(|s| s.plugin).collect();
-    let unmatched = unmatched(config, &files, &plugins);
+    let plugins = Arc::new(PluginDir::open_configured(engine, &dir, options(cli, config)).await?);
+    let sources = super::sources::open(config, engine)?;
+    if let Some(sources) = &sources {
+        sources.resolve_into(&plugins).await;
+    }
+    let sources = sources.map(|s| s.status()).unwrap_or_default();
+    let files: Vec<String> = plugins
+        .status()
+        .into_iter()
+        .map(|s| s.plugin)
+        .chain(sources.iter().map(|s| s.name.clone()))
+        .collect();
+    let unmatched = unmatched(config, &files, &*plugins);
     for name in &unmatched {
         warn_unmatched(name);
     }
-    let rows: Vec<Value> = plugins
-        .status()
-        .into_iter()
+    let statuses = plugins.status();
+    let mut rows: Vec<Value> = statuses
+        .iter()
         .map(|status| {
             let file = status
                 .path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            match status.state {
+            let mut row = match &status.state {
                 LoadState::Loaded { tools } => {
                     json!({"file": file, "plugin": status.plugin, "state": "loaded", "tools": tools})
                 }
@@ -43,10 +54,29 @@ pub(super) async fn status(
                     json!({"file": file, "plugin": status.plugin, "state": "failed", "error": error})
                 }
                 _ => json!({"file": file, "plugin": status.plugin, "state": "unknown"}),
+            };
+            if let Some(source) = sources.iter().find(|s| s.label == status.path) {
+                row["source"] = super::sources::json(source);
             }
+            row
         })
         .collect();
-    let failed = rows.iter().filter(|r| r["state"] != "loaded").count();
+    // A source that never served has no file to show: its row says why.
+    for source in &sources {
+        if !statuses.iter().any(|s| s.path == source.label) {
+            rows.push(json!({
+                "file": format!("{}.wasm", source.name),
+                "plugin": source.name,
+                "state": "failed",
+                "error": source.error,
+                "source": super::sources::json(source),
+            }));
+        }
+    }
+    let failed = rows
+        .iter()
+        .filter(|r| r["state"] != "loaded" || !r["source"]["error"].is_null())
+        .count();
     if as_json {
         let unmatched: Vec<Value> = unmatched
             .iter()
@@ -78,6 +108,13 @@ pub(super) async fn status(
                 row["file"].as_str().unwrap_or(""),
                 row["state"].as_str().unwrap_or("")
             )?;
+            let label = row["file"].as_str().unwrap_or("");
+            if let Some(source) = sources
+                .iter()
+                .find(|s| row["source"].is_object() && format!("{}.wasm", s.name) == label)
+            {
+                writeln!(out, "{:24}  {:7}  {}", "", "", super::sources::line(source))?;
+            }
         }
         if !unmatched.is_empty() {
             writeln!(out, "\nCONFIG NAMES THAT MATCH NOTHING")?;

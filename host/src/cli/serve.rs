@@ -31,15 +31,22 @@ pub(super) async fn serve(
     // failing one delays no other), and `tools/list` waits for the first load.
     let plugins =
         std::sync::Arc::new(PluginDir::start_configured(engine, &dir, options(cli, config)).await?);
-    follow_unmatched(config, &plugins);
+    // Sources are checked at once, then their tags every poll interval; each
+    // lives until the server stops.
+    let sources = super::sources::open(config, engine)?;
+    let first_sources = sources.as_ref().map(|sources| sources.follow(&plugins));
     let (loaded, ready) = tokio::sync::watch::channel(false);
     let first_load = plugins.when_loaded();
     // Each plugin's compile and load is logged as it happens (target
     // `toolhost::load`, at info by default for `serve`).
     tokio::spawn(async move {
         first_load.await;
+        if let Some(first_sources) = first_sources {
+            first_sources.await;
+        }
         let _ = loaded.send(true);
     });
+    follow_unmatched(config, &plugins, ready.clone());
     if watch {
         plugins
             .watch()
@@ -84,6 +91,7 @@ pub(super) async fn serve(
     }
     let Some(addr) = http else {
         server.serve_stdio().await?;
+        drop(sources);
         return Ok(());
     };
     let mut options = HttpOptions::default();
@@ -174,6 +182,7 @@ pub(super) async fn serve(
         eprintln!("toolhost: {why}: stopping (running calls may finish first: drain_timeout_ms)");
     };
     server.serve_http(listener, options, shutdown).await?;
+    drop(sources);
     Ok(())
 }
 
@@ -229,13 +238,17 @@ fn approval_keys(settings: &ServeConfig) -> Result<Option<ApprovalKeys>> {
 /// each once its first load is done, then, after each reload, about those that
 /// newly match nothing (and notes those that match again), so a reload loop
 /// repeats nothing.
-fn follow_unmatched(config: &Config, plugins: &std::sync::Arc<PluginDir>) {
+fn follow_unmatched(
+    config: &Config,
+    plugins: &std::sync::Arc<PluginDir>,
+    mut ready: tokio::sync::watch::Receiver<bool>,
+) {
     let config = config.clone();
     let mut changes = plugins.subscribe();
-    let first_load = plugins.when_loaded();
     let plugins = std::sync::Arc::downgrade(plugins);
     tokio::spawn(async move {
-        first_load.await;
+        // The first load of the directory and the first check of every source.
+        let _ = ready.wait_for(|ready| *ready).await;
         let mut reported: std::collections::BTreeMap<_, UnmatchedName> = Default::default();
         loop {
             let Some(dir) = plugins.upgrade() else { return };
