@@ -20,14 +20,14 @@ use toolhost_test_plugins::ECHO;
 
 /// A `docker-registry` of this test alone; killed when dropped (also when
 /// the test fails).
-struct Registry {
+pub(crate) struct Registry {
     port: u16,
     _dir: tempfile::TempDir,
     child: Option<Child>,
 }
 
 impl Registry {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
@@ -74,7 +74,7 @@ impl Registry {
     }
 
     /// `127.0.0.1:PORT`.
-    fn address(&self) -> String {
+    pub(crate) fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
@@ -92,7 +92,7 @@ impl Registry {
             && head.ends_with(b" 200")
     }
 
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -111,7 +111,7 @@ fn echo_bytes() -> Vec<u8> {
 }
 
 /// A library client that reaches `registry` over plain HTTP.
-fn client(registry: &Registry) -> Client {
+pub(crate) fn client(registry: &Registry) -> Client {
     let mut options = ClientOptions::default();
     options.plain_http.push(registry.address());
     Client::new(&options).unwrap()
@@ -305,7 +305,12 @@ fn raw_client() -> oci_client::Client {
 }
 
 /// Pushes `bytes` as the one layer of a Wasm artifact, unchecked.
-async fn push_raw(registry: &Registry, repository: &str, bytes: &[u8], layer_type: &str) {
+pub(crate) async fn push_raw(
+    registry: &Registry,
+    repository: &str,
+    bytes: &[u8],
+    layer_type: &str,
+) {
     let target =
         oci_client::Reference::with_tag(registry.address(), repository.to_owned(), "1".to_owned());
     let layer = ImageLayer::new(bytes.to_vec(), layer_type.to_owned(), None);
