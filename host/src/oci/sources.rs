@@ -144,8 +144,15 @@ pub enum SourceError {
     Config(#[from] ConfigError),
 }
 
-/// The sources of a host, following their registries (see [the
-/// module](self)). Dropping it stops following.
+/// The sources of a host (`[[sources]]`), following their registries.
+///
+/// Each pulled component is verified, kept in the cache directory by its
+/// manifest digest (`<cache>/oci/sha256-<hex>.wasm`, checked against its
+/// recorded hash whenever it is used), and served in a [`PluginDir`] through
+/// [`PluginDir::put_external`], so it loads, swaps in and is announced as a
+/// dropped file. A tag is checked every [`Source::poll`]; a failure keeps the
+/// previous version serving, is logged once per distinct error and shows in
+/// [`Sources::status`]. Dropping it stops following.
 #[derive(Debug)]
 pub struct Sources {
     entries: Vec<Arc<Entry>>,
