@@ -491,3 +491,58 @@ async fn serve_announces_a_moved_tag_and_serves_the_new_version() {
     drop(stdin);
     let _ = child.wait();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_come_from_the_configuration_never_a_sidecar() {
+    let registry = Registry::start();
+    let pushed = push(&registry, "tools/caps:1", toolhost_test_plugins::CAPS).await;
+    let cache = tempfile::tempdir().unwrap();
+    // A sidecar beside the pulled file, as if someone put one there.
+    let oci = cache.path().join("oci");
+    std::fs::create_dir_all(&oci).unwrap();
+    std::fs::write(
+        oci.join(format!(
+            "sha256-{}.policy.toml",
+            pushed.manifest_digest.hex()
+        )),
+        format!(
+            "[[dirs]]\nhost = {:?}\nguest = \"/data\"\n",
+            cache.path().display().to_string()
+        ),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = Arc::new(
+        PluginDir::open_configured(engine(), dir.path(), |name: &str| {
+            let mut options = PluginOptions::default();
+            if name == "caps" {
+                let mut grants = toolhost::policy::Grants::default();
+                grants.env("ONLY", "this");
+                options.grants(grants);
+            }
+            options
+        })
+        .await
+        .unwrap(),
+    );
+    let sources = Sources::new(
+        vec![source(&registry, "tools/caps:1")],
+        &ClientOptions::default(),
+        Some(cache.path()),
+    )
+    .unwrap();
+    sources.resolve_into(&plugins).await;
+    assert_eq!(status(&sources).error, None);
+    let caps = plugins.plugins().remove(0);
+    assert_eq!(caps.name(), "caps");
+    assert!(caps.grants().dirs().is_empty(), "{:?}", caps.grants());
+    assert_eq!(caps.grants().env_vars().len(), 1);
+
+    // Without grants in the configuration: none, the sidecar is not read.
+    let (_dir, plugins, sources) =
+        follow(vec![source(&registry, "tools/caps:1")], cache.path()).await;
+    assert_eq!(status(&sources).error, None);
+    let caps = plugins.plugins().remove(0);
+    assert!(caps.grants().dirs().is_empty(), "{:?}", caps.grants());
+    assert!(caps.grants().env_vars().is_empty(), "{:?}", caps.grants());
+}
