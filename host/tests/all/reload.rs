@@ -53,7 +53,7 @@ fn put_plugin(dir: &Path, name: &str, plugin: &str) {
 }
 
 /// The names the set lists, sorted.
-fn names(set: &PluginDir) -> Vec<String> {
+pub(crate) fn names(set: &PluginDir) -> Vec<String> {
     let mut names: Vec<String> = set
         .tools(&Context::new())
         .iter()

@@ -13,11 +13,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolhost::oci::{ClientOptions, Digest, Pushed, Reference, Source, SourceStatus, Sources};
 use toolhost::tool::Part;
-use toolhost::{CallError, Context, PluginDir, PluginOptions, Toolset, ToolsetExt};
+use toolhost::{CallError, Context, PluginDir, PluginOptions, ToolsetExt};
 use toolhost_test_plugins::{BAD_SCHEMA, ECHO, TEXT};
 
 use crate::engine;
 use crate::oci::{Registry, client, push_raw};
+use crate::reload::names;
 
 /// Bounds a wait that would otherwise hang (no timing is asserted).
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -60,16 +61,6 @@ async fn follow(
         .await
         .expect("the first checks end");
     (dir, plugins, sources)
-}
-
-fn names(set: &PluginDir) -> Vec<String> {
-    let mut names: Vec<String> = set
-        .tools(&Context::new())
-        .iter()
-        .map(|t| t.spec().name.clone())
-        .collect();
-    names.sort();
-    names
 }
 
 fn status(sources: &Sources) -> SourceStatus {
