@@ -173,6 +173,31 @@ enum Command {
         /// The largest component taken, in bytes [default: [oci] max_bytes, else 256 MiB].
         #[arg(long, value_name = "BYTES")]
         max_bytes: Option<u64>,
+        /// Refuse it unless it has a cosign signature made with this public
+        /// key (PEM; repeat for several, one is enough).
+        #[arg(long, value_name = "FILE.pub")]
+        key: Vec<PathBuf>,
+        #[command(flatten)]
+        registry: oci::RegistryArgs,
+    },
+    /// Generate a key pair to sign components with, as `cosign
+    /// generate-key-pair` does: PREFIX.key (encrypted with $COSIGN_PASSWORD,
+    /// which may be empty) and PREFIX.pub. Never overwrites.
+    Keygen {
+        /// Where: PREFIX.key and PREFIX.pub.
+        #[arg(default_value = "cosign")]
+        prefix: PathBuf,
+    },
+    /// Sign a component in an OCI registry with a private key (cosign's
+    /// layout: `cosign verify --key` accepts it); prints where the signature is.
+    Sign {
+        /// HOST/REPOSITORY:TAG or HOST/REPOSITORY@sha256:DIGEST; a tag is
+        /// signed as the digest it points to now.
+        reference: String,
+        /// The private key (PEM, from `cosign generate-key-pair`, then
+        /// decrypted with $COSIGN_PASSWORD, or `openssl genpkey`).
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
         #[command(flatten)]
         registry: oci::RegistryArgs,
     },
@@ -450,11 +475,18 @@ async fn run(cli: Cli) -> Result<()> {
             reference,
             to,
             max_bytes,
+            key,
             registry,
         } => {
             let dir = to.clone().unwrap_or_else(|| plugins_dir(&cli, &config));
-            return oci::pull(reference, &dir, *max_bytes, registry, &config).await;
+            return oci::pull(reference, &dir, *max_bytes, key, registry, &config).await;
         }
+        Command::Sign {
+            reference,
+            key,
+            registry,
+        } => return oci::sign(reference, key, registry, &config).await,
+        Command::Keygen { prefix } => return oci::keygen(prefix),
         _ => {}
     }
     let engine = engine(&cli, &config)?;
@@ -521,7 +553,11 @@ async fn run(cli: Cli) -> Result<()> {
             .await
         }
         Command::Inspect { file, json } => inspect(&engine, file, *json).await,
-        Command::New { .. } | Command::Push { .. } | Command::Pull { .. } => {
+        Command::New { .. }
+        | Command::Push { .. }
+        | Command::Pull { .. }
+        | Command::Sign { .. }
+        | Command::Keygen { .. } => {
             unreachable!("handled before the engine starts")
         }
     }

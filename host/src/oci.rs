@@ -35,12 +35,17 @@ mod artifact;
 mod auth;
 mod client;
 mod reference;
+mod signature;
 mod sources;
 
 pub use artifact::{ComponentError, ComponentNames, check_component};
 pub use auth::{Auth, docker_config_auth};
 pub use client::{Client, ClientOptions, Pulled, Pushed};
 pub use reference::{Reference, ReferenceError};
+pub use signature::{
+    PublicKeys, SIGNATURE_ANNOTATION, SIGNATURE_LAYER_MEDIA_TYPE, Signed, SigningKey, Verified,
+    generate_key_pair,
+};
 pub use sources::{DEFAULT_POLL, Source, SourceError, SourceStatus, Sources};
 
 /// The media type of the config blob of a Wasm OCI artifact.
@@ -190,6 +195,33 @@ pub enum OciError {
         /// The file.
         path: std::path::PathBuf,
         /// Why it could not be used.
+        reason: String,
+    },
+    /// The component has no signature in the registry (none of its digest).
+    #[error(
+        "{reference} is not signed: the registry has no cosign signature of this digest \
+         (sign it with `toolhost sign`): refused"
+    )]
+    Unsigned {
+        /// The reference, pinned to the digest.
+        reference: String,
+    },
+    /// The component's signatures were made with none of the keys.
+    #[error("{reference} has {signatures} signature(s), none made with the key(s) {keys}: refused")]
+    BadSignature {
+        /// The reference, pinned to the digest.
+        reference: String,
+        /// How many signatures of the digest there are.
+        signatures: usize,
+        /// The public key files, comma-separated.
+        keys: String,
+    },
+    /// A key file cannot be read or used.
+    #[error("the key {path}: {reason}")]
+    Key {
+        /// The file (empty when the key was not read from a file).
+        path: std::path::PathBuf,
+        /// Why.
         reason: String,
     },
     /// The HTTP client could not be built (TLS set-up).

@@ -1,5 +1,5 @@
-//! `toolhost push` and `toolhost pull`: components to and from OCI
-//! registries (see `docs/oci.md`).
+//! `toolhost push`, `toolhost pull` and `toolhost sign`: components to and
+//! from OCI registries, and their signatures (see `docs/oci.md`).
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -9,7 +9,8 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use toolhost::Config;
 use toolhost::oci::{
-    Auth, Client, ClientOptions, OciError, Reference, check_component, insecure_allowed,
+    Auth, Client, ClientOptions, OciError, PublicKeys, Reference, SigningKey, check_component,
+    insecure_allowed,
 };
 
 /// The flags push and pull share: how to reach the registry.
@@ -122,11 +123,30 @@ pub(super) async fn pull(
     reference: &str,
     dir: &Path,
     max_bytes: Option<u64>,
+    keys: &[PathBuf],
     args: &RegistryArgs,
     config: &Config,
 ) -> Result<()> {
-    let reference: Reference = reference.parse()?;
+    let mut reference: Reference = reference.parse()?;
     let client = client(args, config, &reference, max_bytes)?;
+    // The digest whose signature verified is the one pulled.
+    let verified = if keys.is_empty() {
+        None
+    } else {
+        let keys = PublicKeys::read(keys)?;
+        if reference.digest().is_none() {
+            let digest = client
+                .resolve(&reference)
+                .await
+                .map_err(|e| plain_http_hint(e, args, &reference))?;
+            reference = reference.pinned(&digest);
+        }
+        let verified = client
+            .verify_signature(&reference, &keys)
+            .await
+            .map_err(|e| plain_http_hint(e, args, &reference))?;
+        Some(verified)
+    };
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(0).with_message(format!("pulling {reference}"));
         bar.set_style(
@@ -159,6 +179,35 @@ pub(super) async fn pull(
         pulled.layer_digest.hex(),
         file.display()
     )?;
+    if let Some(verified) = verified {
+        writeln!(out, "signed:  with {}", verified.key.display())?;
+    }
+    Ok(())
+}
+
+/// `toolhost sign REF --key FILE`: the key's password, if it is encrypted,
+/// comes from `$COSIGN_PASSWORD` (as for cosign).
+pub(super) async fn sign(
+    reference: &str,
+    key: &Path,
+    args: &RegistryArgs,
+    config: &Config,
+) -> Result<()> {
+    let reference: Reference = reference.parse()?;
+    let password = zeroize::Zeroizing::new(std::env::var("COSIGN_PASSWORD").unwrap_or_default());
+    let key = SigningKey::read(key, password.as_bytes())?;
+    let client = client(args, config, &reference, None)?;
+    let signed = client
+        .sign(&reference, &key)
+        .await
+        .map_err(|e| plain_http_hint(e, args, &reference))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "signed:  {}", signed.reference)?;
+    writeln!(
+        out,
+        "in:      {} ({} signature(s))",
+        signed.signatures_at, signed.signatures
+    )?;
     Ok(())
 }
 
@@ -182,5 +231,39 @@ fn write_atomically(dir: &Path, file: &Path, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&temp);
         return Err(err).with_context(|| format!("writing {}", file.display()));
     }
+    Ok(())
+}
+
+/// `toolhost keygen [PREFIX]`: PREFIX.key (mode 0600, encrypted with
+/// `$COSIGN_PASSWORD`) and PREFIX.pub, neither overwriting a file.
+pub(super) fn keygen(prefix: &Path) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let with = |extension: &str| {
+        let mut name = prefix.as_os_str().to_owned();
+        name.push(extension);
+        PathBuf::from(name)
+    };
+    let (private_file, public_file) = (with(".key"), with(".pub"));
+    for file in [&private_file, &public_file] {
+        if file.exists() {
+            bail!("{} exists: not overwritten", file.display());
+        }
+    }
+    let password = zeroize::Zeroizing::new(std::env::var("COSIGN_PASSWORD").unwrap_or_default());
+    let (private, public) = toolhost::oci::generate_key_pair(password.as_bytes())?;
+    let create = |file: &Path, mode: u32, text: &str| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(file)
+            .and_then(|mut out| out.write_all(text.as_bytes()))
+            .with_context(|| format!("writing {}", file.display()))
+    };
+    create(&private_file, 0o600, &private)?;
+    create(&public_file, 0o644, &public)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "private key: {}", private_file.display())?;
+    writeln!(out, "public key:  {}", public_file.display())?;
     Ok(())
 }

@@ -18,6 +18,8 @@ use super::{Config, ConfigError};
 /// name = "word_count"                 # the plugin's name (default: the repository's last segment)
 /// insecure = false                    # plain HTTP: loopback or [oci] insecure_registries only
 /// token_file = "ghcr-token"           # a bearer token (default: $TOOLHOST_REGISTRY_TOKEN, Docker config.json)
+/// require_signature = true            # serve only versions signed (cosign) with one of:
+/// public_keys = ["keys/release.pub"]  # PEM public keys
 /// ```
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,6 +44,14 @@ pub struct SourceConfig {
     /// A file holding a bearer token for the registry (relative paths are
     /// relative to the configuration file).
     pub token_file: Option<PathBuf>,
+    /// Serve only versions with a cosign signature made with one of
+    /// [`public_keys`](Self::public_keys).
+    #[serde(default)]
+    pub require_signature: bool,
+    /// PEM public keys for `require_signature` (relative paths are relative
+    /// to the configuration file).
+    #[serde(default)]
+    pub public_keys: Vec<PathBuf>,
 }
 
 /// The default of `poll_secs`.
@@ -56,6 +66,11 @@ impl Config {
                 && file.is_relative()
             {
                 source.token_file = Some(dir.join(file));
+            }
+            for key in &mut source.public_keys {
+                if key.is_relative() {
+                    *key = dir.join(&*key);
+                }
             }
         }
     }
@@ -173,6 +188,25 @@ impl Config {
                     ),
                 ));
             }
+            match (entry.require_signature, entry.public_keys.is_empty()) {
+                (true, true) => {
+                    return Err(error(
+                        "public_keys",
+                        "`require_signature = true` needs the public key(s) to check \
+                         signatures with: `public_keys = [\"FILE.pub\"]`"
+                            .to_owned(),
+                    ));
+                }
+                (false, false) => {
+                    return Err(error(
+                        "require_signature",
+                        "`public_keys` is set but `require_signature` is not: set \
+                         `require_signature = true` to serve only signed versions"
+                            .to_owned(),
+                    ));
+                }
+                _ => source.public_keys.clone_from(&entry.public_keys),
+            }
             source.insecure = entry.insecure;
             source.token_file.clone_from(&entry.token_file);
             sources.push(source);
@@ -208,7 +242,7 @@ mod tests {
         let config = parse(&format!(
             "[[sources]]\nref = \"oci://localhost:5000/tools/echo:1\"\n\
              [[sources]]\nref = \"ghcr.io/acme/text:2\"\ndigest = \"{PIN}\"\npoll_secs = 0.25\n\
-             name = \"words\"\n"
+             name = \"words\"\nrequire_signature = true\npublic_keys = [\"keys/a.pub\", \"/etc/b.pub\"]\n"
         ))
         .unwrap();
         let sources = config.oci_sources().unwrap();
@@ -216,9 +250,15 @@ mod tests {
         assert_eq!(sources[0].poll, Duration::from_secs(60));
         assert_eq!(sources[0].pin, None);
         assert!(!sources[0].insecure);
+        assert!(sources[0].public_keys.is_empty());
         assert_eq!(sources[1].name, "words");
         assert_eq!(sources[1].poll, Duration::from_millis(250));
         assert_eq!(sources[1].pin.as_ref().unwrap().to_string(), PIN);
+        // Key files are relative to the configuration file.
+        assert_eq!(
+            sources[1].public_keys,
+            [PathBuf::from("keys/a.pub"), PathBuf::from("/etc/b.pub")]
+        );
         // A reference pinned by itself is pinned.
         let config = parse(&format!("[[sources]]\nref = \"ghcr.io/acme/text@{PIN}\"\n")).unwrap();
         assert_eq!(
@@ -263,6 +303,16 @@ mod tests {
                 "ref = \"registry.internal:5000/echo:1\"\ninsecure = true",
                 "sources[0].insecure",
                 "insecure_registries",
+            ),
+            (
+                "ref = \"ghcr.io/acme/echo:1\"\nrequire_signature = true",
+                "sources[0].public_keys",
+                "needs the public key",
+            ),
+            (
+                "ref = \"ghcr.io/acme/echo:1\"\npublic_keys = [\"a.pub\"]",
+                "sources[0].require_signature",
+                "require_signature = true",
             ),
         ] {
             let err = parse(&format!("[[sources]]\n{text}\n")).unwrap_err();

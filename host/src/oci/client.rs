@@ -95,9 +95,11 @@ impl std::fmt::Debug for Pulled {
 /// back verified (see [the module](crate::oci)). Cheap to share by reference;
 /// it keeps registry tokens between calls.
 pub struct Client {
-    inner: oci_client::Client,
-    auth: Auth,
+    pub(super) inner: oci_client::Client,
+    pub(super) auth: Auth,
     max_bytes: u64,
+    connect_timeout: Duration,
+    read_timeout: Duration,
 }
 
 impl std::fmt::Debug for Client {
@@ -144,7 +146,28 @@ impl Client {
             inner,
             auth: options.auth.clone(),
             max_bytes: options.max_bytes,
+            connect_timeout: options.connect_timeout,
+            read_timeout: options.read_timeout,
         })
+    }
+
+    /// How long a small exchange (signatures: a few requests of a few KiB)
+    /// may take in all: connecting plus one read timeout.
+    pub(super) fn transfer_timeout(&self) -> Duration {
+        self.connect_timeout + self.read_timeout
+    }
+
+    /// The error of an exchange that took longer than
+    /// [`transfer_timeout`](Self::transfer_timeout).
+    pub(super) fn timed_out(&self, action: &'static str, reference: &Reference) -> OciError {
+        OciError::Registry {
+            action,
+            reference: reference.to_string(),
+            message: format!(
+                "no answer within {} s",
+                self.transfer_timeout().as_secs_f64()
+            ),
+        }
     }
 
     /// Pushes `component` to `reference` (which needs a tag, or is pushed

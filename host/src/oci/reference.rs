@@ -122,6 +122,22 @@ impl Reference {
         }
     }
 
+    /// Where cosign keeps the signatures of the digest this reference is
+    /// pinned to: the tag `sha256-HEX.sig` in the same repository (for a
+    /// reference without a digest, the tag `sha256-.sig`, which names
+    /// nothing).
+    pub fn signatures(&self) -> Self {
+        Self {
+            registry: self.registry.clone(),
+            repository: self.repository.clone(),
+            tag: Some(format!(
+                "sha256-{}.sig",
+                self.digest.as_ref().map(Digest::hex).unwrap_or_default()
+            )),
+            digest: None,
+        }
+    }
+
     /// The registry host without the port (for loopback checks).
     pub fn host(&self) -> &str {
         host_of(&self.registry)

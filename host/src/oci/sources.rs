@@ -17,6 +17,14 @@
 //! is logged once per distinct error, and shows in [`Sources::status`]. A
 //! version that was refused is not pulled again until the tag moves.
 //!
+//! A source with [`Source::public_keys`] serves a version only once one of
+//! the keys' cosign signatures of its digest verifies
+//! ([`Client::verify_signature`]); an unsigned or wrongly signed version is
+//! not served (the previous one keeps serving) and is checked again at each
+//! poll, since a signature may be pushed after the component. That a digest's
+//! signature verified is recorded in the cache directory (per set of keys),
+//! so a restart while the registry is down serves the version last verified.
+//!
 //! A sidecar policy is never read for these plugins: their grants are the
 //! operator's, from `[plugin.NAME]` as for any plugin.
 
@@ -28,7 +36,9 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use crate::config::ConfigError;
 use crate::log::LOAD_TARGET;
-use crate::oci::{Auth, Client, ClientOptions, Digest, OciError, Reference, docker_config_auth};
+use crate::oci::{
+    Auth, Client, ClientOptions, Digest, OciError, PublicKeys, Reference, docker_config_auth,
+};
 use crate::toolset::{LoadState, PluginDir};
 use crate::{Config, Engine, Plugin, PluginOptions};
 
@@ -59,6 +69,10 @@ pub struct Source {
     /// A file holding a bearer token; else `$TOOLHOST_REGISTRY_TOKEN`, else
     /// the Docker `config.json`, else anonymous (as `toolhost pull`).
     pub token_file: Option<PathBuf>,
+    /// Public keys (PEM files) one of which must have signed a version
+    /// (cosign's layout, in the same registry) before it is served; empty:
+    /// no signature is required.
+    pub public_keys: Vec<PathBuf>,
 }
 
 impl Source {
@@ -72,6 +86,7 @@ impl Source {
             poll: DEFAULT_POLL,
             insecure: false,
             token_file: None,
+            public_keys: Vec::new(),
         }
     }
 
@@ -130,6 +145,14 @@ pub enum SourceError {
         /// Why.
         reason: String,
     },
+    /// A source's public keys cannot be read. Its message names the file.
+    #[error("source `{name}`: {error}")]
+    Keys {
+        /// The source's name.
+        name: String,
+        /// Why.
+        error: OciError,
+    },
     /// The directory of pulled components cannot be created or written.
     /// Its message includes the I/O error.
     #[error("the directory of pulled components {path}: {error}")]
@@ -164,6 +187,8 @@ pub struct Sources {
 struct Entry {
     source: Source,
     client: Client,
+    /// The keys a version must be signed with, if any.
+    keys: Option<PublicKeys>,
     state: Mutex<State>,
 }
 
@@ -237,9 +262,20 @@ impl Sources {
                 name: source.name.clone(),
                 error,
             })?;
+            let keys = if source.public_keys.is_empty() {
+                None
+            } else {
+                Some(
+                    PublicKeys::read(&source.public_keys).map_err(|error| SourceError::Keys {
+                        name: source.name.clone(),
+                        error,
+                    })?,
+                )
+            };
             entries.push(Arc::new(Entry {
                 source,
                 client,
+                keys,
                 state: Mutex::default(),
             }));
         }
@@ -559,6 +595,17 @@ impl Entry {
                             "the digest the tag last had",
                         ),
                     };
+                    let fallback = match (fallback, &self.keys) {
+                        (Some(digest), Some(keys))
+                            if !store.signed(&digest, keys.fingerprint()).await =>
+                        {
+                            return Err(Failure::say(format!(
+                                "{error}; {digest}, {what}, is not served: its signature was \
+                                 never verified with these keys"
+                            )));
+                        }
+                        (fallback, _) => fallback,
+                    };
                     let Some(digest) = fallback else {
                         return Err(Failure::say(error.to_string()));
                     };
@@ -585,6 +632,24 @@ impl Entry {
                 refuse: None,
             });
         }
+        let pinned = source.reference.pinned(&target);
+        if let Some(keys) = &self.keys
+            && stale.is_none()
+        {
+            // Checked whenever a version is to be served and the registry
+            // answers; never refused for good: a signature may come later.
+            match self.client.verify_signature(&pinned, keys).await {
+                Ok(_) => store.record_signed(&target, keys.fingerprint()).await,
+                Err(error @ OciError::Registry { .. })
+                    if store.signed(&target, keys.fingerprint()).await =>
+                {
+                    stale = Some(format!(
+                        "{error}; serving {target}, whose signature was verified before"
+                    ));
+                }
+                Err(error) => return Err(Failure::say(error.to_string())),
+            }
+        }
         if let Some(file) = store.verified(&target).await {
             return Ok(Fetched::New {
                 digest: target,
@@ -592,7 +657,6 @@ impl Entry {
                 stale,
             });
         }
-        let pinned = source.reference.pinned(&target);
         let pulled = match self.client.pull(&pinned, &mut |_, _| {}).await {
             Ok(pulled) => pulled,
             Err(error) => {

@@ -14,6 +14,7 @@ mod oci;
 mod reload;
 mod reuse;
 mod shared;
+mod signatures;
 mod sources;
 mod state;
 mod tools;

@@ -23,7 +23,7 @@ use crate::reload::names;
 /// Bounds a wait that would otherwise hang (no timing is asserted).
 const PATIENCE: Duration = Duration::from_secs(60);
 
-async fn push(registry: &Registry, reference: &str, file: &str) -> Pushed {
+pub(crate) async fn push(registry: &Registry, reference: &str, file: &str) -> Pushed {
     let reference: Reference = format!("{}/{reference}", registry.address())
         .parse()
         .unwrap();
@@ -34,7 +34,7 @@ async fn push(registry: &Registry, reference: &str, file: &str) -> Pushed {
 }
 
 /// A source of `reference` on `registry`, over plain HTTP, checked every 100 ms.
-fn source(registry: &Registry, reference: &str) -> Source {
+pub(crate) fn source(registry: &Registry, reference: &str) -> Source {
     let mut source = Source::new(
         format!("{}/{reference}", registry.address())
             .parse()
@@ -46,7 +46,7 @@ fn source(registry: &Registry, reference: &str) -> Source {
 }
 
 /// An empty plugins directory as a set, and `sources` following into it.
-async fn follow(
+pub(crate) async fn follow(
     sources: Vec<Source>,
     cache: &Path,
 ) -> (tempfile::TempDir, Arc<PluginDir>, Sources) {
@@ -63,12 +63,12 @@ async fn follow(
     (dir, plugins, sources)
 }
 
-fn status(sources: &Sources) -> SourceStatus {
+pub(crate) fn status(sources: &Sources) -> SourceStatus {
     sources.status().remove(0)
 }
 
 /// Polls until `done` holds for the source's status, failing after [`PATIENCE`].
-async fn until(sources: &Sources, what: &str, done: impl Fn(&SourceStatus) -> bool) {
+pub(crate) async fn until(sources: &Sources, what: &str, done: impl Fn(&SourceStatus) -> bool) {
     let start = tokio::time::Instant::now();
     while !done(&status(sources)) {
         assert!(

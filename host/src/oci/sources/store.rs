@@ -111,6 +111,35 @@ impl Store {
     }
 
     /// Records that `reference` (a tag) last resolved to `manifest`.
+    /// The record that the signature of `manifest` verified with the keys
+    /// whose fingerprint is `keys`.
+    fn signed_record(&self, manifest: &Digest, keys: &Digest) -> PathBuf {
+        self.dir
+            .join(format!("sha256-{}.signed-{}", manifest.hex(), keys.hex()))
+    }
+
+    /// Whether the signature of `manifest` was verified with the keys of
+    /// fingerprint `keys` (by this process or an earlier one): what lets a
+    /// version be served while the registry cannot be asked.
+    pub(super) async fn signed(&self, manifest: &Digest, keys: &Digest) -> bool {
+        tokio::fs::try_exists(self.signed_record(manifest, keys))
+            .await
+            .unwrap_or(false)
+    }
+
+    /// Records that the signature of `manifest` verified with the keys of
+    /// fingerprint `keys` (best effort: without the record, only serving
+    /// while the registry is down is lost).
+    pub(super) async fn record_signed(&self, manifest: &Digest, keys: &Digest) {
+        let (dir, path) = (self.dir.clone(), self.signed_record(manifest, keys));
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Err(error) = write_atomically(&dir, &path, b"") {
+                tracing::debug!(%error, path = %path.display(), "cannot record a verified signature");
+            }
+        })
+        .await;
+    }
+
     pub(super) async fn remember(&self, reference: &Reference, manifest: &Digest) {
         let (dir, path) = (self.dir.join("refs"), self.remembered_path(reference));
         let text = format!("{manifest}\n");
