@@ -1,12 +1,12 @@
 //! `cargo xtask test`: every test, in order: the committed bindings
 //! (`bindings --check`), the non-Rust guests, the SDK unit tests, every cargo
 //! test (installs the wasm32-wasip2 target, `redis-server` and `docker-registry`
-//! if missing), then
+//! if missing, and builds `wkg` once), then
 //! `new-test`, `docs-test`, `mcp-test` and `cluster-test`.
 
 use anyhow::Result;
 
-use crate::toolchain::{ensure_redis, ensure_registry, ensure_wasm_target};
+use crate::toolchain::{ensure_redis, ensure_registry, ensure_wasm_target, ensure_wkg};
 use crate::workspace::{cargo, run};
 use crate::{bindings, cluster_test, docs, guests, mcp_test, new_test, sdk_test};
 
@@ -21,7 +21,11 @@ pub(crate) fn all() -> Result<()> {
     ensure_redis()?;
     // Its OCI tests start their own docker-registry.
     ensure_registry()?;
-    run(cargo().args(["test", "--workspace"]))?;
+    // Its OCI interop tests push and pull with wkg too.
+    let wkg = ensure_wkg()?;
+    run(cargo()
+        .args(["test", "--workspace"])
+        .env("TOOLHOST_WKG", &wkg))?;
     new_test::test(&[])?;
     docs::test()?;
     mcp_test::test(Vec::new())?;

@@ -2,14 +2,15 @@
 //! Python venvs with pinned requirements (componentize-py, Go, wasm-tools,
 //! pytest, the MCP SDK), and Debian packages: what C guests compile with,
 //! `redis-server` for the host's shared-state tests and `docker-registry` for
-//! its OCI registry tests.
+//! its OCI registry tests; and `wkg` (built from crates.io) for its OCI
+//! interop tests.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
-use crate::workspace::{run, target_dir};
+use crate::workspace::{cargo, run, target_dir};
 
 /// Installs the wasm32-wasip2 target if rustup does not have it yet.
 pub(crate) fn ensure_wasm_target() -> Result<()> {
@@ -85,6 +86,52 @@ const REGISTRY_PACKAGES: [&str; 1] = ["docker-registry"];
 /// Installs `docker-registry` if missing (the host's tests start their own).
 pub(crate) fn ensure_registry() -> Result<()> {
     ensure_debian_packages("the OCI registry tests", &REGISTRY_PACKAGES)
+}
+
+/// The `wkg` (bytecodealliance wasm-pkg-tools) the host's OCI interop tests
+/// push and pull with.
+const WKG_VERSION: &str = "0.16.1";
+
+/// Builds `wkg` [`WKG_VERSION`] into `<target>/tools/wkg` unless that one is
+/// there already; returns the binary's path. A debug build: it only pushes and
+/// pulls a few small files, and builds in about half the time of a release
+/// one. Its own target directory (`<target>/tools/wkg-build`) lets an
+/// interrupted build resume; it is removed once the binary is installed.
+/// Everything it needs is Rust (rustls, aws-lc-rs built with `cc`): no Debian
+/// package.
+pub(crate) fn ensure_wkg() -> Result<PathBuf> {
+    let tools = target_dir().join("tools");
+    let root = tools.join("wkg");
+    let wkg = root.join("bin/wkg");
+    if wkg_version(&wkg).as_deref() == Some(WKG_VERSION) {
+        return Ok(wkg);
+    }
+    eprintln!("xtask: the OCI interop tests need wkg {WKG_VERSION}; building it (once, minutes)");
+    let build = tools.join("wkg-build");
+    run(cargo()
+        .args(["install", "--locked", "--debug", "--force", "--version"])
+        .args([WKG_VERSION, "wkg", "--root"])
+        .arg(&root)
+        .arg("--target-dir")
+        .arg(&build))
+    .context("cannot build wkg from crates.io")?;
+    if wkg_version(&wkg).as_deref() != Some(WKG_VERSION) {
+        bail!(
+            "{} is not wkg {WKG_VERSION} after installing it",
+            wkg.display()
+        );
+    }
+    // Only a resumed build needs it; a finished one is a GiB of leftovers.
+    let _ = std::fs::remove_dir_all(&build);
+    Ok(wkg)
+}
+
+/// The version `wkg --version` prints (`wkg 0.16.1`), if it runs.
+fn wkg_version(wkg: &Path) -> Option<String> {
+    let out = Command::new(wkg).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.trim().strip_prefix("wkg ")?;
+    out.status.success().then(|| version.to_owned())
 }
 
 /// Installs whichever of the Debian `packages` are missing, with apt-get
