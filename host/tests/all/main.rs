@@ -11,6 +11,7 @@ mod layers;
 mod loading;
 mod network;
 mod oci;
+mod oci_wkg;
 mod reload;
 mod reuse;
 mod shared;

@@ -123,7 +123,7 @@ async fn pull(client: &Client, reference: &str) -> Result<Pulled, OciError> {
         .await
 }
 
-fn toolhost(args: &[&str]) -> Output {
+pub(crate) fn toolhost(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .arg("--no-cache")
         .args(args)
@@ -131,16 +131,16 @@ fn toolhost(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn stdout(out: &Output) -> String {
+pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The value after `label:` on stdout.
-fn field(out: &Output, label: &str) -> String {
+pub(crate) fn field(out: &Output, label: &str) -> String {
     stdout(out)
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{label}:")))
