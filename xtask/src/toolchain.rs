@@ -93,12 +93,13 @@ pub(crate) fn ensure_registry() -> Result<()> {
 const WKG_VERSION: &str = "0.16.1";
 
 /// Builds `wkg` [`WKG_VERSION`] into `<target>/tools/wkg` unless that one is
-/// there already; returns the binary's path. A debug build: it only pushes and
-/// pulls a few small files, and builds in about half the time of a release
-/// one. Its own target directory (`<target>/tools/wkg-build`) lets an
-/// interrupted build resume; it is removed once the binary is installed.
-/// Everything it needs is Rust (rustls, aws-lc-rs built with `cc`): no Debian
-/// package.
+/// there already; returns the binary's path. A debug build without debug
+/// info: it only pushes and pulls a few small files, and that is the quickest
+/// build (cold, about 4 minutes on 2 cores; a 60 MB binary instead of 245 MB
+/// with debug info). Its own target directory (`<target>/tools/wkg-build`)
+/// lets an interrupted build resume; it is removed once the binary is
+/// installed. It needs no Debian package: rustls, with aws-lc-sys built by
+/// `cc` (no cmake, no OpenSSL headers).
 pub(crate) fn ensure_wkg() -> Result<PathBuf> {
     let tools = target_dir().join("tools");
     let root = tools.join("wkg");
@@ -109,6 +110,7 @@ pub(crate) fn ensure_wkg() -> Result<PathBuf> {
     eprintln!("xtask: the OCI interop tests need wkg {WKG_VERSION}; building it (once, minutes)");
     let build = tools.join("wkg-build");
     run(cargo()
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
         .args(["install", "--locked", "--debug", "--force", "--version"])
         .args([WKG_VERSION, "wkg", "--root"])
         .arg(&root)
@@ -121,7 +123,7 @@ pub(crate) fn ensure_wkg() -> Result<PathBuf> {
             wkg.display()
         );
     }
-    // Only a resumed build needs it; a finished one is a GiB of leftovers.
+    // Only a resumed build needs it; a finished one leaves 0.7 GiB.
     let _ = std::fs::remove_dir_all(&build);
     Ok(wkg)
 }
