@@ -364,7 +364,7 @@ impl Client {
         let mut hasher = Sha256::new();
         progress(0, size);
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| OciError::registry("pulling", reference, &e))?;
+            let chunk = chunk.map_err(|e| layer_error(reference, &e))?;
             let received = bytes.len() as u64 + chunk.len() as u64;
             if received > size {
                 return Err(not_artifact(format!(
@@ -394,6 +394,26 @@ impl Client {
             layer_digest,
             bytes,
         })
+    }
+}
+
+/// The error of a chunk of a layer: oci-client checks the layer's digest
+/// as the last chunk arrives, and says it through the stream's I/O error; a
+/// mismatch is the registry's bytes being wrong (refused), not the registry
+/// being unreachable.
+fn layer_error(reference: &Reference, error: &std::io::Error) -> OciError {
+    use oci_client::errors::DigestError;
+    match error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<DigestError>())
+    {
+        Some(DigestError::VerificationError { expected, actual }) => OciError::DigestMismatch {
+            what: "the layer",
+            reference: reference.to_string(),
+            expected: expected.clone(),
+            actual: actual.clone(),
+        },
+        _ => OciError::registry("pulling", reference, error),
     }
 }
 

@@ -22,7 +22,7 @@ use toolhost_test_plugins::ECHO;
 /// the test fails).
 pub(crate) struct Registry {
     port: u16,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     child: Option<Child>,
 }
 
@@ -59,7 +59,7 @@ impl Registry {
             });
         let registry = Self {
             port,
-            _dir: dir,
+            dir,
             child: Some(child),
         };
         let start = Instant::now();
@@ -76,6 +76,24 @@ impl Registry {
     /// `127.0.0.1:PORT`.
     pub(crate) fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Changes one byte in the middle of the stored blob `digest` (its
+    /// length stays): a registry whose storage was tampered with, or that
+    /// lies.
+    pub(crate) fn tamper_blob(&self, digest: &Digest) {
+        let hex = digest.hex();
+        let file = self
+            .dir
+            .path()
+            .join("data/docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(hex)
+            .join("data");
+        let mut bytes = std::fs::read(&file).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&file, bytes).unwrap();
     }
 
     /// Whether `GET /v2/` answers 200 (the distribution API's version check).
@@ -293,7 +311,7 @@ async fn the_library_round_trip_writes_the_wasm_artifact_layout() {
 }
 
 /// An oci-client of its own, to push what toolhost would refuse to.
-fn raw_client() -> oci_client::Client {
+pub(crate) fn raw_client() -> oci_client::Client {
     // toolhost's client installs the TLS provider reqwest needs, even for
     // plain HTTP.
     Client::new(&ClientOptions::default()).unwrap();
@@ -507,4 +525,42 @@ async fn a_component_over_the_size_limit_is_refused() {
     ]));
     assert!(err.contains("more than the 1000 allowed"), "{err}");
     assert!(files(dir.path()).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampered_layer_is_refused_and_nothing_written() {
+    let registry = Registry::start();
+    let address = registry.address();
+    let pushed = client(&registry)
+        .push(&format!("{address}/echo:1").parse().unwrap(), &echo_bytes())
+        .await
+        .unwrap();
+    registry.tamper_blob(&pushed.layer_digest);
+    let dir = tempfile::tempdir().unwrap();
+    let tagged = format!("{address}/echo:1");
+    let out = toolhost(&[
+        "pull",
+        &tagged,
+        "--insecure",
+        "--to",
+        dir.path().to_str().unwrap(),
+    ]);
+    let err = one_line_error(&out);
+    assert!(
+        err.contains(&format!("the layer of {tagged} has digest sha256:"))
+            && err.contains(&format!("expected {}: refused", pushed.layer_digest)),
+        "{err}"
+    );
+    assert!(files(dir.path()).is_empty());
+    let err = pull(&client(&registry), &tagged).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OciError::DigestMismatch {
+                what: "the layer",
+                ..
+            }
+        ),
+        "{err}"
+    );
 }

@@ -17,7 +17,7 @@ use toolhost::{CallError, Context, PluginDir, PluginOptions, ToolsetExt};
 use toolhost_test_plugins::{BAD_SCHEMA, ECHO, TEXT};
 
 use crate::engine;
-use crate::oci::{Registry, client, push_raw};
+use crate::oci::{Registry, client, push_raw, raw_client};
 use crate::reload::names;
 
 /// Bounds a wait that would otherwise hang (no timing is asserted).
@@ -536,4 +536,52 @@ async fn grants_come_from_the_configuration_never_a_sidecar() {
     let caps = plugins.plugins().remove(0);
     assert!(caps.grants().dirs().is_empty(), "{:?}", caps.grants());
     assert!(caps.grants().env_vars().is_empty(), "{:?}", caps.grants());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampered_version_is_refused_and_the_previous_one_keeps_serving() {
+    let registry = Registry::start();
+    let first = push(&registry, "tampered:1", ECHO).await;
+    let cache = tempfile::tempdir().unwrap();
+    let (_dir, plugins, sources) =
+        follow(vec![source(&registry, "tampered:1")], cache.path()).await;
+    assert_eq!(
+        status(&sources).digest.as_ref(),
+        Some(&first.manifest_digest)
+    );
+
+    // A new version staged under another tag, its layer tampered with in
+    // storage, then tagged as the one followed.
+    let staged = push(&registry, "tampered:staging", TEXT).await;
+    registry.tamper_blob(&staged.layer_digest);
+    let raw = raw_client();
+    let at = |tag: &str| {
+        oci_client::Reference::with_tag(registry.address(), "tampered".to_owned(), tag.to_owned())
+    };
+    let (manifest, _) = raw
+        .pull_manifest_raw(
+            &at("staging"),
+            &oci_client::secrets::RegistryAuth::Anonymous,
+            &[toolhost::oci::MANIFEST_MEDIA_TYPE],
+        )
+        .await
+        .unwrap();
+    raw.push_manifest_raw(
+        &at("1"),
+        manifest,
+        http::HeaderValue::from_static(toolhost::oci::MANIFEST_MEDIA_TYPE),
+    )
+    .await
+    .unwrap();
+    until(&sources, "the tampered version refused", |s| {
+        s.error
+            .as_deref()
+            .is_some_and(|e| e.contains(&format!("expected {}: refused", staged.layer_digest)))
+    })
+    .await;
+    assert_eq!(
+        status(&sources).digest.as_ref(),
+        Some(&first.manifest_digest)
+    );
+    assert!(names(&plugins).contains(&"add".to_owned()));
 }
