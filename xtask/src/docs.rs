@@ -197,8 +197,15 @@ const PRELUDE: &str = r#"set -euo pipefail
 set -m
 DOCS_TEST_JOBS=()
 docs_test_stop() {
-  for job in "${DOCS_TEST_JOBS[@]}"; do kill -INT -- "-$job" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  [ "${#DOCS_TEST_JOBS[@]}" -eq 0 ] && return 0
+  # SIGTERM, not SIGINT: a shell started in the background without job
+  # control passes SIGINT on ignored, and Go programs (docker-registry) keep
+  # it ignored. Whatever still runs after 10 s is killed.
+  for job in "${DOCS_TEST_JOBS[@]}"; do kill -TERM -- "-$job" 2>/dev/null || true; done
+  ( sleep 10; for job in "${DOCS_TEST_JOBS[@]}"; do kill -KILL -- "-$job" 2>/dev/null || true; done ) &
+  local watchdog=$!
+  wait "${DOCS_TEST_JOBS[@]}" 2>/dev/null || true
+  kill -- "-$watchdog" 2>/dev/null || kill "$watchdog" 2>/dev/null || true
 }
 trap docs_test_stop EXIT
 docs_test_wait() {
@@ -376,5 +383,42 @@ mod tests {
         assert!(!s.contains("cargo xtask test"), "{s}");
         assert!(!s.contains("PLUGIN TOOL"), "{s}");
         assert!(script("p.md", "```\nout\n```\n").unwrap().is_none());
+    }
+
+    /// A background block is stopped when its page ends even if it ignores
+    /// SIGINT and SIGTERM (a registry started from a shell that was itself
+    /// started in the background ignores SIGINT).
+    #[test]
+    fn background_blocks_are_stopped_even_when_they_ignore_signals() {
+        let dir = std::env::temp_dir().join(format!("docs-test-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pid_file = dir.join("pid");
+        let md = format!(
+            "<!-- docs-test: background listening on -->\n```sh\n\
+             trap '' INT TERM; echo $BASHPID > {}; echo listening on; sleep 100000\n```\n\n\
+             ```sh\necho done\n```\n",
+            pid_file.display()
+        );
+        let s = script("p.md", &md).unwrap().unwrap();
+        // Bounded: a stop that waits for the block would hang for a day.
+        let status = Command::new("timeout")
+            .args(["60", "bash", "-c"])
+            .arg(&s)
+            .env("DOCS_TEST_DIR", &dir)
+            .status()
+            .unwrap();
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let alive = Command::new("kill")
+            .args(["-0", pid.trim()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        if alive {
+            let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(status.success(), "the page did not end: {status}");
+        assert!(!alive, "the background block {} still runs", pid.trim());
     }
 }
