@@ -10,9 +10,12 @@
 //!
 //! - **Declaration.** The arguments' JSON Schema (draft 2020-12) is derived from
 //!   [`Tool::Args`] with [`schemars`]: `Option<T>` and `#[serde(default)]` fields
-//!   are optional, doc comments become descriptions, enums and
+//!   are optional (and nullable: `null` means absent, so OpenAI's strict mode and
+//!   Gemini can say "none"), doc comments become descriptions, enums and
 //!   `#[schemars(range(min = 1, max = 99))]` reach the schema. The doc comment of
 //!   the `Args` type is the tool's description unless [`Tool::DESCRIPTION`] is set.
+//!   The schema is written in the shape every model provider takes: types inline,
+//!   no `$ref` but for recursive types.
 //!   The host checks every call against the schema before the tool runs.
 //! - **Results.** Return any `T: Serialize` (the host wraps a non-object as
 //!   `{"result": …}`), or an [`Output`] with multimodal [`Part`]s: text, JSON,
@@ -140,12 +143,14 @@ mod context;
 mod error;
 mod export;
 mod output;
+mod schema;
 mod tool;
 
 pub use context::{Context, Level};
 pub use error::ToolError;
 pub use output::{Blob, Chunks, IntoChunk, IntoOutput, MediaKind, Output, Part, chunks};
-pub use tool::{Declaration, StreamingTool, Tool, schema_for};
+pub use schema::schema_for;
+pub use tool::{Declaration, StreamingTool, Tool};
 
 pub use schemars;
 pub use serde;

@@ -2,8 +2,9 @@
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::schema::ArgsSchema;
 use crate::{Chunks, Context, IntoOutput, ToolError};
 
 /// A tool that runs to completion: typed arguments in, a result out.
@@ -166,160 +167,8 @@ fn pick_description(explicit: &str, doc: Option<String>) -> String {
     }
 }
 
-/// The draft 2020-12 JSON Schema of a type, for [`Tool::output_schema`]:
-/// `fn output_schema() -> Option<Value> { Some(toolhost_guest::schema_for::<Counts>()) }`.
-///
-/// Only the `format`s JSON Schema defines are kept (`date-time`, `email`,
-/// `uri`, `uuid`, …): schemars' own (`uint32`, `double`, …) are dropped, and
-/// unsigned integers keep `"minimum": 0`.
-pub fn schema_for<T: JsonSchema>() -> Value {
-    let mut schema = root_schema_for::<T>();
-    if let Some(map) = schema.as_object_mut() {
-        map.remove("$schema");
-    }
-    schema
-}
-
-/// A draft 2020-12 schema of `T` with only the `format`s the standard defines
-/// (`date-time`, `email`, `uri`, `uuid`, …).
-///
-/// schemars also writes its own (`uint32`, `int64`, `double`, …) to say which
-/// Rust type a number has; JSON Schema does not define them, validators ignore
-/// them, and MCP clients warn about each one on every `tools/list`. The range
-/// they stand for stays where it matters: unsigned integers keep
-/// `"minimum": 0`.
-fn root_schema_for<T: JsonSchema>() -> Value {
-    schemars::generate::SchemaSettings::draft2020_12()
-        .with_transform(schemars::transform::RestrictFormats::default())
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value()
-}
-
-/// The input schema of an argument type, cleaned up for a declaration.
-pub(crate) struct ArgsSchema {
-    schema: Map<String, Value>,
-    description: Option<String>,
-    /// `()` and unit structs: schemars says `"type": "null"`, the model sends `{}`.
-    unit: bool,
-}
-
-impl ArgsSchema {
-    pub(crate) fn of<A: JsonSchema>() -> Self {
-        let schema = root_schema_for::<A>();
-        let mut schema = match schema {
-            Value::Object(map) => map,
-            // `true`/`false` schemas (e.g. `serde_json::Value`): any object.
-            _ => Map::new(),
-        };
-        schema.remove("$schema");
-        schema.remove("title");
-        let description = match schema.remove("description") {
-            Some(Value::String(text)) => Some(text),
-            _ => None,
-        };
-        let unit = schema.get("type").and_then(Value::as_str) == Some("null");
-        if unit {
-            schema.clear();
-        }
-        match schema.get("type") {
-            Some(_) if !unit => {}
-            // Unions (`oneOf` of tagged variants) and unit: arguments are always an object.
-            _ => {
-                schema.insert("type".to_owned(), "object".into());
-            }
-        }
-        if unit {
-            schema.insert("properties".to_owned(), Value::Object(Map::new()));
-        }
-        for value in schema.values_mut() {
-            fold_const_unions(value);
-        }
-        Self {
-            schema,
-            description,
-            unit,
-        }
-    }
-
-    fn into_parts(self) -> (Value, Option<String>) {
-        (Value::Object(self.schema), self.description)
-    }
-
-    pub(crate) fn is_unit(&self) -> bool {
-        self.unit
-    }
-}
-
-/// Rewrites every `oneOf` of plain `const`s as an `enum`, everywhere in a schema.
-///
-/// schemars writes an enum whose variants have doc comments as `oneOf` of
-/// `{"const": …, "description": …}`. Models handle a plain `enum` better, and a
-/// validator's message for it ("is not one of …") is one a model can act on, so
-/// the variant docs move into the description as a list instead.
-fn fold_const_unions(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.values_mut().for_each(fold_const_unions);
-            fold_const_union(map);
-        }
-        Value::Array(items) => items.iter_mut().for_each(fold_const_unions),
-        _ => {}
-    }
-}
-
-fn fold_const_union(map: &mut Map<String, Value>) {
-    let Some(Value::Array(branches)) = map.get("oneOf") else {
-        return;
-    };
-    let mut values = Vec::new();
-    let mut types = Vec::new();
-    let mut docs = Vec::new();
-    for branch in branches {
-        let Value::Object(branch) = branch else {
-            return;
-        };
-        let plain = branch
-            .keys()
-            .all(|key| matches!(key.as_str(), "const" | "enum" | "type" | "description"));
-        // Undocumented variants come grouped as one `{"enum": [...]}` branch.
-        let constants = match (branch.get("const"), branch.get("enum")) {
-            (Some(constant), None) => std::slice::from_ref(constant),
-            (None, Some(Value::Array(constants))) => constants.as_slice(),
-            _ => return,
-        };
-        if !plain {
-            return;
-        }
-        values.extend(constants.iter().cloned());
-        types.push(branch.get("type").cloned());
-        if let (Some(doc), [constant]) =
-            (branch.get("description").and_then(Value::as_str), constants)
-        {
-            let name = constant
-                .as_str()
-                .map_or_else(|| constant.to_string(), str::to_owned);
-            docs.push(format!("- `{name}`: {doc}"));
-        }
-    }
-    map.remove("oneOf");
-    map.insert("enum".to_owned(), Value::Array(values));
-    if let Some(Some(first)) = types.first()
-        && types.iter().all(|t| t.as_ref() == Some(first))
-    {
-        map.entry("type").or_insert_with(|| first.clone());
-    }
-    if !docs.is_empty() {
-        let docs = docs.join("\n");
-        let description = match map.get("description").and_then(Value::as_str) {
-            Some(text) => format!("{text}\n\n{docs}"),
-            None => docs,
-        };
-        map.insert("description".to_owned(), description.into());
-    }
-}
-
-/// Parses the JSON arguments; `()`-like argument types accept any object.
+/// Parses the JSON arguments; `()`-like argument types accept any object, and a
+/// `null` for a property that is not required is taken as absent.
 ///
 /// # Errors
 ///
@@ -329,8 +178,15 @@ pub(crate) fn parse_args<A: DeserializeOwned + JsonSchema>(
 ) -> Result<A, ToolError> {
     serde_json::from_str(arguments).or_else(|err| {
         // Only on failure: generating the schema costs more than parsing.
-        if ArgsSchema::of::<A>().is_unit() {
-            serde_json::from_value(Value::Null).map_err(ToolError::invalid_arguments)
+        let schema = ArgsSchema::of::<A>();
+        if schema.is_unit() {
+            return serde_json::from_value(Value::Null).map_err(ToolError::invalid_arguments);
+        }
+        let Ok(mut value) = serde_json::from_str::<Value>(arguments) else {
+            return Err(ToolError::invalid_arguments(err));
+        };
+        if schema.drop_null_optionals(&mut value) {
+            serde_json::from_value(value).map_err(ToolError::invalid_arguments)
         } else {
             Err(ToolError::invalid_arguments(err))
         }
@@ -439,15 +295,9 @@ mod tests {
             "What to order."
         );
 
-        // The enum lives in `$defs` and is referenced from the property.
+        // The enum is inline: no `$ref`, no `$defs`.
         let size = &schema["properties"]["size"];
-        let size = match size.get("$ref").and_then(Value::as_str) {
-            Some(reference) => {
-                let name = reference.trim_start_matches("#/$defs/");
-                &schema["$defs"][name]
-            }
-            None => size,
-        };
+        assert!(schema.get("$defs").is_none(), "{schema:#}");
         // Documented variants: schemars writes `oneOf` of `const`s; the SDK folds it.
         let mut values: Vec<&str> = size["enum"]
             .as_array()
@@ -459,11 +309,16 @@ mod tests {
         assert_eq!(values, ["large", "medium", "small"], "{schema:#}");
         assert_eq!(size["type"], "string");
         assert!(size.get("oneOf").is_none(), "{schema:#}");
+        // The field's doc first, then the type's with its variants.
         assert_eq!(
             size["description"],
-            "A size.\n\n- `small`: Fits a hand.\n- `medium`: Fits a bag."
+            "The size.\n\nA size.\n\n- `small`: Fits a hand.\n- `medium`: Fits a bag."
         );
-        assert!(schema["$defs"]["Address"].is_object(), "{schema:#}");
+        let address = &schema["properties"]["address"]["anyOf"][0];
+        assert_eq!(
+            address["properties"]["street"]["type"], "string",
+            "{schema:#}"
+        );
     }
 
     #[test]
@@ -595,7 +450,7 @@ mod tests {
 
     #[test]
     fn only_standard_formats_are_declared() {
-        let schema = super::ArgsSchema::of::<Measures>().into_parts().0;
+        let schema = crate::schema::ArgsSchema::of::<Measures>().into_parts().0;
         let mut found = Vec::new();
         formats(&schema, "", &mut found);
         found.sort();
@@ -618,14 +473,14 @@ mod tests {
             );
         }
         assert_eq!(
-            schema["$defs"]["Inner"]["properties"]["index"]["minimum"],
+            schema["properties"]["inner"]["properties"]["index"]["minimum"],
             0
         );
         assert_eq!(schema["additionalProperties"], false, "deny_unknown_fields");
         // Output schemas too.
         let mut found = Vec::new();
-        formats(&super::schema_for::<Inner>(), "", &mut found);
-        assert_eq!(found, [], "{:#}", super::schema_for::<Inner>());
+        formats(&crate::schema_for::<Inner>(), "", &mut found);
+        assert_eq!(found, [], "{:#}", crate::schema_for::<Inner>());
     }
 
     #[test]

@@ -265,7 +265,7 @@ async def test_calls_a_tool_of_each_plugin(launch: Launch, make_plugins: Plugins
         encoded = ok(await client.call("base64", {"operation": "encode", "data": "hi there"}))
         assert encoded["result"] == "aGkgdGhlcmU="
         doc = {"items": [{"name": "a", "price": 3}, {"name": "b", "price": 5}]}
-        found = ok(await client.call("json_query", {"document": doc, "path": "items[1].name"}))
+        found = ok(await client.call("json_query", {"document": json.dumps(doc), "path": "items[1].name"}))
         assert (found["found"], found["value"]) == (True, "b")
 
 
@@ -498,7 +498,7 @@ async def test_list_changed_when_plugin_files_change(
                 client, seen[i], lambda t: "json_query" in t and "countdown" not in t, "echo.wasm replaced"
             )
             assert set(await client.tools()) == TOOLS["json"] | TOOLS["hostile"]
-            found = ok(await client.call("json_query", {"document": {"a": 1}, "path": "a"}))
+            found = ok(await client.call("json_query", {"document": '{"a": 1}', "path": "a"}))
             assert found["value"] == 1
 
         # Removed.

@@ -155,6 +155,14 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                 include_str!("../../../guest-sdk/src/output.rs"),
             ),
             file(
+                "toolhost-guest/src/schema.rs",
+                include_str!("../../../guest-sdk/src/schema.rs"),
+            ),
+            file(
+                "toolhost-guest/src/schema/tests.rs",
+                include_str!("../../../guest-sdk/src/schema/tests.rs"),
+            ),
+            file(
                 "toolhost-guest/src/tool.rs",
                 include_str!("../../../guest-sdk/src/tool.rs"),
             ),

@@ -76,6 +76,18 @@ async fn serve(mut stream: tokio::net::TcpStream, port: u16, seen: Arc<Mutex<Vec
             "content-type: application/octet-stream\r\n".into(),
             vec![0, 159, 146, 150, 255],
         ),
+        "/headers" => {
+            // The request's `x-` headers, one per line, as received.
+            let lines: Vec<&str> = head
+                .lines()
+                .filter(|l| l.to_ascii_lowercase().starts_with("x-"))
+                .collect();
+            (
+                "200 OK",
+                "content-type: text/plain\r\n".into(),
+                lines.join("\n").into_bytes(),
+            )
+        }
         "/redirect-in" => ("302 Found", "location: /hello\r\n".into(), Vec::new()),
         "/redirect-out" => (
             "302 Found",
@@ -236,6 +248,49 @@ async fn http_fetches_from_a_granted_host() {
     let result = out.result.unwrap();
     assert_eq!(result["body"], "hello from the test server");
     assert_eq!(result["redirects"], json!([server.url("/redirect-in")]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_headers_are_sent_in_order_and_nulls_are_defaults() {
+    let server = Server::start().await;
+    let http = plugin_with(
+        HTTP,
+        &granting(&[format!("http://127.0.0.1:{}", server.port)]),
+    )
+    .await;
+    // Headers are a list of pairs (a name may repeat); every optional argument
+    // may be `null`, meaning its default, as OpenAI's strict mode sends them.
+    let args = json!({
+        "url": server.url("/headers"),
+        "headers": [
+            {"name": "x-one", "value": "1"},
+            {"name": "x-one", "value": "2"},
+            {"name": "x-two", "value": "three"},
+        ],
+        "method": null,
+        "body": null,
+        "body_as": null,
+        "follow_redirects": null,
+        "max_redirects": null,
+    });
+    let out = fetch(&http, args, "fetch-headers").await.unwrap();
+    let result = out.result.unwrap();
+    assert_eq!(result["status"], 200, "{result}");
+    assert_eq!(
+        result["body"], "x-one: 1\nx-one: 2\nx-two: three",
+        "{result}"
+    );
+    // The map shape of earlier versions is refused before the guest runs.
+    let old = json!({"url": server.url("/headers"), "headers": {"x-one": "1"}});
+    match fetch(&http, old, "fetch-map").await {
+        Err(CallError::InvalidArguments { problems, .. }) => {
+            assert!(
+                problems.iter().any(|p| p.starts_with("/headers")),
+                "{problems:?}"
+            );
+        }
+        other => panic!("expected invalid arguments, got {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

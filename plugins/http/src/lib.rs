@@ -33,6 +33,17 @@ pub enum BodyAs {
     Bytes,
 }
 
+/// A request header. Headers are a list of pairs rather than a map: every model
+/// provider's schema dialect takes a list of objects, not all take a map.
+#[derive(Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// The header's name, e.g. `accept`.
+    pub name: String,
+    /// Its value.
+    pub value: String,
+}
+
 /// Fetches a URL over HTTP(S) from the hosts this plugin is granted.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -41,9 +52,9 @@ pub struct FetchArgs {
     pub url: String,
     /// The method (default GET).
     pub method: Option<String>,
-    /// Request headers.
+    /// Request headers, in order; a name may repeat.
     #[serde(default)]
-    pub headers: BTreeMap<String, String>,
+    pub headers: Vec<Header>,
     /// A request body (text).
     pub body: Option<String>,
     /// How to return the response body (default auto).
@@ -180,11 +191,11 @@ fn describe(url: &Url, code: &ErrorCode) -> String {
 fn send(
     method_name: &str,
     url: &Url,
-    headers: &BTreeMap<String, String>,
+    headers: &[Header],
     body: Option<&str>,
 ) -> Result<Response, String> {
     let fields = Fields::new();
-    for (name, value) in headers {
+    for Header { name, value } in headers {
         fields
             .append(name, value.as_bytes())
             .map_err(|e| format!("header `{name}`: {e:?}"))?;

@@ -15,8 +15,9 @@ const DEFAULT_MAX_RESULTS: u32 = 100;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueryArgs {
-    /// The JSON document: any JSON value, or JSON text inside a string.
-    pub document: Value,
+    /// The JSON document, as JSON text (`{"items": [1, 2]}`). Text that is not
+    /// JSON and does not start with `{` or `[` is taken as one JSON string.
+    pub document: String,
     /// The JSON pointer or dotted path to select.
     pub path: String,
     /// Return at most this many results (default 100).
@@ -72,15 +73,14 @@ pub struct QueryError(pub String);
 /// Runs `json_query`.
 pub fn query(args: QueryArgs) -> Result<QueryResult, QueryError> {
     let max = args.max_results.unwrap_or(DEFAULT_MAX_RESULTS).max(1) as usize;
-    let document = match args.document {
-        Value::String(text) if text.trim_start().starts_with(['{', '[']) => {
-            serde_json::from_str(&text).map_err(|e| {
-                QueryError(format!(
-                    "document is a string that looks like JSON text but does not parse: {e}"
-                ))
-            })?
+    let document = match serde_json::from_str(&args.document) {
+        Ok(document) => document,
+        Err(e) if args.document.trim_start().starts_with(['{', '[']) => {
+            return Err(QueryError(format!(
+                "document looks like JSON text but does not parse: {e}"
+            )));
         }
-        other => other,
+        Err(_) => Value::String(args.document),
     };
     let steps = parse_path(&args.path)?;
     let wildcard = steps.contains(&Step::All);
@@ -334,7 +334,7 @@ mod tests {
 
     fn q(path: &str) -> QueryResult {
         query(QueryArgs {
-            document: doc(),
+            document: doc().to_string(),
             path: path.into(),
             max_results: None,
         })
@@ -397,22 +397,22 @@ mod tests {
     #[test]
     fn truncation_and_text_documents() {
         let r = query(QueryArgs {
-            document: json!("[1, 2, 3]"),
+            document: "[1, 2, 3]".into(),
             path: "[*]".into(),
             max_results: Some(2),
         })
         .unwrap();
         assert_eq!((r.count, r.truncated), (2, true));
         let err = query(QueryArgs {
-            document: json!("{oops"),
+            document: "{oops".into(),
             path: "a".into(),
             max_results: None,
         })
         .unwrap_err();
         assert!(err.0.contains("does not parse"));
-        // A plain string document is a JSON string.
+        // Text that is not JSON is a JSON string.
         let r = query(QueryArgs {
-            document: json!("hello"),
+            document: "hello".into(),
             path: "".into(),
             max_results: None,
         })
