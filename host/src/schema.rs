@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Number, Value};
 
+pub mod dialect;
+
 /// A schema could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
