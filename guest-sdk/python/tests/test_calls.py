@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from typing import Optional
+from typing import NotRequired, Optional, TypedDict
 
 import pytest
 
@@ -124,6 +124,42 @@ def test_arguments_are_converted_to_the_hinted_types():
     }
     assert out.parts == []
     assert json.loads(call("add", {"a": 1, "b": 2}).json) == 3.0
+
+
+class Filter(TypedDict):
+    word: str
+    limit: NotRequired[int]
+
+
+def defaults(
+    size: Size = Size.LARGE,
+    count: int | None = 3,
+    maybe: Optional[str] = None,
+    nested: Optional[Nested] = None,
+    filters: list[Filter] | None = None,
+) -> dict:
+    """Defaults."""
+    return {"size": size, "count": count, "maybe": maybe, "nested": nested, "filters": filters}
+
+
+registry.add(defaults)
+
+
+def test_null_means_not_given_where_there_is_a_default():
+    """Optional means nullable: strict-mode models send null for what they leave out."""
+    given_null = {"size": None, "count": None, "maybe": None}
+    expected = {"size": "large", "count": 3, "maybe": None, "nested": None, "filters": None}
+    assert json.loads(call("defaults", given_null).json) == expected
+    assert json.loads(call("defaults", {}).json) == expected
+    out = call("defaults", {
+        "nested": {"label": "x", "tags": None, "weight": None},
+        "filters": [{"word": "a", "limit": None}, {"word": "b", "limit": 2}],
+    })
+    assert json.loads(out.json)["nested"] == {"label": "x", "tags": [], "weight": 1.0}
+    assert json.loads(out.json)["filters"] == [{"word": "a"}, {"word": "b", "limit": 2}]
+    # A field without a default stays required (the host's schema check refuses null).
+    with pytest.raises(InvalidArguments, match="missing field `label`"):
+        call("defaults", {"nested": {"tags": None}})
 
 
 def test_unknown_arguments_are_invalid_unless_the_tool_allows_them():

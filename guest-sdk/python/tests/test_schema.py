@@ -49,8 +49,8 @@ def test_the_issue_example():
                 "description": "The day to leave, as YYYY-MM-DD.",
             },
             "flexible_days": {
-                "type": "integer",
-                "description": "How many days earlier or later are fine.",
+                "type": ["integer", "null"],
+                "description": "How many days earlier or later are fine. Defaults to `0`.",
                 "default": 0,
             },
         },
@@ -85,16 +85,17 @@ def test_scalars_optional_and_lists():
     assert props["g"] == {"type": "array", "items": {"type": "integer"}}
     assert props["h"] == {"type": ["integer", "null"], "default": None}
     assert props["i"] == {
-        "type": "array",
+        "type": ["array", "null"],
         "prefixItems": [{"type": "string"}, {"type": "integer"}],
         "minItems": 2,
         "maxItems": 2,
         "default": ["x", 1],
+        "description": 'Defaults to `["x", 1]`.',
     }
     assert props["j"]["type"] == ["object", "null"]
     assert props["j"]["additionalProperties"] == {"type": "number"}
-    assert props["k"] == {"type": "array", "items": {"type": "string"}, "uniqueItems": True,
-                          "default": []}
+    assert props["k"] == {"type": ["array", "null"], "items": {"type": "string"},
+                          "uniqueItems": True, "default": [], "description": "Defaults to `[]`."}
     # ADK's rule: a default or Optional makes a parameter optional.
     assert schema["required"] == ["a", "b", "c", "d", "g"]
 
@@ -110,8 +111,10 @@ def test_literal_and_enum_become_enums():
 
     props = declare(f).input_schema["properties"]
     assert props["size"] == {"enum": ["small", "large"], "type": "string"}
-    assert props["color"] == {"enum": ["red", "green"], "type": "string", "default": "red"}
-    assert props["n"] == {"enum": [1, 2], "type": "integer", "default": 1}
+    assert props["color"] == {"enum": ["red", "green", None], "type": ["string", "null"],
+                              "default": "red", "description": "Defaults to `red`."}
+    assert props["n"] == {"enum": [1, 2, None], "type": ["integer", "null"], "default": 1,
+                          "description": "Defaults to `1`."}
     assert schema_of(Optional[Literal["a"]]) == {"enum": ["a", None], "type": ["string", "null"]}
 
 
@@ -147,7 +150,8 @@ def test_dataclasses_and_typeddicts_are_objects():
         "description": "A postal address.",
         "properties": {
             "street": {"type": "string", "description": "The street and number."},
-            "city": {"type": "string", "description": "The city.", "default": "Paris"},
+            "city": {"type": ["string", "null"], "description": "The city. Defaults to `Paris`.",
+                     "default": "Paris"},
             "zip": {"type": ["string", "null"], "default": None},
         },
         "required": ["street"],
@@ -157,11 +161,64 @@ def test_dataclasses_and_typeddicts_are_objects():
     assert point["properties"] == {
         "x": {"type": "number"},
         "y": {"type": "number"},
-        "label": {"type": "string"},
+        "label": {"type": ["string", "null"]},
     }
     assert point["required"] == ["x", "y"]
     assert point["additionalProperties"] is False
-    assert props["extra"] == {"type": "integer", "description": "An extra.", "default": 3}
+    assert props["extra"] == {"type": ["integer", "null"], "default": 3,
+                              "description": "An extra. Defaults to `3`."}
+
+
+@dataclasses.dataclass
+class Options:
+    depth: int = 2
+    tags: list[str] = dataclasses.field(default_factory=list)
+
+
+def test_optional_means_nullable():
+    """A parameter or field that is not required accepts null (OpenAI strict mode
+    and Gemini need it), and its default is stated in the description."""
+
+    def f(
+        a: str,
+        algorithm: Literal["sha256", "md5"] = "sha256",
+        limit: Annotated[int, "How many; the default is all."] = 0,
+        b: int | None = 5,
+        c: int | str = 1,
+        options: Optional[Options] = None,
+    ):
+        """F."""
+
+    schema = declare(f).input_schema
+    props = schema["properties"]
+    assert schema["required"] == ["a"]
+    assert props["algorithm"] == {
+        "enum": ["sha256", "md5", None],
+        "type": ["string", "null"],
+        "default": "sha256",
+        "description": "Defaults to `sha256`.",
+    }
+    # A description that speaks of the default already is left alone.
+    assert props["limit"] == {"type": ["integer", "null"], "default": 0,
+                              "description": "How many; the default is all."}
+    assert props["b"] == {"type": ["integer", "null"], "default": 5,
+                          "description": "Defaults to `5`."}
+    # Without one plain type, the schema is wrapped; the note goes inside.
+    assert props["c"] == {
+        "anyOf": [
+            {"anyOf": [{"type": "integer"}, {"type": "string"}], "description": "Defaults to `1`."},
+            {"type": "null"},
+        ],
+        "default": 1,
+    }
+    # A default of None says nothing more.
+    assert props["options"]["default"] is None
+    assert "description" not in props["options"]
+    nested = props["options"]["properties"]
+    assert nested["depth"] == {"type": ["integer", "null"], "default": 2,
+                               "description": "Defaults to `2`."}
+    assert nested["tags"] == {"type": ["array", "null"], "items": {"type": "string"}}
+    assert "required" not in props["options"]
 
 
 def test_unknown_keys_are_refused_unless_the_tool_opts_out():

@@ -20,7 +20,9 @@
 ``@tool`` derives the declaration: the name from the function, the description
 from the docstring, parameter descriptions from its ``Args:`` section and the
 JSON Schema from the type hints (a parameter with a default, or ``Optional``, is
-not required). A generator function is a streaming tool. Raise ``ToolError`` (or
+not required). Optional means nullable: a parameter or field with a default also
+accepts ``null``, which means "use the default" (OpenAI strict mode and Gemini
+need it). A generator function is a streaming tool. Raise ``ToolError`` (or
 ``InvalidArguments``) for failures the model can act on; any other exception is
 reported as a failure too. Build with ``componentize-py -d wit -w plugin
 componentize -p <sdk> app -o app.wasm`` (``cargo xtask guests`` does it).

@@ -379,7 +379,9 @@ class Registry:
         for name, param in signature.parameters.items():
             if name == entry.context_param:
                 kwargs[name] = cx
-            elif name in raw:
+            elif name in raw and not (raw[name] is None and param.default is not param.empty):
+                # Null where there is a default means "not given" (optional means
+                # nullable: strict-mode models send null for what they leave out).
                 try:
                     kwargs[name] = from_json(raw[name], entry.hints.get(name, Any))
                 except (TypeError, ValueError) as err:

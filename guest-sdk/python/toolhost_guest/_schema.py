@@ -11,6 +11,11 @@ The rules mirror the Rust SDK and ADK Python:
 - ``Optional[X]`` / ``X | None`` → nullable;
 - ``Annotated[X, "text"]`` → a description;
 - a parameter is required unless it has a default or is nullable (ADK's rule);
+- optional means nullable: a parameter or field with a default also accepts
+  ``null``, which means "use the default" (OpenAI strict mode makes every
+  property required, so a model says "not given" with ``null``; Gemini reads it
+  as ``nullable``); the default is kept in ``default`` and stated in the
+  description;
 - objects (the arguments, dataclasses, ``TypedDict``) are closed:
   ``"additionalProperties": false``, so a misspelt key is an error.
 """
@@ -251,29 +256,70 @@ def _object_schema(cls: type, seen: tuple[Any, ...]) -> dict[str, Any]:
                 field.default is not dataclasses.MISSING
                 or field.default_factory is not dataclasses.MISSING
             )
-            if field.default is not dataclasses.MISSING:
-                _set_default(prop, field.default)
+            if has_default:
+                prop = _optional(prop, hint, field.default)
             properties[field.name] = prop
             if not has_default and not is_nullable(hint):
                 required.append(field.name)
     else:  # TypedDict: its own required keys (total=, Required, NotRequired)
         required_keys = getattr(cls, "__required_keys__", frozenset(hints))
         for name, hint in hints.items():
-            properties[name] = _with_doc(schema_of(_strip_required(hint), _seen=seen),
-                                         attrs.get(name))
-            # With postponed annotations Python 3.11 misses `NotRequired` in
-            # `__required_keys__`; the resolved hint still says it.
-            marker = typing.get_origin(hint)
-            if marker is typing.Required or (
-                name in required_keys and marker is not typing.NotRequired
-            ):
+            prop = _with_doc(schema_of(_strip_required(hint), _seen=seen), attrs.get(name))
+            if _typeddict_key_required(name, hint, required_keys):
                 required.append(name)
+            else:
+                prop = _optional(prop, _strip_required(hint), dataclasses.MISSING)
+            properties[name] = prop
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
     schema["additionalProperties"] = False
     if description:
         schema["description"] = description
+    return schema
+
+
+def _typeddict_key_required(name: str, hint: Any, required_keys: frozenset[str]) -> bool:
+    # With postponed annotations Python 3.11 misses `NotRequired` in
+    # `__required_keys__`; the resolved hint still says it.
+    marker = typing.get_origin(hint)
+    return marker is typing.Required or (
+        name in required_keys and marker is not typing.NotRequired
+    )
+
+
+def _optional(schema: dict[str, Any], hint: Any, default: Any) -> dict[str, Any]:
+    """The schema of a property that is not required ("optional means nullable").
+
+    It also accepts ``null``, which the SDK reads as "not given": OpenAI strict
+    mode makes every property required (a model then sends ``null`` for "not
+    given") and Gemini reads ``null`` in a type as ``nullable``. A default
+    (``dataclasses.MISSING``: none known) stays in ``default`` and is stated in
+    the description, unless that already speaks of a default.
+    """
+    if not is_nullable(hint):
+        schema = _nullable(schema)
+    if default is not dataclasses.MISSING:
+        schema = dict(schema)
+        _set_default(schema, default)
+        if schema.get("default") is not None:
+            schema = _state_default(schema)
+    return schema
+
+
+def _state_default(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with "Defaults to `x`." at the end of its description."""
+    value = schema["default"]
+    shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    note = f"Defaults to `{shown}`."
+    target = schema["anyOf"][0] if "anyOf" in schema and "description" not in schema else schema
+    text = target.get("description", "")
+    if "default" in text.lower():
+        return schema
+    if target is not schema:
+        target = dict(target)
+        schema = {**schema, "anyOf": [target, *schema["anyOf"][1:]]}
+    target["description"] = f"{text.rstrip()} {note}" if text.strip() else note
     return schema
 
 
@@ -365,7 +411,7 @@ def signature_schema(
         except SchemaError as err:
             raise SchemaError(f"{func.__name__}, parameter {name}: {err}") from err
         if param.default is not param.empty:
-            _set_default(prop, param.default)
+            prop = _optional(prop, hint, param.default)
         elif not is_nullable(hint):
             required.append(name)
         properties[name] = prop
@@ -410,17 +456,22 @@ def from_json(value: Any, hint: Any) -> Any:
         if not isinstance(value, dict):
             raise TypeError(f"{hint.__name__} is an object, not {type(value).__name__}")
         hints = typing.get_type_hints(hint, include_extras=True)
+        defaulted = {
+            field.name
+            for field in dataclasses.fields(hint)
+            if field.default is not dataclasses.MISSING
+            or field.default_factory is not dataclasses.MISSING
+        }
         fields = {field.name for field in dataclasses.fields(hint) if field.init}
         kwargs = {
             key: from_json(item, hints.get(key, Any))
             for key, item in value.items()
-            if key in fields  # unknown keys are ignored, as serde does
+            # Unknown keys are ignored, as serde does; null is "not given" where
+            # there is a default (optional means nullable).
+            if key in fields and not (item is None and key in defaulted)
         }
         for field in dataclasses.fields(hint):
-            no_default = (
-                field.default is dataclasses.MISSING
-                and field.default_factory is dataclasses.MISSING
-            )
+            no_default = field.name not in defaulted
             if field.init and field.name not in kwargs and no_default:
                 if not is_nullable(hints.get(field.name, Any)):
                     raise ValueError(f"missing field `{field.name}` of {hint.__name__}")
@@ -430,7 +481,17 @@ def from_json(value: Any, hint: Any) -> Any:
         if not isinstance(value, dict):
             raise TypeError(f"{hint.__name__} is an object, not {type(value).__name__}")
         hints = typing.get_type_hints(hint, include_extras=True)
-        return {key: from_json(item, hints.get(key, Any)) for key, item in value.items()}
+        required_keys = getattr(hint, "__required_keys__", frozenset(hints))
+        return {
+            key: from_json(item, hints.get(key, Any))
+            for key, item in value.items()
+            # A key that is not required and is null is not given.
+            if not (
+                item is None
+                and key in hints
+                and not _typeddict_key_required(key, hints[key], required_keys)
+            )
+        }
     if isinstance(value, list):
         item_hint = args[0] if args else Any
         if origin is tuple or hint is tuple:
