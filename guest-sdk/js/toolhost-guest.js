@@ -15,7 +15,11 @@
 //   export const tools = exportTools();
 //
 // A shape without `.default()` or `.optional()` is required (the rule of the
-// Rust and Python SDKs). A generator function is a streaming tool: each yielded
+// Rust and Python SDKs). Optional means nullable: both also accept `null`, and
+// `null` for a shape with a default means "use the default" (OpenAI strict mode
+// makes every property required, so a model sends `null` for what it leaves
+// out; Gemini reads it as nullable); the default is stated in the description.
+// A generator function is a streaming tool: each yielded
 // string is a text chunk, a `Part` is itself, anything else is a JSON chunk.
 // Throw `ToolError` or `InvalidArguments` for failures the model can act on;
 // anything else thrown is reported as a failure too (an uncaught exception would
@@ -67,19 +71,16 @@ export class Shape {
   optional() {
     const shape = this.clone();
     shape.isOptional = true;
-    const type = shape.schema.type;
-    if (typeof type === 'string') shape.schema = { ...shape.schema, type: [type, 'null'] };
-    else if (type === undefined) shape.schema = { anyOf: [shape.schema, { type: 'null' }] };
-    if (shape.schema.enum) shape.schema.enum = [...shape.schema.enum, null];
+    shape.schema = nullable(shape.schema);
     return shape;
   }
 
-  /** Not required; `value` when missing. */
+  /** Not required; `value` when missing or `null` (the type is nullable). */
   default(value) {
     const shape = this.clone();
     shape.hasDefault = true;
     shape.defaultValue = value;
-    shape.schema = { ...shape.schema, default: value };
+    shape.schema = { ...nullable(shape.schema), default: value };
     return shape;
   }
 
@@ -105,11 +106,45 @@ function described(schema, description) {
   return description === undefined ? schema : { ...schema, description };
 }
 
+/** The schema that also accepts `null`: in its type, its `enum`, or (no plain type) `anyOf`. */
+function nullable(schema) {
+  const { type } = schema;
+  let out;
+  if (typeof type === 'string') {
+    out = { ...schema, type: [type, 'null'] };
+  } else if (Array.isArray(type)) {
+    out = { ...schema, type: type.includes('null') ? type : [...type, 'null'] };
+  } else if (type === undefined && !schema.enum) {
+    // `{}` takes null already; so does an `anyOf` with a null branch.
+    const already = schema.anyOf?.some((branch) => branch.type === 'null');
+    if (already || Object.keys(schema).length === 0) return schema;
+    return { anyOf: [schema, { type: 'null' }] };
+  } else {
+    out = { ...schema };
+  }
+  if (out.enum && !out.enum.includes(null)) out.enum = [...out.enum, null];
+  return out;
+}
+
+/** A property's schema: a default is also stated in the description (models read that). */
+function propertySchema(shape) {
+  const { schema } = shape;
+  const value = shape.defaultValue;
+  if (!shape.hasDefault || value === null || value === undefined) return schema;
+  const note = `Defaults to \`${typeof value === 'string' ? value : JSON.stringify(value)}\`.`;
+  const wrapped = schema.anyOf && schema.description === undefined;
+  const target = wrapped ? schema.anyOf[0] : schema;
+  const text = target.description ?? '';
+  if (/default/i.test(text)) return schema;
+  const noted = { ...target, description: text.trim() ? `${text.trimEnd()} ${note}` : note };
+  return wrapped ? { ...schema, anyOf: [noted, ...schema.anyOf.slice(1)] } : noted;
+}
+
 function objectSchema(props, description) {
   const properties = {};
   const required = [];
   for (const [name, shape] of Object.entries(props)) {
-    properties[name] = shape.schema;
+    properties[name] = propertySchema(shape);
     if (shape.required) required.push(name);
   }
   const schema = { type: 'object', properties };
@@ -147,12 +182,13 @@ function closeObjects(schema) {
   return out;
 }
 
-/** Fills missing defaults (and `null` for optional fields), recursively. */
+/** Fills missing defaults (and `null` for optional fields), recursively; `null`
+ * where there is a default is missing (optional means nullable). */
 function fillObject(props, value) {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
   const out = { ...value };
   for (const [name, shape] of Object.entries(props)) {
-    if (out[name] === undefined) {
+    if (out[name] === undefined || (out[name] === null && shape.hasDefault)) {
       if (shape.hasDefault) out[name] = structuredCloneJson(shape.defaultValue);
       else if (shape.isOptional) out[name] = null;
     }

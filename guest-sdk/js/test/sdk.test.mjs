@@ -56,13 +56,13 @@ test('the schema comes from the shapes', () => {
     type: 'object',
     properties: {
       city: { type: 'string', description: 'Where.' },
-      nights: { type: 'integer', description: 'How long.', default: 1 },
+      nights: { type: ['integer', 'null'], description: 'How long. Defaults to `1`.', default: 1 },
       room: { enum: ['single', 'double', null], type: ['string', 'null'], description: 'Room.' },
       guest: {
         type: ['object', 'null'],
         properties: {
           name: { type: 'string', description: 'Name.' },
-          tags: { type: 'array', items: { type: 'string' }, default: [] },
+          tags: { type: ['array', 'null'], items: { type: 'string' }, default: [], description: 'Defaults to `[]`.' },
         },
         required: ['name'],
         additionalProperties: false,
@@ -99,6 +99,45 @@ test('defaults and nulls are filled, nested too', () => {
     guest: { name: 'A', tags: [] },
   });
   assert.throws(() => tools.invoke(call('book', {})), { tag: 'invalid-arguments', val: 'missing field `city`' });
+});
+
+tool(
+  {
+    name: 'opts',
+    description: 'Optional means nullable.',
+    args: {
+      algorithm: t.enum(['sha256', 'md5']).default('sha256').describe('The hash.'),
+      limit: t.integer('How many; the default is all.').default(0),
+      any: t.schema({ description: 'Anything.' }).default(1),
+      note: t.string('A note.').optional().default('x'),
+    },
+  },
+  (args) => args,
+);
+
+test('optional means nullable: a default accepts null, is stated, and null means the default', () => {
+  const schema = JSON.parse(tools.declarations().find((d) => d.info.name === 'opts').inputSchema);
+  assert.deepEqual(schema.properties, {
+    algorithm: {
+      enum: ['sha256', 'md5', null],
+      type: ['string', 'null'],
+      default: 'sha256',
+      description: 'The hash. Defaults to `sha256`.',
+    },
+    // A description that speaks of the default already is left alone.
+    limit: { type: ['integer', 'null'], description: 'How many; the default is all.', default: 0 },
+    // Without a plain type, the schema is wrapped; the note goes inside.
+    any: { anyOf: [{ description: 'Anything. Defaults to `1`.' }, { type: 'null' }], default: 1 },
+    note: { type: ['string', 'null'], description: 'A note. Defaults to `x`.', default: 'x' },
+  });
+  assert.equal(schema.required, undefined);
+  const given = { algorithm: null, limit: null, any: null, note: null };
+  const expected = { algorithm: 'sha256', limit: 0, any: 1, note: 'x' };
+  assert.deepEqual(JSON.parse(tools.invoke(call('opts', given)).json), expected);
+  assert.deepEqual(JSON.parse(tools.invoke(call('opts', {})).json), expected);
+  // Nested: null for a field with a default is the default; an optional field stays null.
+  const out = tools.invoke(call('book', { city: 'Oslo', nights: null, room: null, guest: { name: 'A', tags: null } }));
+  assert.deepEqual(JSON.parse(out.json), { city: 'Oslo', nights: 1, room: null, guest: { name: 'A', tags: [] } });
 });
 
 test('results, parts and state', () => {
