@@ -22,7 +22,8 @@
 //			Name:        "greet",
 //			Description: "Greets someone.",
 //			InputSchema: `{"type": "object", "required": ["name"],
-//				"properties": {"name": {"type": "string"}, "times": {"type": "integer", "default": 1}}}`,
+//				"properties": {"name": {"type": "string"},
+//					"times": {"type": ["integer", "null"], "default": 1, "description": "Defaults to 1."}}}`,
 //			Run: func(cx *guest.Context, raw json.RawMessage) (any, error) {
 //				args := greetArgs{Times: 1} // the defaults
 //				if err := guest.Decode(raw, &args); err != nil {
@@ -35,6 +36,13 @@
 //			},
 //		})
 //	}
+//
+// Optional means nullable: give an argument that is not required `"null"` in
+// its type (and in its enum), and state its default in its description. OpenAI
+// strict mode makes every property required, so a model sends null for what
+// it leaves out; Gemini reads the type as nullable. [Decode] keeps a prefilled
+// default when the value is null (encoding/json leaves a non-pointer field
+// alone for null).
 //
 // Results: any value encoding/json can encode (a non-object is wrapped by the
 // host as {"result": value}), a [Part], or an [Output] with parts. Errors:
@@ -108,7 +116,8 @@ func Invalid(format string, args ...any) error {
 }
 
 // Decode unmarshals the arguments into v (prefilled with the defaults); a
-// mismatch is an invalid-arguments error.
+// mismatch is an invalid-arguments error. A null value leaves a non-pointer
+// field's default alone, so null means "use the default".
 func Decode(args json.RawMessage, v any) error {
 	if err := json.Unmarshal(args, v); err != nil {
 		return Invalid("the arguments do not fit: %v", err)

@@ -157,3 +157,19 @@ func TestObjectSchemasAreClosedUnlessTheToolAllowsUnknownArgs(t *testing.T) {
 		t.Errorf("allowUnknown on {}: got %s", got)
 	}
 }
+
+// Optional means nullable: a model in OpenAI strict mode sends null for an
+// argument it leaves out, and Decode keeps the prefilled default for it.
+func TestDecodeKeepsDefaultsForNull(t *testing.T) {
+	args := struct {
+		Part       string `json:"part"`
+		Descending bool   `json:"descending"`
+		Width      int    `json:"width"`
+	}{Part: "patch", Descending: true, Width: 72}
+	if err := Decode(json.RawMessage(`{"part": null, "descending": null, "width": null}`), &args); err != nil {
+		t.Fatal(err)
+	}
+	if args.Part != "patch" || !args.Descending || args.Width != 72 {
+		t.Fatalf("null replaced a default: %+v", args)
+	}
+}
