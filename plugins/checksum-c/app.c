@@ -39,6 +39,7 @@ static uint32_t fnv1a32(const uint8_t *data, size_t len) {
 
 static th_status checksum(th_cx *cx, const cJSON *args) {
     const char *text = th_arg_string(args, "text", "");
+    /* Missing or null (optional means nullable): the default. */
     const char *algorithm = th_arg_string(args, "algorithm", "crc32");
     const uint8_t *bytes = (const uint8_t *)text;
     size_t len = strlen(text);
@@ -141,7 +142,7 @@ static bool valid_utf8(const uint8_t *bytes, size_t len) {
 
 static th_status base32(th_cx *cx, const cJSON *args) {
     const char *text = th_arg_string(args, "text", "");
-    const char *mode = th_arg_string(args, "mode", "encode");
+    const char *mode = th_arg_string(args, "mode", "encode"); /* missing or null: encode */
     cJSON *out = cJSON_CreateObject();
     if (strcmp(mode, "encode") == 0) {
         char *encoded = base32_encode((const uint8_t *)text, strlen(text));
@@ -175,8 +176,8 @@ TOOLHOST_TOOLS(
          "required": ["text"],
          "properties": {
              "text": {"type": "string", "description": "The text to checksum."},
-             "algorithm": {"type": "string", "enum": ["crc32", "adler32", "fnv1a"],
-                           "default": "crc32", "description": "The checksum."}
+             "algorithm": {"type": ["string", "null"], "enum": ["crc32", "adler32", "fnv1a", null],
+                           "default": "crc32", "description": "The checksum. Defaults to `crc32`."}
          }
      }),
      .run = checksum},
@@ -188,8 +189,8 @@ TOOLHOST_TOOLS(
          "required": ["text"],
          "properties": {
              "text": {"type": "string", "description": "The text to encode, or the base32 to decode."},
-             "mode": {"type": "string", "enum": ["encode", "decode"], "default": "encode",
-                      "description": "Which way."}
+             "mode": {"type": ["string", "null"], "enum": ["encode", "decode", null],
+                      "default": "encode", "description": "Which way. Defaults to `encode`."}
          }
      }),
      .run = base32},

@@ -141,7 +141,7 @@ func semverCompare(_ *guest.Context, raw json.RawMessage) (any, error) {
 func semverSort(_ *guest.Context, raw json.RawMessage) (any, error) {
 	var args struct {
 		Versions   []string
-		Descending bool
+		Descending bool // false when missing or null
 	}
 	if err := guest.Decode(raw, &args); err != nil {
 		return nil, err
@@ -172,6 +172,7 @@ func semverSort(_ *guest.Context, raw json.RawMessage) (any, error) {
 }
 
 func semverBump(_ *guest.Context, raw json.RawMessage) (any, error) {
+	// The default; a null `part` leaves it (optional means nullable).
 	args := struct{ Version, Part string }{Part: "patch"}
 	if err := guest.Decode(raw, &args); err != nil {
 		return nil, err
@@ -228,8 +229,8 @@ func init() {
 				"properties": {
 					"versions": {"type": "array", "items": {"type": "string"},
 						"description": "The versions to sort."},
-					"descending": {"type": "boolean", "default": false,
-						"description": "Newest first."}
+					"descending": {"type": ["boolean", "null"], "default": false,
+						"description": "Newest first. Defaults to ` + "`false`" + `."}
 				}
 			}`,
 			Run: semverSort,
@@ -244,8 +245,8 @@ func init() {
 				"required": ["version"],
 				"properties": {
 					"version": {"type": "string", "description": "The current version."},
-					"part": {"type": "string", "enum": ["major", "minor", "patch"],
-						"default": "patch", "description": "Which part to bump."}
+					"part": {"type": ["string", "null"], "enum": ["major", "minor", "patch", null],
+						"default": "patch", "description": "Which part to bump. Defaults to ` + "`patch`" + `."}
 				}
 			}`,
 			Run: semverBump,
