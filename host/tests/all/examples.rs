@@ -661,3 +661,59 @@ async fn a_misspelt_argument_is_invalid_and_named() {
         );
     }
 }
+
+/// Optional means nullable: every non-Rust example accepts `null` for an
+/// optional argument (as a model in OpenAI strict mode sends it) and uses the
+/// default, exactly as if the argument were missing.
+#[tokio::test]
+async fn null_means_the_default() {
+    for (path, tool, given, with_null) in [
+        (
+            DATES_PY,
+            "add_days",
+            json!({"date": "2024-01-05", "days": 1}),
+            "business_days",
+        ),
+        (
+            DATES_PY,
+            "month_calendar",
+            json!({"year": 2024, "month": 2}),
+            "week_starts",
+        ),
+        (
+            STRINGS_JS,
+            "slugify",
+            json!({"title": "A long title here"}),
+            "separator",
+        ),
+        (
+            STRINGS_JS,
+            "slugify",
+            json!({"title": "A long title here"}),
+            "max_length",
+        ),
+        (
+            SEMVER_GO,
+            "semver_bump",
+            json!({"version": "1.4.2"}),
+            "part",
+        ),
+        (
+            SEMVER_GO,
+            "semver_sort",
+            json!({"versions": ["2.0.0", "1.0.0"]}),
+            "descending",
+        ),
+        (CHECKSUM_C, "checksum", json!({"text": "abc"}), "algorithm"),
+        (CHECKSUM_C, "base32", json!({"text": "abc"}), "mode"),
+    ] {
+        let mut nulled = given.clone();
+        nulled[with_null] = Value::Null;
+        let expected = result(path, tool, given).await;
+        assert_eq!(
+            result(path, tool, nulled).await,
+            expected,
+            "{tool}: `{with_null}: null`"
+        );
+    }
+}
