@@ -15,7 +15,8 @@
 //!   `anyOf: [T, null]`;
 //! - **optional means nullable**: every property that is not required also
 //!   accepts `null`, and a `null` is taken as absent (the default applies). The
-//!   default, dropped by some converters, is also stated in the description.
+//!   default, dropped by some converters, is also stated in the description;
+//! - an object without properties is closed (`"additionalProperties": false`).
 
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
@@ -84,7 +85,10 @@ impl ArgsSchema {
             }
         }
         if unit {
+            // Closed: OpenAI's strict mode refuses an object without properties
+            // that is not, and there is nothing to pass anyway.
             schema.insert("properties".to_owned(), Value::Object(Map::new()));
+            schema.insert("additionalProperties".to_owned(), false.into());
         }
         make_portable(&mut schema);
         Self {
@@ -443,8 +447,22 @@ fn add_null(map: &mut Map<String, Value>) {
 }
 
 /// Every property that is not required accepts `null` too, in the root and in
-/// every nested object; a default is also stated in its description.
+/// every nested object; a default is also stated in its description. An object
+/// without properties (`struct Args {}`) is closed: OpenAI's strict mode refuses
+/// a free-form object.
 fn nullable_optionals(schema: &mut Map<String, Value>) {
+    let empty = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_none_or(Map::is_empty);
+    if schema.get("type").and_then(Value::as_str) == Some("object")
+        && empty
+        && !schema.contains_key("additionalProperties")
+        && !schema.contains_key("patternProperties")
+    {
+        schema.insert("properties".to_owned(), Value::Object(Map::new()));
+        schema.insert("additionalProperties".to_owned(), false.into());
+    }
     let required: Vec<String> = schema
         .get("required")
         .and_then(Value::as_array)

@@ -377,7 +377,7 @@ mod tests {
 
     #[test]
     fn unit_args_are_an_empty_object() {
-        let expected = json!({"type": "object", "properties": {}});
+        let expected = json!({"type": "object", "properties": {}, "additionalProperties": false});
         assert_eq!(Declaration::of_tool::<Explicit>().input_schema, expected);
         assert_eq!(
             Declaration::of_streaming_tool::<Stream>().input_schema,

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 mod call;
+mod dialects;
 mod new;
 mod oci;
 mod report;
@@ -79,6 +80,11 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Check each tool's input schema against the dialects model providers
+        /// accept (JSON Schema, OpenAI strict mode, Gemini); exit non-zero if any
+        /// refuses a tool or loses part of its schema.
+        #[arg(long)]
+        check: bool,
     },
     /// Show each plugin file: loaded (with its tools) or why it failed. Exits
     /// non-zero when any failed.
@@ -491,9 +497,9 @@ async fn run(cli: Cli) -> Result<()> {
     }
     let engine = engine(&cli, &config)?;
     match &cli.command {
-        Command::List { json } => {
+        Command::List { json, check } => {
             let set = load(&cli, &config, &engine).await?;
-            list(&set, &*layered_set(&set, &config)?, *json)
+            list(&set, &*layered_set(&set, &config)?, *json, *check)
         }
         Command::Status { json } => status(&cli, &config, &engine, *json).await,
         Command::Describe { tool } => {
@@ -570,9 +576,16 @@ async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
         .iter()
         .filter(|i| i.starts_with("wasi:"))
         .collect();
-    let tools = plugin
-        .as_ref()
-        .map(|p| p.tools().map(declaration).collect::<Vec<_>>());
+    let tools = plugin.as_ref().map(|p| {
+        p.tools()
+            .map(|spec| {
+                let mut tool = declaration(spec);
+                let verdicts = toolhost::schema::dialect::check(&spec.input_schema);
+                tool["dialects"] = dialects::to_json(&verdicts);
+                tool
+            })
+            .collect::<Vec<_>>()
+    });
     if as_json {
         return print_json(&json!({
             "file": file,
@@ -624,10 +637,10 @@ async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
         Ok(tools) => {
             writeln!(out, "tools:")?;
             for tool in tools {
+                let name = tool["name"].as_str().unwrap_or("");
                 writeln!(
                     out,
-                    "  {}  {}",
-                    tool["name"].as_str().unwrap_or(""),
+                    "  {name}  {}",
                     tool["description"]
                         .as_str()
                         .unwrap_or("")
@@ -635,6 +648,14 @@ async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
                         .next()
                         .unwrap_or("")
                 )?;
+                // Which model providers take its schema as it is.
+                let verdicts = toolhost::schema::dialect::check(&tool["parameters"]);
+                let words: Vec<String> = verdicts
+                    .iter()
+                    .map(|v| format!("{} {}", v.dialect, dialects::word(v)))
+                    .collect();
+                writeln!(out, "    dialects: {}", words.join(", "))?;
+                dialects::problems(&mut out, "    ", name, &verdicts)?;
             }
         }
         Err(err) => writeln!(out, "error:    {err}")?,

@@ -249,3 +249,17 @@ fn a_recursive_type_keeps_its_reference() {
     .expect("nulls inside the recursion");
     assert_eq!(args.children.len(), 1);
 }
+
+/// Nothing to pass.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct NoArgs {}
+
+#[test]
+fn an_object_without_properties_is_closed() {
+    let schema = ArgsSchema::of::<NoArgs>().into_parts().0;
+    assert_eq!(
+        schema,
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
+    );
+    let _: NoArgs = parse_args("{}").expect("no arguments");
+}

@@ -150,7 +150,12 @@ pub(super) fn print_json(value: &Value) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn list(set: &PluginSet, layered: &dyn Toolset, as_json: bool) -> Result<()> {
+pub(super) fn list(
+    set: &PluginSet,
+    layered: &dyn Toolset,
+    as_json: bool,
+    check: bool,
+) -> Result<()> {
     let visible: std::collections::HashSet<String> = layered
         .tools(&Cx::new())
         .iter()
@@ -158,6 +163,15 @@ pub(super) fn list(set: &PluginSet, layered: &dyn Toolset, as_json: bool) -> Res
         .collect();
     let mut tools = set.listed();
     tools.retain(|t| visible.contains(&t.call_name()));
+    if check {
+        let checked: Vec<super::dialects::Checked<'_>> = tools
+            .iter()
+            .map(|t| {
+                super::dialects::Checked::new(t.plugin.name(), t.call_name(), &t.spec.input_schema)
+            })
+            .collect();
+        return super::dialects::report(&checked, as_json);
+    }
     if as_json {
         let rows: Vec<Value> = tools
             .iter()

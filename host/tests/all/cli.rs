@@ -1021,3 +1021,91 @@ fn serve_logs_each_load_reload_and_removal_once() {
     // Ungranted imports (caps's files and sockets) are no warning.
     assert_eq!(log.count("not granted"), 0, "{:#?}", log.seen);
 }
+
+#[test]
+fn list_check_reports_each_dialect_and_fails_on_a_refused_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(ECHO, dir.path().join("echo.wasm")).unwrap();
+    // Schemas the SDK derives pass every dialect.
+    let out = toolhost(dir.path(), &["list", "--check"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout
+            .lines()
+            .next()
+            .is_some_and(|l| l.split_whitespace().eq([
+                "PLUGIN",
+                "TOOL",
+                "JSON-SCHEMA",
+                "OPENAI-STRICT",
+                "GEMINI"
+            ])),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.split_whitespace().eq(["echo", "add", "ok", "ok", "ok"])),
+        "{stdout}"
+    );
+
+    // A hand-written `{"type": "object"}` is a free-form object: strict mode refuses it.
+    std::fs::copy(toolhost_test_plugins::RAW, dir.path().join("raw.wasm")).unwrap();
+    let out = toolhost(dir.path(), &["list", "--check"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l
+            .split_whitespace()
+            .eq(["raw", "not_json", "ok", "no", "ok"])),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("not_json: openai-strict: the root: an object without properties"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("3 of "), "{stderr}");
+    assert!(
+        stderr.contains("refused or changed by a dialect"),
+        "{stderr}"
+    );
+
+    let out = toolhost(dir.path(), &["list", "--check", "--json"]);
+    assert!(!out.status.success());
+    let rows = stdout_json(&out);
+    let raw = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tool"] == "bare_string")
+        .unwrap_or_else(|| panic!("{rows:#}"));
+    assert_eq!(
+        raw["dialects"]["openai-strict"]["accepted"], false,
+        "{raw:#}"
+    );
+    assert_eq!(raw["dialects"]["gemini"]["accepted"], true, "{raw:#}");
+    assert_eq!(
+        raw["dialects"]["openai-strict"]["problems"][0]["severity"],
+        "error"
+    );
+
+    // `inspect` says the same per tool.
+    let out = toolhost(
+        dir.path(),
+        &["inspect", &dir.path().join("raw.wasm").to_string_lossy()],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("    dialects: json-schema ok, openai-strict no, gemini ok"),
+        "{stdout}"
+    );
+}

@@ -717,3 +717,29 @@ async fn null_means_the_default() {
         );
     }
 }
+
+/// Every example tool's input schema is taken as it is, without a warning, by
+/// every dialect: MCP's JSON Schema, OpenAI's strict mode and Gemini
+/// (`tests/interop` checks the same with the providers' own converters).
+#[tokio::test]
+async fn every_example_schema_is_portable() {
+    let mut checked = 0;
+    let polyglot = [CHECKSUM_C, DATES_PY, SEMVER_GO, STRINGS_JS];
+    for path in EXAMPLES.iter().chain(&polyglot) {
+        let plugin = plugin(path).await;
+        for spec in plugin.tools() {
+            for verdict in toolhost::schema::dialect::check(&spec.input_schema) {
+                assert!(
+                    verdict.problems.is_empty(),
+                    "{path}: {}: {}: {:#?}\n{:#}",
+                    spec.name,
+                    verdict.dialect,
+                    verdict.problems,
+                    spec.input_schema
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 28, "only {checked} example tools");
+}
