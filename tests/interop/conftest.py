@@ -1,0 +1,118 @@
+"""Shared set-up of the interop tests: the example plugins in one directory, and
+their tools as a real MCP client lists them from `toolhost serve` (stdio).
+
+Environment (`cargo xtask interop-test` sets all three):
+- `TOOLHOST_BIN`: the `toolhost` binary [default: `$CARGO_TARGET_DIR/debug/toolhost`].
+- `TOOLHOST_GUESTS`: the built Rust guests
+  [default: `$CARGO_TARGET_DIR/wasm-guests/wasm32-wasip2/guest`].
+- `TOOLHOST_POLYGLOT`: the built guests in other languages
+  [default: `$CARGO_TARGET_DIR/polyglot`].
+
+The plugins directory and a home directory (whose `.cache/toolhost` is the
+compile cache, shared by the listing and the framework snippets) are created
+once per run and removed at its end.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: The example plugins (`plugins/*`): file stems under `TOOLHOST_GUESTS`, then under `TOOLHOST_POLYGLOT`.
+RUST_EXAMPLES = ("calc", "codec", "fs", "http", "json", "text")
+POLYGLOT_EXAMPLES = ("checksum-c", "dates-py", "semver-go", "strings-js")
+
+#: A hang guard (never a timing assertion): the first listing compiles every plugin.
+LIST_S = 300.0
+
+
+def _target_dir() -> Path:
+    return Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+
+
+def _env_path(name: str, default: Path) -> Path:
+    return Path(os.environ.get(name) or default).resolve()
+
+
+@functools.cache
+def toolhost_bin() -> Path:
+    path = _env_path("TOOLHOST_BIN", _target_dir() / "debug" / "toolhost")
+    if not path.is_file():
+        raise RuntimeError(f"no toolhost binary at {path}; run `cargo xtask interop-test` (or set TOOLHOST_BIN)")
+    return path
+
+
+@functools.cache
+def scratch() -> Path:
+    """This run's scratch directory: `plugins/` and `home/`."""
+    path = Path(tempfile.mkdtemp(prefix="toolhost-interop-"))
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+@functools.cache
+def plugins_dir() -> Path:
+    """A directory holding every example plugin."""
+    guests = _env_path("TOOLHOST_GUESTS", _target_dir() / "wasm-guests" / "wasm32-wasip2" / "guest")
+    polyglot = _env_path("TOOLHOST_POLYGLOT", _target_dir() / "polyglot")
+    sources = [guests / f"{n}.wasm" for n in RUST_EXAMPLES] + [polyglot / f"{n}.wasm" for n in POLYGLOT_EXAMPLES]
+    missing = [str(s) for s in sources if not s.is_file()]
+    if missing:
+        raise RuntimeError(f"example plugins not built: {', '.join(missing)}; run `cargo xtask interop-test`")
+    dest = scratch() / "plugins"
+    dest.mkdir()
+    for source in sources:
+        shutil.copy(source, dest / source.name)
+    return dest
+
+
+@functools.cache
+def home() -> Path:
+    """The `HOME` the snippets run with, so toolhost's default cache is this run's."""
+    path = scratch() / "home"
+    path.mkdir()
+    return path
+
+
+def cache_dir() -> Path:
+    return home() / ".cache" / "toolhost"
+
+
+@functools.cache
+def example_tools() -> tuple[types.Tool, ...]:
+    """Every example tool, as `tools/list` on `toolhost serve` answers it."""
+
+    async def listing() -> tuple[types.Tool, ...]:
+        params = StdioServerParameters(
+            command=str(toolhost_bin()),
+            args=["--plugins", str(plugins_dir()), "--cache-dir", str(cache_dir()), "serve"],
+        )
+        with anyio.fail_after(LIST_S):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                return tuple((await session.list_tools()).tools)
+
+    return anyio.run(listing)
+
+
+def snippet_env() -> dict[str, str]:
+    """The environment a docs/frameworks.md snippet runs in."""
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    return {
+        **env,
+        "HOME": str(home()),
+        "TOOLHOST_BIN": str(toolhost_bin()),
+        "TOOLHOST_PLUGINS": str(plugins_dir()),
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }

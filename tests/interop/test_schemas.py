@@ -1,0 +1,99 @@
+"""Every example tool's `inputSchema` through the frameworks' real converters
+(see checks.py for what each check asserts), and the checks proven on
+hand-written schemas that must fail them."""
+
+from __future__ import annotations
+
+import pytest
+
+from checks import CHECKS, Schema
+from conftest import example_tools
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # One test ID per tool: its MCP name (the listing is the one a client gets).
+    if "tool" in metafunc.fixturenames:
+        tools = example_tools()
+        metafunc.parametrize("tool", tools, ids=[t.name for t in tools])
+
+
+def test_every_example_is_listed() -> None:
+    # Guards the parametrization: a plugin that failed to load would just vanish.
+    assert len(example_tools()) >= 28, [t.name for t in example_tools()]
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_schema(tool, check: str) -> None:
+    problems = CHECKS[check](tool.inputSchema)
+    assert not problems, f"{tool.name} through {check}:\n  " + "\n  ".join(problems)
+
+
+def _object(**properties: Schema) -> Schema:
+    return {"type": "object", "additionalProperties": False, "properties": properties}
+
+
+#: Schemas each check must flag, with a word its problem names.
+BAD: dict[str, tuple[Schema, dict[str, str]]] = {
+    # A map: strict mode refuses open objects; Gemini drops the value schema.
+    "string_map": (
+        _object(headers={"type": "object", "additionalProperties": {"type": "string"}, "description": "Headers."}),
+        {"openai_strict": "fails", "genai": "additionalProperties", "adk_legacy": "additionalProperties"},
+    ),
+    # An optional enum as schemars writes it: strict mode refuses the bare
+    # `$ref`; genai keeps the enum's description instead of the field's.
+    "bare_ref_in_anyof": (
+        {
+            **_object(mode={"anyOf": [{"$ref": "#/$defs/Mode"}, {"type": "null"}], "description": "How."}),
+            "$defs": {"Mode": {"type": "string", "enum": ["a", "b"], "description": "A mode."}},
+        },
+        {"openai_strict": "fails", "genai": "description", "adk_legacy": None},
+    ),
+    # An optional field with a default: required and non-null in strict mode;
+    # genai drops a `$ref`'s sibling default; no type at all for Gemini.
+    "optional_default_untyped": (
+        {
+            **_object(
+                flag={"type": "boolean", "default": False, "description": "A flag."},
+                level={"$ref": "#/$defs/Level", "default": "low", "description": "The level."},
+                document={"description": "Any JSON."},
+            ),
+            "required": ["document"],
+            "$defs": {"Level": {"type": "string", "enum": ["low", "high"]}},
+        },
+        {"openai_strict": "cannot be null", "genai": "default", "adk_legacy": "no type"},
+    ),
+}
+
+
+@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("name", BAD)
+def test_checks_flag_bad_schemas(name: str, check: str) -> None:
+    schema, expected = BAD[name]
+    problems = CHECKS[check](schema)
+    word = expected[check]
+    if word is None:
+        return
+    assert any(word in p for p in problems), f"{check} did not flag {name} ({word!r}): {problems}"
+
+
+def test_checks_pass_portable_shapes() -> None:
+    # The shapes the SDKs are to write (issue 18 §1c): nullable optionals,
+    # maps as name/value pairs, "any JSON" as a string. No check flags them.
+    schema = {
+        **_object(
+            alphabet={"type": ["string", "null"], "enum": ["standard", "url_safe", None], "description": "The alphabet."},
+            headers={
+                "type": "array",
+                "description": "Headers, as name/value pairs.",
+                "items": {
+                    **_object(name={"type": "string"}, value={"type": "string"}),
+                    "required": ["name", "value"],
+                },
+            },
+            document={"type": "string", "description": "JSON text."},
+            padding={"type": ["boolean", "null"], "description": "Add padding (default true)."},
+        ),
+        "required": ["headers", "document"],
+    }
+    for check, run in CHECKS.items():
+        assert run(schema) == [], check
