@@ -10,7 +10,8 @@ Environment (`cargo xtask interop-test` sets all three):
 
 The plugins directory and a home directory (whose `.cache/toolhost` is the
 compile cache, shared by the listing and the framework snippets) are created
-once per run and removed at its end.
+once per run and removed at its end. Set `TOOLHOST_TEST_CACHE_DIR` to keep the
+compiled plugins across runs instead.
 """
 
 from __future__ import annotations
@@ -81,6 +82,11 @@ def home() -> Path:
     """The `HOME` the snippets run with, so toolhost's default cache is this run's."""
     path = scratch() / "home"
     path.mkdir()
+    reuse = os.environ.get("TOOLHOST_TEST_CACHE_DIR")
+    if reuse:
+        (path / ".cache").mkdir()
+        Path(reuse).mkdir(parents=True, exist_ok=True)
+        (path / ".cache" / "toolhost").symlink_to(Path(reuse).resolve())
     return path
 
 
