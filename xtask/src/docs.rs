@@ -21,7 +21,9 @@
 //! - other blocks (output, code in other languages) are not run here: `rust`
 //!   blocks are doc tests of the `toolhost` crate; blocks marked
 //!   `<!-- new-test: … -->` (the tool-writing pages) are run by
-//!   `cargo xtask new-test`, in a `toolhost new` project.
+//!   `cargo xtask new-test`, in a `toolhost new` project; `python` blocks
+//!   marked `<!-- interop: … -->` (`docs/frameworks.md`) by
+//!   `cargo xtask interop-test`.
 //!
 //! An HTML comment on the line before a fence changes that block:
 //! `<!-- docs-test: skip REASON -->` leaves it out (a reason is required),

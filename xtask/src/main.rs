@@ -19,8 +19,8 @@
 //!   `docs/` (see `docs.rs`).
 //! - `test`: check the committed bindings (`bindings --check`), build the
 //!   non-Rust guests, run the SDK unit tests and every cargo test (installs the
-//!   wasm32-wasip2 target if missing), then `new-test`, `docs-test`, `mcp-test` and
-//!   `cluster-test`.
+//!   wasm32-wasip2 target if missing), then `new-test`, `docs-test`, `mcp-test`,
+//!   `cluster-test` and `interop-test`.
 //! - `new-test [LANG...]`: `toolhost new` end to end: a project in each language, built
 //!   by its own `build.sh`, then called through the `toolhost` binary; then
 //!   every snippet of `docs/writing-tools.md` and `docs/languages/*.md` is
@@ -30,6 +30,10 @@
 //! - `cluster-test`: the scale-out tests (`tests/cluster`): redis-server, three
 //!   replicas, nginx and prometheus (Debian packages, installed if missing), driven
 //!   through nginx by the official Python MCP SDK. Extra arguments go to pytest.
+//! - `interop-test`: the interop tests (`tests/interop`): the agent frameworks'
+//!   own code from PyPI (google-genai, Google ADK, LangChain's MCP adapters, the
+//!   OpenAI Agents SDK) converts every example tool's schema and runs the
+//!   snippets of `docs/frameworks.md`. Extra arguments go to pytest.
 //! - `bench [NAME...]`: every performance figure in one run: builds the Python and
 //!   JavaScript guests, installs the pinned Node MCP server the `mcp` bench compares
 //!   against (`npm ci` of `host/benches/node/` into `<target>/bench-node`), then runs
@@ -45,6 +49,7 @@ mod cluster_test;
 mod demo;
 mod docs;
 mod guests;
+mod interop_test;
 mod mcp_test;
 mod new_test;
 mod plugins;
@@ -64,13 +69,14 @@ fn main() -> Result<()> {
         "test" => test::all(),
         "mcp-test" => mcp_test::test(std::env::args().skip(2).collect()),
         "cluster-test" => cluster_test::test(std::env::args().skip(2).collect()),
+        "interop-test" => interop_test::test(std::env::args().skip(2).collect()),
         "new-test" => new_test::test(&std::env::args().skip(2).collect::<Vec<_>>()),
         "docs-test" => docs::test(),
         "bench" => bench::measure(&std::env::args().skip(2).collect::<Vec<_>>()),
         "ci" => ci::check(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <plugins [--all]|guests [NAME...]|sdk-test|bindings [--check]|demo|test|new-test [LANG...]|docs-test|mcp-test [PYTEST ARGS]|cluster-test [PYTEST ARGS]|bench [NAME...]|ci>"
+                "usage: cargo xtask <plugins [--all]|guests [NAME...]|sdk-test|bindings [--check]|demo|test|new-test [LANG...]|docs-test|mcp-test [PYTEST ARGS]|cluster-test [PYTEST ARGS]|interop-test [PYTEST ARGS]|bench [NAME...]|ci>"
             );
             bail!("unknown task `{task}`")
         }
