@@ -5,7 +5,8 @@ one line each (empty: the schema survives that converter):
 
 - `openai_strict`: openai-agents' strict-mode conversion, applied as
   `agents/mcp/util.py` applies it when `convert_schemas_to_strict` is on, must
-  not raise (openai-agents would then send the tool non-strict), and every
+  not raise (openai-agents then sends the tool non-strict: asked of
+  `MCPUtil.to_function_tool` itself), and every
   property that was optional must come out nullable: strict mode makes every
   property required, so an optional non-nullable one becomes mandatory.
 - `genai`: google-genai's `types.Schema.from_json_schema` (what Gemini clients
@@ -50,6 +51,29 @@ def _private(module: str, name: str) -> Any:
 
 def openai_strict(schema: Schema) -> list[str]:
     """Problems openai-agents' strict conversion has with `schema`."""
+    problems = _agents_sends_strict(schema) + _strict_conversion(schema)
+    return list(dict.fromkeys(problems))
+
+
+def _agents_sends_strict(schema: Schema) -> list[str]:
+    """openai-agents' own MCP path (`MCPUtil.to_function_tool`, strict on): is the tool sent strict?"""
+    from agents.mcp import MCPServerStdio
+    from agents.mcp.util import MCPUtil
+    from mcp import types
+
+    # Never started: converting a listed tool does not talk to the server.
+    server = MCPServerStdio(params={"command": "toolhost", "args": ["serve"]})
+    tool = types.Tool(name="tool", description="A tool.", inputSchema=copy.deepcopy(schema))
+    logging.disable(logging.INFO)  # it logs the conversion error at INFO; _strict_conversion says it
+    try:
+        strict = MCPUtil.to_function_tool(tool, server, True).strict_json_schema
+    finally:
+        logging.disable(logging.NOTSET)
+    return [] if strict else ["$: openai-agents sends this tool non-strict (its strict conversion failed)"]
+
+
+def _strict_conversion(schema: Schema) -> list[str]:
+    """The conversion `MCPUtil` runs, repeated to say why it fails or what it makes mandatory."""
     ensure_strict_json_schema = _private("agents.strict_schema", "ensure_strict_json_schema")
     source = copy.deepcopy(schema)
     # As agents/mcp/util.py does: an empty schema may stay open; `properties` is added.
