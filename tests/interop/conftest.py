@@ -29,9 +29,8 @@ from mcp.client.stdio import stdio_client
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: The example plugins (`plugins/*`): file stems under `TOOLHOST_GUESTS`, then under `TOOLHOST_POLYGLOT`.
-RUST_EXAMPLES = ("calc", "codec", "fs", "http", "json", "text")
-POLYGLOT_EXAMPLES = ("checksum-c", "dates-py", "semver-go", "strings-js")
+#: The example plugins: every directory under `plugins/`.
+EXAMPLES = ROOT / "plugins"
 
 #: A hang guard (never a timing assertion): the first listing compiles every plugin.
 LIST_S = 300.0
@@ -63,10 +62,15 @@ def scratch() -> Path:
 
 @functools.cache
 def plugins_dir() -> Path:
-    """A directory holding every example plugin."""
+    """A directory holding every example plugin (`plugins/*`): the Rust ones
+    (with a `Cargo.toml`) from `TOOLHOST_GUESTS`, the others from `TOOLHOST_POLYGLOT`."""
     guests = _env_path("TOOLHOST_GUESTS", _target_dir() / "wasm-guests" / "wasm32-wasip2" / "guest")
     polyglot = _env_path("TOOLHOST_POLYGLOT", _target_dir() / "polyglot")
-    sources = [guests / f"{n}.wasm" for n in RUST_EXAMPLES] + [polyglot / f"{n}.wasm" for n in POLYGLOT_EXAMPLES]
+    sources = [
+        guests / f"{d.name.replace('-', '_')}.wasm" if (d / "Cargo.toml").is_file() else polyglot / f"{d.name}.wasm"
+        for d in sorted(EXAMPLES.iterdir())
+        if d.is_dir()
+    ]
     missing = [str(s) for s in sources if not s.is_file()]
     if missing:
         raise RuntimeError(f"example plugins not built: {', '.join(missing)}; run `cargo xtask interop-test`")

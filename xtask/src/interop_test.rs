@@ -13,10 +13,6 @@ use crate::guests;
 use crate::toolchain::{ensure_wasm_target, venv};
 use crate::workspace::{cargo, root, run, target_dir};
 
-/// The example plugins written in other languages than Rust (the Rust ones
-/// come with the test artifacts' build).
-const POLYGLOT_EXAMPLES: [&str; 4] = ["checksum-c", "dates-py", "semver-go", "strings-js"];
-
 /// Builds `toolhost` and the example plugins, then runs pytest on
 /// `tests/interop` in its own venv (`target/interop-venv`, from the pinned
 /// `tests/interop/requirements.txt`: the frameworks need `mcp` 1.x, the MCP
@@ -31,7 +27,17 @@ pub(crate) fn test(pytest_args: Vec<String>) -> Result<()> {
     // As `mcp-test` builds: the features unified as in `cargo test --workspace`,
     // so right after it nothing is rebuilt.
     run(cargo().args(["test", "--workspace", "--no-run"]))?;
-    guests::build(&POLYGLOT_EXAMPLES.map(String::from))?;
+    // The example plugins in other languages than Rust (the Rust ones come
+    // with the test artifacts' build).
+    let examples: Vec<String> = guests::list()?
+        .into_iter()
+        .filter(|guest| guest.example)
+        .map(|guest| guest.name)
+        .collect();
+    // (An empty list would mean every guest.)
+    if !examples.is_empty() {
+        guests::build(&examples)?;
+    }
     let target = target_dir();
     run(Command::new(&python)
         .current_dir(root())
