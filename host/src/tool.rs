@@ -67,6 +67,14 @@ pub struct ToolSpec {
     /// `None` for tools that belong to no plugin.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qualified_name: Option<String>,
+    /// Calls of this tool may need a human's approval: set by the
+    /// [`Confirm`](crate::toolset::Confirm) layer on the tools it gates (a
+    /// rule names the tool, covers the whole set, or a provider decides per
+    /// call), so a front end can say so up front. Over MCP it is the tool's
+    /// `_meta` key `dev.toolhost/confirm`. The layer enforces approval
+    /// whatever this says.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub confirm: bool,
     /// `input_schema`, compiled on first use; shared by clones.
     #[serde(skip)]
     input: CompiledInput,
@@ -115,6 +123,7 @@ impl ToolSpec {
             input_schema,
             output_schema: None,
             qualified_name: None,
+            confirm: false,
             input: CompiledInput::default(),
         }
     }

@@ -93,12 +93,10 @@ impl Config {
             confirmed = confirmed.require_all_with(ConfirmationHint::new(hint.clone()));
         }
         if !self.confirm.tools.is_empty() {
+            // A rule by name, not a provider: the tools it does not choose
+            // are listed without the confirmation mark.
             let needs = Predicate::glob(self.confirm.tools.clone());
-            confirmed = confirmed.provider(move |cx, spec, _| {
-                needs
-                    .test(cx, spec)
-                    .then(|| ConfirmationHint::new(hint.clone()))
-            });
+            confirmed = confirmed.require_matching(needs, ConfirmationHint::new(hint));
         }
         let mut aliases: BTreeMap<String, ToolAliases> = BTreeMap::new();
         for (alias, tool) in &self.aliases.tools {

@@ -7,7 +7,10 @@ use std::sync::Arc;
 use base64::Engine as _;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResourceContents, Tool as McpTool};
+use rmcp::model::{
+    CallToolResult, ContentBlock, JsonObject, MetaObject, ResourceContents, Tool as McpTool,
+    ToolAnnotations,
+};
 use serde_json::{Value, json};
 
 use crate::error::CallError;
@@ -216,7 +219,14 @@ pub(super) fn object_schema(schema: &Value) -> JsonObject {
     root
 }
 
-/// A tool as `tools/list` shows it under its MCP name.
+/// The `_meta` key that marks a tool whose calls may need a human's approval
+/// ([`ToolSpec::confirm`]), so a framework can route it to its own approval
+/// step. Documented in `docs/mcp.md`.
+pub(super) const CONFIRM_META: &str = "dev.toolhost/confirm";
+
+/// A tool as `tools/list` shows it under its MCP name. A tool the
+/// confirmation layer gates carries `_meta` [`CONFIRM_META`]` = true` and
+/// `annotations.destructiveHint = true`; other tools carry neither.
 pub(super) fn mcp_tool(name: String, spec: &ToolSpec) -> McpTool {
     let input = match &spec.input_schema {
         Value::Object(map) => map.clone(),
@@ -233,6 +243,16 @@ pub(super) fn mcp_tool(name: String, spec: &ToolSpec) -> McpTool {
         .map(|schema| Arc::new(object_schema(schema)));
     if name != spec.name {
         tool.title = Some(spec.name.clone());
+    }
+    if spec.confirm {
+        let mut meta = MetaObject::new();
+        meta.0.insert(CONFIRM_META.to_owned(), Value::Bool(true));
+        tool.meta = Some(meta);
+        // An operator who gates a tool treats it as one that may destroy.
+        // Only a default: a destructive hint the plugin gave itself (set
+        // above this, once plugins can declare hints) is kept.
+        let annotations = tool.annotations.get_or_insert_with(ToolAnnotations::new);
+        annotations.destructive_hint.get_or_insert(true);
     }
     tool
 }
@@ -271,6 +291,22 @@ mod tests {
         assert!(mapped[0].ends_with("x_word_count"), "{}", mapped[0]);
         assert_ne!(mapped[0], mapped[1]);
         assert!(mapped[1].len() <= MAX_TOOL_NAME && mapped[1].ends_with("_2"));
+    }
+
+    #[test]
+    fn gated_tools_are_marked_and_others_list_as_before() {
+        let mut spec = ToolSpec::new("delete", "Deletes.", json!({"type": "object"}));
+        let plain = serde_json::to_value(mcp_tool("delete".into(), &spec)).unwrap();
+        assert!(plain.get("_meta").is_none() && plain.get("annotations").is_none());
+        spec.confirm = true;
+        let marked = serde_json::to_value(mcp_tool("delete".into(), &spec)).unwrap();
+        assert_eq!(marked["_meta"], json!({"dev.toolhost/confirm": true}));
+        assert_eq!(marked["annotations"], json!({"destructiveHint": true}));
+        let mut without_mark = marked.clone();
+        let object = without_mark.as_object_mut().unwrap();
+        object.remove("_meta");
+        object.remove("annotations");
+        assert_eq!(without_mark, plain);
     }
 
     #[test]

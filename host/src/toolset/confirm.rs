@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Decision, Tool, Toolset};
+use super::{BoxFuture, Context, Decision, Predicate, Tool, Toolset};
 pub use crate::error::ConfirmationRequest;
 use crate::error::{CallError, StateError};
 use crate::state::StateStore;
@@ -50,13 +50,25 @@ type ProviderFn = dyn Fn(&Context, &ToolSpec, &Value) -> Option<ConfirmationHint
 struct Rules {
     every: Option<ConfirmationHint>,
     tools: HashMap<String, ConfirmationHint>,
+    /// Tools chosen by a predicate (`[confirm] tools` globs), in order.
+    matching: Vec<(Predicate, ConfirmationHint)>,
     provider: Option<Arc<ProviderFn>>,
 }
 
 impl Rules {
-    /// Whether calls of this tool may need approval at all.
-    fn may_require(&self, spec: &ToolSpec) -> bool {
-        self.every.is_some() || self.provider.is_some() || self.fixed(spec).is_some()
+    /// Whether calls of this tool may need approval at all, in this context.
+    fn may_require(&self, cx: &Context, spec: &ToolSpec) -> bool {
+        self.every.is_some()
+            || self.provider.is_some()
+            || self.fixed(spec).is_some()
+            || self.matched(cx, spec).is_some()
+    }
+
+    /// The first rule by predicate that chooses this tool.
+    fn matched(&self, cx: &Context, spec: &ToolSpec) -> Option<&ConfirmationHint> {
+        self.matching
+            .iter()
+            .find_map(|(predicate, hint)| predicate.test(cx, spec).then_some(hint))
     }
 
     /// The static rule for this tool: one for any of its names (listed,
@@ -74,7 +86,12 @@ impl Rules {
         arguments: &Value,
     ) -> Option<ConfirmationHint> {
         let dynamic = self.provider.as_ref().and_then(|p| p(cx, spec, arguments));
-        let fixed = || self.fixed(spec).or(self.every.as_ref()).cloned();
+        let fixed = || {
+            self.fixed(spec)
+                .or_else(|| self.matched(cx, spec))
+                .or(self.every.as_ref())
+                .cloned()
+        };
         let mut hint = dynamic.or_else(fixed)?;
         if hint.hint.is_empty() {
             hint.hint = format!("Approve this call of `{}`?", spec.name);
@@ -93,7 +110,9 @@ pub const DEFAULT_REMEMBERED_DECISIONS: usize = crate::state::DEFAULT_EMBEDDED_N
 /// dynamic ([`Confirm::provider`]). Static rules match any of the tool's
 /// names ([`ToolSpec::names`]), so they hold whether a tool is listed bare or
 /// qualified and whichever name or alias a call uses. Clones share what was decided, so a replay through a clone is refused
-/// too.
+/// too. Every tool a rule may apply to (all of them when there is a
+/// set-wide rule or a provider, which may ask about any call) is listed with
+/// [`ToolSpec::confirm`] set, so a front end can tell before calling.
 ///
 /// A call that needs approval and carries no decision ends with
 /// [`CallError::ConfirmationRequired`] holding a [`ConfirmationRequest`]: the
@@ -158,6 +177,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Confirm<T> {
             .field("inner", &self.inner)
             .field("every", &self.rules.every.is_some())
             .field("tools", &self.rules.tools.keys().collect::<Vec<_>>())
+            .field("matching", &self.rules.matching.len())
             .field("provider", &self.rules.provider.is_some())
             .finish_non_exhaustive()
     }
@@ -229,6 +249,18 @@ impl<T: Toolset> Confirm<T> {
         self
     }
 
+    /// Every call of each tool `predicate` chooses (tested in the call's
+    /// context) needs approval, asked with this hint: glob patterns
+    /// ([`Predicate::glob`]) as `[confirm] tools` uses them, or roles. Unlike
+    /// a [`Confirm::provider`], it does not look at arguments, so the tools it
+    /// does not choose are listed unmarked ([`ToolSpec::confirm`]).
+    pub fn require_matching(mut self, predicate: Predicate, hint: ConfirmationHint) -> Self {
+        Arc::make_mut(&mut self.rules)
+            .matching
+            .push((predicate, hint));
+        self
+    }
+
     /// Every call of every tool in the set needs approval, with the default hint.
     pub fn require_all(self) -> Self {
         self.require_all_with(ConfirmationHint::default())
@@ -258,11 +290,14 @@ impl<T: Toolset> Confirm<T> {
         &self.inner
     }
 
-    fn wrap(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
-        if !self.rules.may_require(tool.spec()) {
+    fn wrap(&self, cx: &Context, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
+        if !self.rules.may_require(cx, tool.spec()) {
             return tool;
         }
+        let mut spec = tool.spec().clone();
+        spec.confirm = true;
         Arc::new(Confirmed {
+            spec,
             tool,
             rules: Arc::clone(&self.rules),
             decided: self.decided.clone(),
@@ -279,12 +314,12 @@ impl<T: Toolset> Toolset for Confirm<T> {
         self.inner
             .tools(cx)
             .into_iter()
-            .map(|tool| self.wrap(tool))
+            .map(|tool| self.wrap(cx, tool))
             .collect()
     }
 
     fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-        self.inner.lookup(cx, name).map(|tool| self.wrap(tool))
+        self.inner.lookup(cx, name).map(|tool| self.wrap(cx, tool))
     }
     fn not_found(&self, cx: &Context, name: &str) -> CallError {
         self.inner.not_found(cx, name)
@@ -293,6 +328,8 @@ impl<T: Toolset> Toolset for Confirm<T> {
 
 /// One tool behind the confirmation gate.
 struct Confirmed {
+    /// The tool's spec, marked [`ToolSpec::confirm`].
+    spec: ToolSpec,
     tool: Arc<dyn Tool>,
     rules: Arc<Rules>,
     decided: StateStore,
@@ -313,10 +350,11 @@ impl Confirmed {
             reason: Some(reason),
         };
         let already = || {
-            refuse(format!(
-                "call `{call_id}` was already decided and approvals are single-use; \
-                 make a new call (with a new call ID)"
-            ))
+            refuse(
+                "this call was already decided, and an approval is used once; \
+                 make a new call (with a new call ID) to be asked again"
+                    .to_owned(),
+            )
         };
         let unavailable = |reason: StateError| CallError::State {
             tool: spec.name.clone(),
@@ -393,7 +431,7 @@ fn nonce(call_id: &str) -> String {
 
 impl Tool for Confirmed {
     fn spec(&self) -> &ToolSpec {
-        self.tool.spec()
+        &self.spec
     }
 
     fn prepare(&self, cx: &Context, arguments: Value) -> Result<Value, CallError> {

@@ -61,6 +61,47 @@ async fn static_rule_asks_then_runs_once_approved() {
     assert_eq!(delete.runs(), 1);
 }
 
+#[test]
+fn gated_tools_are_marked_in_the_listing_and_others_are_not() {
+    let (_, _, inner) = setup();
+    let set = Confirm::new(inner).require("delete");
+    let cx = Context::new();
+    let marked = |name: &str| set.find(&cx, name).unwrap().spec().confirm;
+    assert!(marked("delete"));
+    assert!(!marked("read"));
+    let listed: Vec<(String, bool)> = set
+        .tools(&cx)
+        .iter()
+        .map(|t| (t.spec().name.clone(), t.spec().confirm))
+        .collect();
+    assert_eq!(
+        listed,
+        [("delete".to_owned(), true), ("read".to_owned(), false)]
+    );
+    // The mark is the layer's: the wrapped tool's own spec is unchanged.
+    assert!(!set.inner().find(&cx, "delete").unwrap().spec().confirm);
+    // A set-wide rule or a provider may gate any tool: all are marked.
+    let (_, _, inner) = setup();
+    let set = Confirm::new(inner).provider(|_, _, _| None);
+    assert!(set.tools(&cx).iter().all(|t| t.spec().confirm));
+}
+
+#[tokio::test]
+async fn rules_by_predicate_gate_and_mark_only_what_they_choose() {
+    let (delete, read, inner) = setup();
+    let set = Confirm::new(inner)
+        .require_matching(Predicate::glob(["del*"]), ConfirmationHint::new("Sure?"));
+    let cx = Context::new();
+    let marked: Vec<bool> = set.tools(&cx).iter().map(|t| t.spec().confirm).collect();
+    assert_eq!(marked, [true, false]);
+    assert_eq!(
+        request(set.invoke(&cx, "delete", json!({})).await).hint,
+        "Sure?"
+    );
+    set.invoke(&cx, "read", json!({})).await.unwrap();
+    assert_eq!((delete.runs(), read.runs()), (0, 1));
+}
+
 #[tokio::test]
 async fn approvals_are_single_use() {
     let (delete, _, inner) = setup();
@@ -145,10 +186,7 @@ async fn rejection_is_its_own_outcome_and_final() {
         },
     );
     let err = set.invoke(&cx, "delete", json!({})).await.unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "call `c1` of tool `delete` was rejected: not today"
-    );
+    assert_eq!(err.to_string(), "`delete` was not run: not today");
     // A later approval for the same call ID does not revive it.
     let cx = Context::new()
         .with_call_id("c1")
