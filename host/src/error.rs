@@ -567,7 +567,9 @@ pub enum CallError {
     /// The call was not run: a human rejected it, or the confirmation layer
     /// refused the decision (already used, or the arguments changed since
     /// approval); `reason` says which (ADK's `ErrConfirmationRejected`).
-    #[error("call `{call_id}` of tool `{tool}` was rejected{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    /// The message reads as the decision it is, for the model and the user:
+    /// "`tool` was not run: reason", without the call ID (an internal name).
+    #[error("`{tool}` was not run: {}", reason.as_deref().unwrap_or("the call was rejected"))]
     ConfirmationRejected {
         /// The tool.
         tool: String,

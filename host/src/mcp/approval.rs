@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+use rmcp::ServiceError;
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
     InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, RequestStateError,
@@ -193,9 +194,10 @@ impl Approvals {
             .keys
             .codec
             .seal_json_with(&sealed, &options)
-            .map_err(|e| CallError::Host {
-                tool: ask.tool.clone(),
-                reason: format!("cannot seal the approval state: {e}"),
+            .map_err(|e| {
+                // Logged in full; the client reads a decision, not a crash.
+                tracing::error!(tool = %ask.tool, error = %e, "cannot seal an approval state");
+                unavailable(ask, "the server could not ask for approval")
             })?;
         let form = ElicitRequestParams::FormElicitationParams {
             meta: None,
@@ -212,8 +214,19 @@ impl Approvals {
 
     /// Opens a retry's state and reads its answer, for a call of `tool`
     /// whose arguments, checked and coerced, are `arguments`. The error is a
-    /// refusal for the client, saying why.
+    /// refusal for the client, read as a decision: "`tool` was not run: why".
     pub(super) fn resume(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        state: &str,
+        answers: Option<&InputResponses>,
+    ) -> Result<Resumed, String> {
+        self.open(tool, arguments, state, answers)
+            .map_err(|why| format!("`{tool}` was not run: {why}"))
+    }
+
+    fn open(
         &self,
         tool: &str,
         arguments: &Value,
@@ -226,7 +239,7 @@ impl Approvals {
                 .open_json_with(state, PURPOSE)
                 .map_err(|e| match e {
                     RequestStateError::Expired => format!(
-                        "the approval of this call of `{tool}` has expired (approvals last {} s); \
+                        "its approval has expired (approvals last {} s); \
                      call again to be asked again",
                         self.ttl.as_secs()
                     ),
@@ -287,15 +300,7 @@ fn decide(answer: &Value, arguments: &Value) -> Decision {
         };
     }
     Decision::Reject {
-        reason: Some(
-            match action {
-                Some(ElicitationAction::Accept) => "the user did not approve it",
-                Some(ElicitationAction::Decline) => "the user declined it",
-                Some(_) => "the user cancelled the approval",
-                None => "the answer to the approval question is not an elicitation result",
-            }
-            .to_owned(),
-        ),
+        reason: Some(not_approved(action.as_ref()).to_owned()),
     }
 }
 
@@ -315,10 +320,51 @@ pub(super) fn approval_form(ask: &ConfirmationRequest) -> Result<ElicitationSche
                 .description(format!("Run `{}` with these arguments", ask.tool))
         })
         .build()
-        .map_err(|e| CallError::Host {
-            tool: ask.tool.clone(),
-            reason: format!("cannot build the approval form: {e}"),
+        .map_err(|e| {
+            tracing::error!(tool = %ask.tool, error = %e, "cannot build an approval form");
+            unavailable(ask, "the server could not ask for approval")
         })
+}
+
+/// The call was not run because nobody could be asked (a fault of the
+/// server's, logged by the caller): a decision for the client to read.
+fn unavailable(ask: &ConfirmationRequest, why: &str) -> CallError {
+    CallError::ConfirmationUnavailable {
+        tool: ask.tool.clone(),
+        hint: ask.hint.clone(),
+        reason: format!("{why}, so it was not run; try again later"),
+    }
+}
+
+/// Why a call was not approved, from the elicitation's action (`None`: the
+/// answer was not an elicitation result).
+pub(super) fn not_approved(action: Option<&ElicitationAction>) -> &'static str {
+    match action {
+        Some(ElicitationAction::Accept) => "the user did not approve it",
+        Some(ElicitationAction::Decline) => "the user declined it",
+        Some(_) => "the user cancelled the approval",
+        None => "the answer to the approval question is not an elicitation result",
+    }
+}
+
+/// Why an approval asked in the call (2025-11-25 elicitation) got no answer:
+/// said as the reason the call was not run, without protocol noise.
+pub(super) fn unanswered(err: &ServiceError) -> String {
+    match err {
+        ServiceError::Timeout { timeout } => {
+            format!(
+                "nobody answered the approval question within {} s",
+                timeout.as_secs()
+            )
+        }
+        ServiceError::McpError(error) => {
+            format!("the client could not ask for approval ({})", error.message)
+        }
+        ServiceError::TransportClosed | ServiceError::Cancelled { .. } => {
+            "the client went away before the approval question was answered".to_owned()
+        }
+        other => format!("the approval question got no answer ({other})"),
+    }
 }
 
 /// SHA-256 (hex) of the canonical JSON of `value`: object keys sorted at every

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use super::approval::{approval_form, question, random_id};
+use super::approval::{approval_form, not_approved, question, random_id, unanswered};
 use super::convert::{error_result, mcp_error_names, mcp_names, mcp_tool, output_result};
 use super::{Shared, http, progress};
 use crate::Engine;
@@ -405,9 +405,7 @@ impl Approver for Elicit<'_> {
                 Ok(answer) => answer,
                 Err(err) => {
                     tracing::warn!(tool = %ask.tool, %err, "elicitation failed");
-                    return Ok(Decision::reject(format!(
-                        "the approval request failed: {err}"
-                    )));
+                    return Ok(Decision::reject(unanswered(&err)));
                 }
             };
             let approved = answer.action == ElicitationAction::Accept
@@ -420,11 +418,7 @@ impl Approver for Elicit<'_> {
             Ok(if approved {
                 Decision::approve(ask)
             } else {
-                Decision::reject(match answer.action {
-                    ElicitationAction::Accept => "the user did not approve it",
-                    ElicitationAction::Decline => "the user declined it",
-                    _ => "the user cancelled the approval",
-                })
+                Decision::reject(not_approved(Some(&answer.action)))
             })
         })
     }
