@@ -52,7 +52,7 @@ TOOLS = {
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 #: Words a refused confirmation's message uses.
-REFUSED = re.compile(r"declin|reject", re.IGNORECASE)
+REFUSED = re.compile(r"was not run", re.IGNORECASE)
 
 
 # --- helpers -------------------------------------------------------------------------
@@ -444,20 +444,35 @@ async def test_confirmation_by_elicitation(launch: Launch, make_plugins: Plugins
         assert "approve" in schema.get("required", []), schema
         assert "echo" in params.message, params.message
 
-        # Declined, cancelled, or accepted with approve = false: an error result.
-        for answer in [
-            types.ElicitResult(action="decline"),
-            types.ElicitResult(action="cancel"),
-            types.ElicitResult(action="accept", content={"approve": False}),
+        # Declined, cancelled, or accepted with approve = false: an error result
+        # that reads as the decision it is (no "host error:", no call ID).
+        for answer, why in [
+            (types.ElicitResult(action="decline"), "the user declined it"),
+            (types.ElicitResult(action="cancel"), "the user cancelled the approval"),
+            (types.ElicitResult(action="accept", content={"approve": False}), "the user did not approve it"),
         ]:
             answers.append(answer)
             text = error(await client.call("echo", {"message": "no"}))
-            assert REFUSED.search(text), (answer, text)
+            assert text == f"`echo` was not run: {why}", (answer, text)
+            assert REFUSED.search(text) and "host error" not in text and "call `" not in text, text
         assert len(asked) == 4 and not answers
 
         # Tools that need no confirmation do not ask.
         assert ok(await client.call("add", {"a": 1, "b": 2})) == {"result": 3}
         assert len(asked) == 4
+
+
+async def test_confirm_gated_tools_are_marked_in_the_listing(launch: Launch, make_plugins: PluginsFactory) -> None:
+    # A framework can route a gated tool to its own approval step before calling it.
+    async with launch(make_plugins("echo"), config=CONFIRM_ECHO) as server, server.connect() as client:
+        tools = await client.tools()
+    echo = tools["echo"]
+    assert echo.meta == {"dev.toolhost/confirm": True}, echo
+    assert echo.annotations is not None and echo.annotations.destructive_hint is True, echo
+    assert echo.annotations.read_only_hint is None, echo
+    for name, tool in tools.items():
+        if name != "echo":
+            assert tool.meta is None and tool.annotations is None, tool
 
 
 async def test_confirmation_without_elicitation_support(launch: Launch, make_plugins: PluginsFactory) -> None:

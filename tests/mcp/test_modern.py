@@ -96,6 +96,8 @@ async def test_an_approval_runs_the_call_once_with_the_arguments_asked(
         asked = await ask(client, "echo", args)
         text = error(await answer(client, "echo", args, asked.request_state, types.ElicitResult(action="decline")))
         assert REFUSED.search(text), text
+        # A decision, not a crash: no "host error:", no call ID.
+        assert text == "`echo` was not run: the user declined it", text
         text = error(await answer(client, "echo", args, asked.request_state))
         assert "already decided" in text, text
 

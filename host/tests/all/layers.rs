@@ -155,6 +155,8 @@ async fn a_rejected_call_is_its_own_outcome() {
         "{err:?}"
     );
     assert!(!err.is_caller_error());
+    // A decision, not a crash: no call ID in what the model reads.
+    assert_eq!(err.to_string(), "`fail` was not run: the call was rejected");
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 mod caps;
 mod cli;
+mod confirm;
 mod conformance;
 mod examples;
 mod hostile;
