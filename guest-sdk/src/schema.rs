@@ -479,6 +479,11 @@ fn nullable_optionals(schema: &mut Map<String, Value>) {
             let Value::Object(property) = property else {
                 continue;
             };
+            // `#[serde(default)]` on an `Option` says `"default": null`, which
+            // says nothing a nullable type does not, and converters drop it.
+            if property.get("default") == Some(&Value::Null) {
+                property.remove("default");
+            }
             if !required.contains(name) {
                 add_null(property);
                 state_default(property);

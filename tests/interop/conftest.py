@@ -60,12 +60,22 @@ def scratch() -> Path:
     return path
 
 
+def guests_dir() -> Path:
+    """The built Rust guests, examples and test plugins."""
+    return _env_path("TOOLHOST_GUESTS", _target_dir() / "wasm-guests" / "wasm32-wasip2" / "guest")
+
+
+def polyglot_dir() -> Path:
+    """The built guests in other languages, examples and test plugins."""
+    return _env_path("TOOLHOST_POLYGLOT", _target_dir() / "polyglot")
+
+
 @functools.cache
 def plugins_dir() -> Path:
     """A directory holding every example plugin (`plugins/*`): the Rust ones
     (with a `Cargo.toml`) from `TOOLHOST_GUESTS`, the others from `TOOLHOST_POLYGLOT`."""
-    guests = _env_path("TOOLHOST_GUESTS", _target_dir() / "wasm-guests" / "wasm32-wasip2" / "guest")
-    polyglot = _env_path("TOOLHOST_POLYGLOT", _target_dir() / "polyglot")
+    guests = guests_dir()
+    polyglot = polyglot_dir()
     sources = [
         guests / f"{d.name.replace('-', '_')}.wasm" if (d / "Cargo.toml").is_file() else polyglot / f"{d.name}.wasm"
         for d in sorted(EXAMPLES.iterdir())

@@ -4,10 +4,17 @@ hand-written schemas that must fail them."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+from typing import Any
+
 import pytest
 
 from checks import CHECKS, Schema
-from conftest import example_tools
+from conftest import cache_dir, example_tools, guests_dir, plugins_dir, polyglot_dir, toolhost_bin
+
+#: A hang guard (never a timing assertion): inspecting compiles the component.
+INSPECT_S = 300
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -97,3 +104,53 @@ def test_checks_pass_portable_shapes() -> None:
     }
     for check, run in CHECKS.items():
         assert run(schema) == [], check
+
+
+#: Test plugins whose schemas some dialect refuses or changes (a hand-written
+#: free-form object; non-nullable optionals), beside the examples: where the
+#: verdicts of `toolhost inspect` and the converters could disagree.
+MIXED = {"guests": ["raw", "echo", "conformance"], "polyglot": ["conformance-go", "conformance-c"]}
+
+
+def _inspected() -> list[tuple[str, dict[str, Any]]]:
+    """(file, tool) for each tool of the examples and of MIXED, from `toolhost inspect --json`."""
+    files = sorted(plugins_dir().glob("*.wasm"))
+    files += [guests_dir() / f"{name}.wasm" for name in MIXED["guests"]]
+    files += [polyglot_dir() / f"{name}.wasm" for name in MIXED["polyglot"]]
+    tools = []
+    for file in files:
+        out = subprocess.run(
+            [str(toolhost_bin()), "--cache-dir", str(cache_dir()), "inspect", str(file), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=INSPECT_S,
+        )
+        assert out.returncode == 0, f"inspect {file.name}: {out.stderr}"
+        report = json.loads(out.stdout)
+        assert report["tools"], f"{file.name}: {report.get('error')}"
+        tools += [(file.stem, tool) for tool in report["tools"]]
+    return tools
+
+
+#: toolhost's dialect and the converters that stand for it.
+AGREES = {"openai-strict": ["openai_strict"], "gemini": ["genai", "adk_legacy"]}
+
+
+def test_toolhost_check_agrees_with_the_converters() -> None:
+    """`toolhost inspect`'s verdicts (the same as `list --check`'s) say "a
+    problem" exactly where the converters find one. Warnings count as problems
+    here: strict mode's "optional but not nullable" is a warning for toolhost
+    (the provider takes the schema) and a problem for the converter check."""
+    disagreements = []
+    seen = {"agree-clean": 0, "agree-flagged": 0}
+    for plugin, tool in _inspected():
+        for dialect, checks in AGREES.items():
+            ours = tool["dialects"][dialect]["problems"]
+            theirs = [p for check in checks for p in CHECKS[check](tool["parameters"])]
+            if bool(ours) != bool(theirs):
+                disagreements.append(f"{plugin}.{tool['name']} {dialect}: toolhost {ours}, converters {theirs}")
+            else:
+                seen["agree-flagged" if ours else "agree-clean"] += 1
+    assert not disagreements, "\n".join(disagreements)
+    # Both kinds of case were seen: the comparison can fail either way.
+    assert seen["agree-flagged"] >= 3 and seen["agree-clean"] >= 28 * 2, seen

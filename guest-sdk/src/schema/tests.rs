@@ -20,6 +20,7 @@ struct EncodeArgs {
     #[serde(default = "yes")]
     padding: bool,
     /// At most this many.
+    #[serde(default)]
     #[schemars(range(min = 1))]
     limit: Option<u32>,
     /// Where to send it.
@@ -149,6 +150,8 @@ fn an_optional_number_keeps_its_bounds() {
     assert_eq!(limit["type"], json!(["integer", "null"]), "{schema:#}");
     assert_eq!(limit["minimum"], 1);
     assert!(limit.get("anyOf").is_none(), "{schema:#}");
+    // `#[serde(default)]` on an `Option`: no `"default": null`.
+    assert!(limit.get("default").is_none(), "{schema:#}");
 }
 
 #[test]
