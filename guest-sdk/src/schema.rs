@@ -197,12 +197,23 @@ fn make_portable(schema: &mut Map<String, Value>) {
 /// validator's message for it ("is not one of …") is one a model can act on, so
 /// the variant docs move into the description as a list instead.
 fn fold_const_unions(value: &mut Value) {
+    bottom_up(value, &mut fold_const_union);
+}
+
+/// Calls `rewrite` on every object in `value`, children before parents.
+fn bottom_up(value: &mut Value, rewrite: &mut impl FnMut(&mut Map<String, Value>)) {
     match value {
         Value::Object(map) => {
-            map.values_mut().for_each(fold_const_unions);
-            fold_const_union(map);
+            for child in map.values_mut() {
+                bottom_up(child, rewrite);
+            }
+            rewrite(map);
         }
-        Value::Array(items) => items.iter_mut().for_each(fold_const_unions),
+        Value::Array(items) => {
+            for item in items {
+                bottom_up(item, rewrite);
+            }
+        }
         _ => {}
     }
 }
@@ -353,14 +364,7 @@ fn join_descriptions(first: &str, second: &str) -> String {
 /// its type (and enum) when X is a scalar or an enum; otherwise the wrapper's
 /// description moves into X, where converters that unwrap the union keep it.
 fn fold_nullable_unions(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.values_mut().for_each(fold_nullable_unions);
-            fold_nullable_union(map);
-        }
-        Value::Array(items) => items.iter_mut().for_each(fold_nullable_unions),
-        _ => {}
-    }
+    bottom_up(value, &mut fold_nullable_union);
 }
 
 fn fold_nullable_union(map: &mut Map<String, Value>) {
