@@ -296,6 +296,32 @@ impl Shared {
         self.ready.as_ref().is_none_or(|ready| *ready.borrow())
     }
 
+    /// Waits for the toolset's first load, then drops the changes it queued in
+    /// `changes`: `tools/list` waits for that load, so they need no notice.
+    /// Each is sent before its plugin counts as loaded, so once the load is
+    /// done they are all queued. (Checking readiness per change raced with the
+    /// last plugin's, and a `list_changed` landing right after the first
+    /// `tools/list` broke clients that close at once, e.g.
+    /// langchain-mcp-adapters on mcp 1.x.) False if `stop` came first.
+    async fn past_first_load(
+        &self,
+        changes: &mut broadcast::Receiver<ToolsetChange>,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> bool {
+        if self.is_ready() {
+            return true;
+        }
+        tokio::select! {
+            () = stop => return false,
+            () = self.wait_ready() => {}
+        }
+        while !matches!(
+            changes.try_recv(),
+            Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
+        ) {}
+        true
+    }
+
     /// Waits for the toolset's first load (see [`McpServer::with_ready`]).
     async fn wait_ready(&self) {
         if let Some(ready) = &self.ready {

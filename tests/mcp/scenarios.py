@@ -613,6 +613,19 @@ async def test_a_hanging_plugin_delays_neither_readiness_nor_other_tools(
         assert ok(result)["message"] == "ready"
 
 
+async def test_the_first_load_sends_no_list_changed(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """A client that connects while the plugins load gets them all from its first
+    `tools/list` (which waits for the load) and no `tools/list_changed` for them: a
+    late one broke clients that close right after listing (langchain-mcp-adapters on
+    mcp 1.x raised BrokenResourceError)."""
+    plugins = make_plugins("echo", "json", "text", "calc", "codec")
+    async with launch(plugins) as server, server.connect() as client:
+        assert TOOLS["echo"] | TOOLS["json"] <= set(await client.tools())
+        # A notice the first load caused would be sent before this answer.
+        assert ok(await client.call("echo", {"message": "x"}))["message"] == "x"
+        assert client.list_changed == 0, client.notifications
+
+
 async def test_huge_error_messages_are_cut(launch: Launch, make_plugins: PluginsFactory) -> None:
     async with launch(make_plugins("greedy")) as server, server.connect() as client:
         text = error(await client.call("loud_error", {"bytes": 10_000_000}))

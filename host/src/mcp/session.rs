@@ -191,6 +191,12 @@ impl Session {
         let session = self.state.id.clone();
         let shared = Arc::clone(&self.shared);
         tokio::spawn(async move {
+            if !shared
+                .past_first_load(&mut changes, ended.cancelled())
+                .await
+            {
+                return;
+            }
             loop {
                 let notify = tokio::select! {
                     () = ended.cancelled() => return,
@@ -200,9 +206,7 @@ impl Session {
                         Err(broadcast::error::RecvError::Closed) => return,
                     },
                 };
-                // Plugins joining during the first load: `tools/list` waits
-                // for all of them anyway.
-                if !notify || !shared.is_ready() {
+                if !notify {
                     continue;
                 }
                 if peer.is_transport_closed() {
@@ -571,6 +575,15 @@ impl ServerHandler for Session {
         let mut changes = changes.resubscribe();
         let listening = subscription.request_context().id.clone();
         tracing::info!(session = %self.state.id, request = %listening, "client listens for tool-list changes");
+        let stop = async {
+            tokio::select! {
+                () = subscription.cancelled() => {}
+                () = self.state.disconnected.cancelled() => {}
+            }
+        };
+        if !self.shared.past_first_load(&mut changes, stop).await {
+            return Ok(());
+        }
         loop {
             let notify = tokio::select! {
                 () = subscription.cancelled() => return Ok(()),
@@ -581,7 +594,7 @@ impl ServerHandler for Session {
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 },
             };
-            if !notify || !self.shared.is_ready() {
+            if !notify {
                 continue;
             }
             if let Err(err) = subscription.sink().notify_tool_list_changed().await {
