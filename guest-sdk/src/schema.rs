@@ -110,8 +110,8 @@ impl ArgsSchema {
     /// that are not required: the schema says they may be `null`, and `null`
     /// means absent, so `#[serde(default)]` applies. Returns whether any was
     /// removed.
-    pub(crate) fn drop_null_optionals(&self, arguments: &mut Value) -> bool {
-        let root = Value::Object(self.schema.clone());
+    pub(crate) fn drop_null_optionals(self, arguments: &mut Value) -> bool {
+        let root = Value::Object(self.schema);
         drop_nulls(&root, &root, arguments, 0)
     }
 }

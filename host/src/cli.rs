@@ -576,23 +576,34 @@ async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
         .iter()
         .filter(|i| i.starts_with("wasi:"))
         .collect();
+    // Each tool's declaration and what each schema dialect makes of it.
     let tools = plugin.as_ref().map(|p| {
         p.tools()
             .map(|spec| {
-                let mut tool = declaration(spec);
-                let verdicts = toolhost::schema::dialect::check(&spec.input_schema);
-                tool["dialects"] = dialects::to_json(&verdicts);
-                tool
+                (
+                    declaration(spec),
+                    toolhost::schema::dialect::check(&spec.input_schema),
+                )
             })
             .collect::<Vec<_>>()
     });
     if as_json {
+        let tools = tools.as_ref().ok().map(|tools| {
+            tools
+                .iter()
+                .map(|(tool, verdicts)| {
+                    let mut tool = tool.clone();
+                    tool["dialects"] = dialects::to_json(verdicts);
+                    tool
+                })
+                .collect::<Vec<_>>()
+        });
         return print_json(&json!({
             "file": file,
             "toolhost_version": info.toolhost_version(),
             "imports": info.imports,
             "exports": info.exports,
-            "tools": tools.as_ref().ok(),
+            "tools": tools,
             "error": plugin.as_ref().err().map(ToString::to_string),
         }));
     }
@@ -636,7 +647,7 @@ async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
     match &tools {
         Ok(tools) => {
             writeln!(out, "tools:")?;
-            for tool in tools {
+            for (tool, verdicts) in tools {
                 let name = tool["name"].as_str().unwrap_or("");
                 writeln!(
                     out,
@@ -649,13 +660,12 @@ async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
                         .unwrap_or("")
                 )?;
                 // Which model providers take its schema as it is.
-                let verdicts = toolhost::schema::dialect::check(&tool["parameters"]);
                 let words: Vec<String> = verdicts
                     .iter()
                     .map(|v| format!("{} {}", v.dialect, dialects::word(v)))
                     .collect();
                 writeln!(out, "    dialects: {}", words.join(", "))?;
-                dialects::problems(&mut out, "    ", name, &verdicts)?;
+                dialects::problems(&mut out, "    ", name, verdicts)?;
             }
         }
         Err(err) => writeln!(out, "error:    {err}")?,

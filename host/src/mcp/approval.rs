@@ -197,7 +197,7 @@ impl Approvals {
             .map_err(|e| {
                 // Logged in full; the client reads a decision, not a crash.
                 tracing::error!(tool = %ask.tool, error = %e, "cannot seal an approval state");
-                unavailable(ask, "the server could not ask for approval")
+                unavailable(ask)
             })?;
         let form = ElicitRequestParams::FormElicitationParams {
             meta: None,
@@ -322,17 +322,18 @@ pub(super) fn approval_form(ask: &ConfirmationRequest) -> Result<ElicitationSche
         .build()
         .map_err(|e| {
             tracing::error!(tool = %ask.tool, error = %e, "cannot build an approval form");
-            unavailable(ask, "the server could not ask for approval")
+            unavailable(ask)
         })
 }
 
 /// The call was not run because nobody could be asked (a fault of the
 /// server's, logged by the caller): a decision for the client to read.
-fn unavailable(ask: &ConfirmationRequest, why: &str) -> CallError {
+fn unavailable(ask: &ConfirmationRequest) -> CallError {
     CallError::ConfirmationUnavailable {
         tool: ask.tool.clone(),
         hint: ask.hint.clone(),
-        reason: format!("{why}, so it was not run; try again later"),
+        reason: "the server could not ask for approval, so it was not run; try again later"
+            .to_owned(),
     }
 }
 
