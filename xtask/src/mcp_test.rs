@@ -2,6 +2,8 @@
 //! (`tests/mcp`): the official Python MCP SDK drives `toolhost serve` over
 //! stdio and HTTP. Extra arguments go to pytest.
 
+use std::ffi::OsStr;
+use std::path::Path;
 use std::process::Command;
 
 use anyhow::Result;
@@ -19,15 +21,26 @@ pub(crate) fn test(pytest_args: Vec<String>) -> Result<()> {
 /// `tests/cluster`) in the MCP tests' venv, with `TOOLHOST_BIN` and
 /// `TOOLHOST_GUESTS` pointing at what was built.
 pub(crate) fn pytest(dir: &str, pytest_args: Vec<String>) -> Result<()> {
-    ensure_wasm_target()?;
     let python = venv("mcp-venv", &root().join("tests/mcp/requirements.txt"))?;
+    pytest_with(&python, dir, pytest_args, &[])
+}
+
+/// Runs pytest on `dir` with `python` (a venv's), after building `toolhost`
+/// and the Rust guests, with `TOOLHOST_BIN`, `TOOLHOST_GUESTS` and `env`.
+pub(crate) fn pytest_with(
+    python: &Path,
+    dir: &str,
+    pytest_args: Vec<String>,
+    env: &[(&str, &OsStr)],
+) -> Result<()> {
+    ensure_wasm_target()?;
     // The binary and the guests (`toolhost-test-plugins`' build script builds
     // them into `<target>/wasm-guests`), with the features unified as in
     // `cargo test --workspace`: right after it this rebuilds nothing, where a
     // `cargo build -p toolhost` would rebuild wasmtime with other features.
     run(cargo().args(["test", "--workspace", "--no-run"]))?;
     let target = target_dir();
-    run(Command::new(&python)
+    run(Command::new(python)
         .current_dir(root())
         .args(["-m", "pytest", "-q", dir])
         .args(pytest_args)
@@ -36,5 +49,6 @@ pub(crate) fn pytest(dir: &str, pytest_args: Vec<String>) -> Result<()> {
             "TOOLHOST_GUESTS",
             target.join("wasm-guests/wasm32-wasip2/guest"),
         )
+        .envs(env.iter().copied())
         .env("PYTHONDONTWRITEBYTECODE", "1"))
 }
