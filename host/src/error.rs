@@ -152,7 +152,7 @@ pub enum Busy {
     Instances,
 }
 
-/// The invocation-state or approval store failed (see [`crate::state`]).
+/// The invocation-state, approval or task store failed (see [`crate::state`]).
 ///
 /// A guest whose `state-get`, `state-set` or `state-delete` fails this way is
 /// stopped: the call ends with [`CallError::Failed`] for a full invocation,
@@ -192,6 +192,25 @@ pub enum StateError {
     Timeout {
         /// The timeout.
         limit: Duration,
+    },
+    /// A task with this id exists already (ids must be fresh random values).
+    #[error("task `{id}` exists already")]
+    TaskExists {
+        /// The task's id.
+        id: String,
+    },
+    /// The in-process store holds as many tasks as it may, none of them
+    /// finished.
+    #[error("the host runs as many tasks as it may ({limit}); try again when one ends")]
+    Tasks {
+        /// The most tasks held.
+        limit: usize,
+    },
+    /// A task's payload or input responses are over the store's limit.
+    #[error("a task's payload or input responses are limited to {limit} bytes")]
+    TaskPayload {
+        /// The limit in bytes.
+        limit: usize,
     },
     /// The store's settings are invalid (the URL does not parse, a zero TTL).
     /// The message never includes a password.

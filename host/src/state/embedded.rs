@@ -1,6 +1,9 @@
 //! The in-process store: invocation state in a map of per-invocation entries
 //! (each behind its own lock, with a running size and an engine-wide total),
-//! expired lazily; used nonces as a bounded set of keyed hashes.
+//! expired lazily; used nonces as a bounded set of keyed hashes; tasks in
+//! [`tasks`].
+
+mod tasks;
 
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -55,6 +58,7 @@ pub(crate) struct Embedded {
     total: AtomicUsize,
     ttl: Duration,
     nonces: Mutex<Nonces>,
+    pub(crate) tasks: tasks::Tasks,
 }
 
 impl Embedded {
@@ -67,6 +71,7 @@ impl Embedded {
             total: AtomicUsize::new(0),
             ttl,
             nonces: Mutex::new(Nonces::new(nonces)),
+            tasks: tasks::Tasks::new(super::tasks::MAX_EMBEDDED_TASKS),
         }
     }
 

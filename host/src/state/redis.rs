@@ -2,7 +2,10 @@
 //! as fields `k:KEY` beside a byte counter `#bytes`, so one key carries the
 //! whole invocation and its TTL), written by Lua scripts that check the
 //! budget and write in one step; used nonces as `PREFIXused:SHA256` keys set
-//! with `NX` and a TTL. Every operation is bounded by the timeout.
+//! with `NX` and a TTL; tasks in [`tasks`]. Every operation is bounded by
+//! the timeout.
+
+mod tasks;
 
 use std::collections::HashMap;
 use std::time::Duration;
