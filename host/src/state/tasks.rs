@@ -75,7 +75,6 @@ impl TaskStatus {
     }
 
     /// The status a wire name names.
-    #[allow(dead_code, reason = "the Redis backend reads statuses (next commit)")]
     pub(crate) fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|status| status.as_str() == name)
     }

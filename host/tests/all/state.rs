@@ -2,7 +2,9 @@
 //! Redis see each other's invocation state, keep one byte budget, expire it,
 //! refuse each other's used approvals, and ride out Redis stopping and
 //! coming back. `cargo xtask test` installs `redis-server`; without it these
-//! tests fail, they do not skip.
+//! tests fail, they do not skip. Tasks in the store: [`tasks`].
+
+mod tasks;
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
