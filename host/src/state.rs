@@ -1,9 +1,9 @@
 //! State that outlives one call: invocation scratch state (the guest's
-//! `state-get`/`state-set`/`state-delete`, ADK's `temp:` state) and used
+//! `state-get`/`state-set`/`state-delete`, ADK's `temp:` state), used
 //! approval nonces (the [`Confirm`](crate::toolset::Confirm) layer's single-use
-//! approvals).
+//! approvals) and long-running calls as tasks ([`tasks`]).
 //!
-//! One [`StateStore`] holds both, in process (the default, [`StateStore::embedded`])
+//! One [`StateStore`] holds them, in process (the default, [`StateStore::embedded`])
 //! or in Redis (`[state] url` in `toolhost.toml`, [`StateOptions::url`]), where
 //! several replicas share them: the calls of one invocation see the same state
 //! on whichever replica they run, and an approval used on one is refused on the
@@ -103,8 +103,9 @@ impl StateOptions {
     }
 
     /// What every Redis key starts with (default `toolhost:`): invocation
-    /// state is at `PREFIXinv:ID`, used approvals at `PREFIXused:HASH`. Give
-    /// each deployment sharing one Redis database its own.
+    /// state is at `PREFIXinv:ID`, used approvals at `PREFIXused:HASH`,
+    /// tasks at `PREFIXtask:ID`. Give each deployment sharing one Redis
+    /// database its own.
     pub fn prefix(&mut self, prefix: impl Into<String>) -> &mut Self {
         self.prefix = prefix.into();
         self
@@ -141,7 +142,7 @@ pub(crate) fn redact(url: &str) -> String {
     }
 }
 
-/// Invocation state and used approvals, in process or in Redis.
+/// Invocation state, used approvals and tasks, in process or in Redis.
 ///
 /// Cheap to clone: clones share the same state (and connection).
 #[derive(Clone)]
