@@ -265,4 +265,32 @@ mod tests {
             assert_eq!(listed, status.is_terminal(), "{status}");
         }
     }
+
+    #[test]
+    fn a_record_this_host_cannot_read_is_an_error_not_a_panic() {
+        let mut fields: HashMap<String, String> = [
+            ("status", "working"),
+            ("created_at", "1"),
+            ("last_updated_at", "2"),
+            ("ttl_ms", "3"),
+            ("poll_ms", "4"),
+            ("owner", "a"),
+            ("principal", "p"),
+            ("tool", "t"),
+            ("heartbeat", "5"),
+            ("input_responses", "{}"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let read = record("id", &fields).expect("a whole record reads");
+        assert_eq!((read.ttl_ms, read.heartbeat_ms, read.payload), (3, 5, None));
+        fields.insert("status".into(), "paused".into());
+        let err = record("id", &fields).expect_err("an unknown status");
+        assert!(err.to_string().contains("`status`"), "{err}");
+        fields.insert("status".into(), "failed".into());
+        fields.insert("poll_ms".into(), "soon".into());
+        let err = record("id", &fields).expect_err("a bad number");
+        assert!(matches!(err, StateError::Unavailable { .. }), "{err:?}");
+    }
 }
