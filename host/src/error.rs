@@ -206,6 +206,14 @@ pub enum StateError {
         /// The most tasks held.
         limit: usize,
     },
+    /// The in-process store's tasks hold as many bytes as they may
+    /// ([`MAX_EMBEDDED_TASK_BYTES`](crate::state::tasks::MAX_EMBEDDED_TASK_BYTES)),
+    /// none of them finished.
+    #[error("the host's tasks hold as many bytes as they may ({limit}); try again when one ends")]
+    TaskBytes {
+        /// The budget in bytes.
+        limit: usize,
+    },
     /// A task's payload or input responses are over the store's limit.
     #[error("a task's payload or input responses are limited to {limit} bytes")]
     TaskPayload {

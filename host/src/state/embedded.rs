@@ -71,7 +71,10 @@ impl Embedded {
             total: AtomicUsize::new(0),
             ttl,
             nonces: Mutex::new(Nonces::new(nonces)),
-            tasks: tasks::Tasks::new(super::tasks::MAX_EMBEDDED_TASKS),
+            tasks: tasks::Tasks::new(
+                super::tasks::MAX_EMBEDDED_TASKS,
+                super::tasks::MAX_EMBEDDED_TASK_BYTES,
+            ),
         }
     }
 

@@ -14,7 +14,7 @@
 //! A record expires [`TaskRecord::ttl_ms`] after its last write. In Redis
 //! it is the hash `PREFIXtask:ID`, written only by Lua scripts (each one
 //! atomic step); in process it is one entry of a map holding at most
-//! [`MAX_EMBEDDED_TASKS`].
+//! [`MAX_EMBEDDED_TASKS`] records and [`MAX_EMBEDDED_TASK_BYTES`] bytes.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -28,6 +28,13 @@ pub const MAX_TASK_PAYLOAD_BYTES: usize = 16 << 20;
 /// ones, make room first); past it [`TaskStore::create`] fails with
 /// [`StateError::Tasks`].
 pub const MAX_EMBEDDED_TASKS: usize = 10_000;
+
+/// The most bytes the in-process store's tasks may hold together: their
+/// payloads (results, errors, input requests), pending input responses and
+/// a fixed overhead per record. Past it, finished tasks are dropped oldest
+/// first; if that is not enough, the write fails with
+/// [`StateError::TaskBytes`] (Redis has its own `maxmemory`).
+pub const MAX_EMBEDDED_TASK_BYTES: usize = 256 << 20;
 
 /// Where a task is in its lifecycle (SEP-2663). [`Completed`](Self::Completed),
 /// [`Failed`](Self::Failed) and [`Cancelled`](Self::Cancelled) are terminal:
@@ -197,7 +204,8 @@ impl TaskStore {
     /// [`StateError::TaskPayload`] if its payload is over
     /// [`MAX_TASK_PAYLOAD_BYTES`]; in process, [`StateError::Tasks`] if the
     /// store holds [`MAX_EMBEDDED_TASKS`] live tasks none of which is
-    /// terminal; in Redis, [`StateError::Unavailable`] or [`StateError::Timeout`].
+    /// terminal, [`StateError::TaskBytes`] if its tasks hold
+    /// [`MAX_EMBEDDED_TASK_BYTES`]; in Redis, [`StateError::Unavailable`] or [`StateError::Timeout`].
     pub async fn create(&self, record: &TaskRecord) -> Result<(), StateError> {
         check_size(record.payload.as_deref())?;
         match &self.store.repr {
@@ -228,7 +236,9 @@ impl TaskStore {
     ///
     /// # Errors
     /// [`StateError::TaskPayload`] if `payload` is over
-    /// [`MAX_TASK_PAYLOAD_BYTES`] (nothing changes); in Redis,
+    /// [`MAX_TASK_PAYLOAD_BYTES`] (nothing changes); in process,
+    /// [`StateError::TaskBytes`] if the payload does not fit the store's
+    /// [`MAX_EMBEDDED_TASK_BYTES`] even after dropping finished tasks; in Redis,
     /// [`StateError::Unavailable`] or [`StateError::Timeout`]: then the
     /// transition may or may not have happened.
     pub async fn transition(
@@ -246,7 +256,7 @@ impl TaskStore {
             now_ms: now_ms(),
         };
         match &self.store.repr {
-            Repr::Embedded(embedded) => Ok(embedded.tasks.transition(id, &change)),
+            Repr::Embedded(embedded) => embedded.tasks.transition(id, &change),
             Repr::Redis(redis) => redis.transition_task(id, &change).await,
         }
     }
@@ -258,12 +268,13 @@ impl TaskStore {
     ///
     /// # Errors
     /// [`StateError::TaskPayload`] if `responses` is over
-    /// [`MAX_TASK_PAYLOAD_BYTES`]; in Redis, [`StateError::Unavailable`] or
-    /// [`StateError::Timeout`].
+    /// [`MAX_TASK_PAYLOAD_BYTES`]; in process, [`StateError::TaskBytes`] as
+    /// for [`transition`](Self::transition); in Redis,
+    /// [`StateError::Unavailable`] or [`StateError::Timeout`].
     pub async fn respond(&self, id: &str, responses: &str) -> Result<bool, StateError> {
         check_size(Some(responses))?;
         match &self.store.repr {
-            Repr::Embedded(embedded) => Ok(embedded.tasks.respond(id, responses)),
+            Repr::Embedded(embedded) => embedded.tasks.respond(id, responses),
             Repr::Redis(redis) => redis.respond_task(id, responses).await,
         }
     }

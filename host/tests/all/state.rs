@@ -126,12 +126,18 @@ struct Replica {
 }
 
 async fn replica(redis: &Redis, prefix: &str, ttl: Duration) -> Replica {
+    // Generous: on a loaded 2-core CI machine a Redis round trip can stall
+    // for hundreds of ms; only the slow-Redis test wants a short timeout.
+    replica_with(redis, prefix, ttl, Duration::from_secs(5)).await
+}
+
+async fn replica_with(redis: &Redis, prefix: &str, ttl: Duration, timeout: Duration) -> Replica {
     let mut state = StateOptions::default();
     state
         .url(Some(redis.url()))
         .prefix(prefix)
         .ttl(ttl)
-        .timeout(Duration::from_millis(500));
+        .timeout(timeout);
     let mut config = EngineConfig::default();
     config
         .cache_dir(None)
@@ -353,7 +359,7 @@ fn refused_as_used(result: Result<ToolOutput, CallError>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_down_stops_only_calls_that_need_it_and_its_return_heals() {
     let mut redis = Redis::start();
-    let a = Arc::new(replica(&redis, "down:", HOUR).await);
+    let a = Arc::new(replica_with(&redis, "down:", HOUR, Duration::from_millis(500)).await);
     let confirmed = Confirm::new(SinglePlugin::new(a.echo.clone()))
         .require("add")
         .with_store(a.engine.state().clone());
@@ -446,7 +452,7 @@ async fn redis_down_stops_only_calls_that_need_it_and_its_return_heals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_redis_times_out_only_the_calls_that_need_it() {
     let redis = Redis::start();
-    let a = replica(&redis, "slow:", HOUR).await;
+    let a = replica_with(&redis, "slow:", HOUR, Duration::from_millis(500)).await;
     remember(&a, "inv", "k", "v").await;
     let stalled = redis.stall(Duration::from_secs(2));
     tokio::time::sleep(Duration::from_millis(200)).await;
