@@ -664,6 +664,9 @@ async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
                     .iter()
                     .map(|v| format!("{} {}", v.dialect, dialects::word(v)))
                     .collect();
+                if let Some(hints) = report::hints_text(tool) {
+                    writeln!(out, "    hints: {hints}")?;
+                }
                 writeln!(out, "    dialects: {}", words.join(", "))?;
                 dialects::problems(&mut out, "    ", name, verdicts)?;
             }

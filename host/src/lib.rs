@@ -3,9 +3,9 @@
 //! Runs LLM-agent tools as sandboxed WebAssembly components.
 //!
 //! A tool plugin is a WebAssembly component (WASI preview 2) that exports the
-//! `toolhost:plugin@0.1.0` world (see `wit/plugin.wit`): a list of tool
-//! declarations (name, description, JSON Schema of the arguments), `invoke` and
-//! `invoke-stream`. The host:
+//! `toolhost:plugin@0.2.0` world (see `wit/plugin.wit`; `@0.1.0` plugins still
+//! load): a list of tool declarations (name, description, JSON Schema of the
+//! arguments, optional hints), `invoke` and `invoke-stream`. The host:
 //!
 //! - compiles each plugin once (caching compiled code on disk) and pre-links it;
 //! - gives **every call a fresh instance** under fuel, memory, table, deadline
@@ -60,7 +60,7 @@ pub use log::escape_control;
 #[cfg(feature = "mcp")]
 pub use mcp::McpServer;
 pub use plugin::{Plugin, PluginOptions};
-pub use tool::{ToolOutput, ToolSpec};
+pub use tool::{ToolHints, ToolOutput, ToolSpec};
 pub use toolset::{Context, PluginDir, PluginSet, Tool, Toolset, ToolsetExt};
 
 /// The Rust of `docs/library.md`, compiled as a doc test so the page stays

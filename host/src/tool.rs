@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod stream;
@@ -75,9 +75,51 @@ pub struct ToolSpec {
     /// whatever this says.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub confirm: bool,
+    /// The plugin's hints about the tool's behaviour (MCP `annotations`):
+    /// declared through `toolhost:plugin@0.2.0`; none for older plugins.
+    #[serde(skip_serializing_if = "ToolHints::is_empty")]
+    pub hints: ToolHints,
     /// `input_schema`, compiled on first use; shared by clones.
     #[serde(skip)]
     input: CompiledInput,
+}
+
+/// What a plugin says about a tool's behaviour, served over MCP as the tool's
+/// `annotations`. Every field is optional (`None`: the plugin said nothing);
+/// the host enforces none of them.
+///
+/// # Examples
+/// ```
+/// let mut hints = toolhost::ToolHints::default();
+/// assert!(hints.is_empty());
+/// hints.read_only = Some(true);
+/// assert!(!hints.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolHints {
+    /// A short human-readable name (MCP `title`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool changes nothing in its environment (MCP `readOnlyHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite (MCP `destructiveHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// The same arguments again have no further effect (MCP `idempotentHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// The tool reaches systems outside the host (MCP `openWorldHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+}
+
+impl ToolHints {
+    /// No hint is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// A spec's compiled input schema, with the JSON it was compiled from (so a
@@ -124,6 +166,7 @@ impl ToolSpec {
             output_schema: None,
             qualified_name: None,
             confirm: false,
+            hints: ToolHints::default(),
             input: CompiledInput::default(),
         }
     }

@@ -140,7 +140,33 @@ pub(super) fn declaration(spec: &ToolSpec) -> Value {
     if let Some(output) = &spec.output_schema {
         value["response"] = output.clone();
     }
+    if !spec.hints.is_empty() {
+        // Only the hints the plugin gave (`ToolHints` skips the others).
+        value["hints"] = json!(spec.hints);
+    }
     value
+}
+
+/// The hints of a [`declaration`], for a text report: `None` if it has none.
+pub(super) fn hints_text(declaration: &Value) -> Option<String> {
+    let hints = declaration.get("hints")?.as_object()?;
+    let mut words = Vec::new();
+    if let Some(title) = hints.get("title").and_then(Value::as_str) {
+        words.push(format!("title {title:?}"));
+    }
+    for (key, word) in [
+        ("read_only", "read-only"),
+        ("destructive", "destructive"),
+        ("idempotent", "idempotent"),
+        ("open_world", "open-world"),
+    ] {
+        match hints.get(key).and_then(Value::as_bool) {
+            Some(true) => words.push(word.to_owned()),
+            Some(false) => words.push(format!("not {word}")),
+            None => {}
+        }
+    }
+    (!words.is_empty()).then(|| words.join(", "))
 }
 
 pub(super) fn print_json(value: &Value) -> Result<()> {

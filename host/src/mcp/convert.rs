@@ -14,7 +14,9 @@ use rmcp::model::{
 use serde_json::{Value, json};
 
 use crate::error::CallError;
-use crate::tool::{MAX_TOOL_NAME, MediaKind, Part, ToolOutput, ToolSpec, is_valid_tool_name};
+use crate::tool::{
+    MAX_TOOL_NAME, MediaKind, Part, ToolHints, ToolOutput, ToolSpec, is_valid_tool_name,
+};
 
 /// A finished call's output as an MCP result: its JSON result as
 /// `structuredContent` and as text, then its parts.
@@ -224,9 +226,12 @@ pub(super) fn object_schema(schema: &Value) -> JsonObject {
 /// step. Documented in `docs/mcp.md`.
 pub(super) const CONFIRM_META: &str = "dev.toolhost/confirm";
 
-/// A tool as `tools/list` shows it under its MCP name. A tool the
-/// confirmation layer gates carries `_meta` [`CONFIRM_META`]` = true` and
-/// `annotations.destructiveHint = true`; other tools carry neither.
+/// A tool as `tools/list` shows it under its MCP name. The plugin's hints
+/// ([`ToolSpec::hints`]) become `annotations` (and its title the tool's
+/// `title`). A tool the confirmation layer gates carries `_meta`
+/// [`CONFIRM_META`]` = true` and `annotations.destructiveHint`: the plugin's
+/// own value if it gave one, else `true`. A tool with neither hints nor the
+/// mark carries no `annotations` and no `_meta`.
 pub(super) fn mcp_tool(name: String, spec: &ToolSpec) -> McpTool {
     let input = match &spec.input_schema {
         Value::Object(map) => map.clone(),
@@ -241,20 +246,38 @@ pub(super) fn mcp_tool(name: String, spec: &ToolSpec) -> McpTool {
         .output_schema
         .as_ref()
         .map(|schema| Arc::new(object_schema(schema)));
-    if name != spec.name {
+    if let Some(title) = &spec.hints.title {
+        tool.title = Some(title.clone());
+    } else if name != spec.name {
         tool.title = Some(spec.name.clone());
     }
+    tool.annotations = annotations(&spec.hints);
     if spec.confirm {
         let mut meta = MetaObject::new();
         meta.0.insert(CONFIRM_META.to_owned(), Value::Bool(true));
         tool.meta = Some(meta);
-        // An operator who gates a tool treats it as one that may destroy.
-        // Only a default: a destructive hint the plugin gave itself (set
-        // above this, once plugins can declare hints) is kept.
+        // An operator who gates a tool treats it as one that may destroy,
+        // unless the plugin said otherwise itself.
         let annotations = tool.annotations.get_or_insert_with(ToolAnnotations::new);
         annotations.destructive_hint.get_or_insert(true);
     }
     tool
+}
+
+/// The MCP annotations of a tool's hints; `None` when it has none.
+fn annotations(hints: &ToolHints) -> Option<ToolAnnotations> {
+    if hints.is_empty() {
+        return None;
+    }
+    // `ToolAnnotations` is non-exhaustive: built empty, then filled in.
+    let mut annotations = ToolAnnotations::new();
+    // Also here for clients of protocol versions before `Tool.title`.
+    annotations.title.clone_from(&hints.title);
+    annotations.read_only_hint = hints.read_only;
+    annotations.destructive_hint = hints.destructive;
+    annotations.idempotent_hint = hints.idempotent;
+    annotations.open_world_hint = hints.open_world;
+    Some(annotations)
 }
 
 #[cfg(test)]
@@ -307,6 +330,27 @@ mod tests {
         object.remove("_meta");
         object.remove("annotations");
         assert_eq!(without_mark, plain);
+    }
+
+    #[test]
+    fn hints_become_annotations_and_the_plugins_destructive_hint_wins() {
+        let mut spec = ToolSpec::new("read", "Reads.", json!({"type": "object"}));
+        spec.hints.title = Some("Read a file".into());
+        spec.hints.read_only = Some(true);
+        spec.hints.destructive = Some(false);
+        spec.hints.open_world = Some(false);
+        let listed = serde_json::to_value(mcp_tool("fs_read".into(), &spec)).unwrap();
+        assert_eq!(listed["title"], "Read a file");
+        assert_eq!(
+            listed["annotations"],
+            json!({"title": "Read a file", "readOnlyHint": true,
+                "destructiveHint": false, "openWorldHint": false})
+        );
+        assert!(listed.get("_meta").is_none());
+        spec.confirm = true;
+        let marked = serde_json::to_value(mcp_tool("fs_read".into(), &spec)).unwrap();
+        assert_eq!(marked["_meta"], json!({"dev.toolhost/confirm": true}));
+        assert_eq!(marked["annotations"]["destructiveHint"], false);
     }
 
     #[test]

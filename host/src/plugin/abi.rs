@@ -9,9 +9,221 @@
 //! types. A new version is a new module and one arm per enum; plugins built
 //! against older versions keep loading.
 
+/// The body of a version module (`abi/v0_1.rs`, ...): its bindings, linking,
+/// export lookup and every conversion but `declaration`, which the module
+/// writes itself (where versions differ). Versions' generated types are
+/// distinct Rust types even where their WIT is the same, hence a macro over
+/// the module body, not a generic function.
+///
+/// `$wit` is the WIT directory (relative to `host/`), `$tools` the tools
+/// interface its plugins export.
+macro_rules! contract_version {
+    ($wit:tt, $tools:tt) => {
+        use wasmtime::Store;
+        use wasmtime::component::{
+            Component, ComponentExportIndex, HasSelf, Instance, InstancePre, Linker, ResourceAny,
+            TypedFunc,
+        };
+
+        use super::{Call, Declaration, RawOutput, RawPart, ToolError};
+        use crate::plugin::state::PluginState;
+        use crate::tool::{MediaKind, ToolHints};
+        use bindings::exports::toolhost::plugin::tools as wit;
+        use bindings::toolhost::plugin::{host, types};
+
+        mod bindings {
+            wasmtime::component::bindgen!({
+                path: $wit,
+                world: "toolhost:plugin/plugin",
+                // The state imports await the state store (Redis, maybe); a store
+                // that fails traps the guest with a typed error.
+                imports: {
+                    "toolhost:plugin/host.state-get": async | trappable,
+                    "toolhost:plugin/host.state-set": async | trappable,
+                    "toolhost:plugin/host.state-delete": async | trappable,
+                    default: trappable,
+                },
+                exports: { default: async },
+            });
+        }
+
+        /// The interface every plugin of this version exports.
+        pub(crate) const TOOLS_INTERFACE: &str = $tools;
+
+        /// Adds this version's host imports to the linker.
+        pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+            bindings::Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
+        }
+
+        /// Where a component's exports are.
+        #[derive(Clone)]
+        pub(crate) struct ExportIndices {
+            all: bindings::PluginIndices,
+            /// `invoke`, the one export a plain call needs: looked up and type-checked
+            /// alone per call, not with every other export.
+            invoke: ComponentExportIndex,
+        }
+
+        /// The typed `invoke` export of an instance.
+        pub(crate) type Invoke = TypedFunc<(wit::Call,), (Result<wit::Output, wit::ToolError>,)>;
+
+        /// Every typed export of an instance.
+        pub(crate) type Exports = bindings::Plugin;
+
+        impl ExportIndices {
+            pub(crate) fn new(
+                pre: &InstancePre<PluginState>,
+                component: &Component,
+            ) -> wasmtime::Result<Self> {
+                let all = bindings::PluginIndices::new(pre)?;
+                let invoke = component
+                    .get_export_index(None, TOOLS_INTERFACE)
+                    .and_then(|tools| component.get_export_index(Some(&tools), "invoke"))
+                    .ok_or_else(|| wasmtime::format_err!("no `invoke` export"))?;
+                Ok(Self { all, invoke })
+            }
+
+            pub(crate) fn invoke(
+                &self,
+                store: &mut Store<PluginState>,
+                instance: &Instance,
+            ) -> wasmtime::Result<Invoke> {
+                instance.get_typed_func(store, self.invoke)
+            }
+
+            pub(crate) fn exports(
+                &self,
+                store: &mut Store<PluginState>,
+                instance: &Instance,
+            ) -> wasmtime::Result<Exports> {
+                self.all.load(store, instance)
+            }
+        }
+
+        pub(crate) async fn invoke(
+            invoke: &Invoke,
+            store: &mut Store<PluginState>,
+            call: Call,
+        ) -> wasmtime::Result<Result<RawOutput, ToolError>> {
+            let (result,) = invoke.call_async(store, (wit_call(call),)).await?;
+            Ok(result.map(output).map_err(tool_error))
+        }
+
+        pub(crate) async fn declarations(
+            exports: &Exports,
+            store: &mut Store<PluginState>,
+        ) -> wasmtime::Result<Vec<Declaration>> {
+            let declared = exports
+                .toolhost_plugin_tools()
+                .call_declarations(store)
+                .await?;
+            Ok(declared.into_iter().map(declaration).collect())
+        }
+
+        pub(crate) async fn invoke_stream(
+            exports: &Exports,
+            store: &mut Store<PluginState>,
+            call: Call,
+        ) -> wasmtime::Result<Result<ResourceAny, ToolError>> {
+            let result = exports
+                .toolhost_plugin_tools()
+                .call_invoke_stream(store, &wit_call(call))
+                .await?;
+            Ok(result.map_err(tool_error))
+        }
+
+        pub(crate) async fn next(
+            exports: &Exports,
+            store: &mut Store<PluginState>,
+            chunks: ResourceAny,
+        ) -> wasmtime::Result<Result<Option<RawPart>, ToolError>> {
+            let result = exports
+                .toolhost_plugin_tools()
+                .chunks()
+                .call_next(store, chunks)
+                .await?;
+            Ok(result.map(|chunk| chunk.map(part)).map_err(tool_error))
+        }
+
+        fn wit_call(call: Call) -> wit::Call {
+            wit::Call {
+                call_id: call.call_id,
+                invocation_id: call.invocation_id,
+                tool: call.tool,
+                arguments: call.arguments,
+            }
+        }
+
+        fn output(output: wit::Output) -> RawOutput {
+            RawOutput {
+                json: output.json,
+                parts: output.parts.into_iter().map(part).collect(),
+            }
+        }
+
+        fn part(part: wit::Part) -> RawPart {
+            match part {
+                wit::Part::Text(text) => RawPart::Text(text),
+                wit::Part::Json(text) => RawPart::Json(text),
+                wit::Part::Blob(blob) => RawPart::Blob {
+                    kind: match blob.kind {
+                        types::MediaKind::Image => MediaKind::Image,
+                        types::MediaKind::Audio => MediaKind::Audio,
+                        types::MediaKind::Video => MediaKind::Video,
+                        types::MediaKind::File => MediaKind::File,
+                    },
+                    mime_type: blob.mime_type,
+                    name: blob.name,
+                    data: blob.data,
+                },
+            }
+        }
+
+        fn tool_error(error: wit::ToolError) -> ToolError {
+            match error {
+                wit::ToolError::InvalidArguments(message) => ToolError::InvalidArguments(message),
+                wit::ToolError::Failed(message) => ToolError::Failed(message),
+                wit::ToolError::UnknownTool(message) => ToolError::UnknownTool(message),
+            }
+        }
+
+        impl types::Host for PluginState {}
+
+        impl host::Host for PluginState {
+            fn log(&mut self, level: host::Level, message: String) -> wasmtime::Result<()> {
+                let level = match level {
+                    host::Level::Trace => tracing::Level::TRACE,
+                    host::Level::Debug => tracing::Level::DEBUG,
+                    host::Level::Info => tracing::Level::INFO,
+                    host::Level::Warn => tracing::Level::WARN,
+                    host::Level::Error => tracing::Level::ERROR,
+                };
+                self.host_log(level, &message);
+                Ok(())
+            }
+
+            fn panicked(&mut self, message: String) -> wasmtime::Result<()> {
+                self.host_panicked(message);
+                Ok(())
+            }
+
+            async fn state_get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+                self.host_state_get(&key).await
+            }
+
+            async fn state_set(&mut self, key: String, value: String) -> wasmtime::Result<()> {
+                self.host_state_set(&key, &value).await
+            }
+
+            async fn state_delete(&mut self, key: String) -> wasmtime::Result<()> {
+                self.host_state_delete(&key).await
+            }
+        }
+    };
+}
+
 pub(crate) mod v0_1;
-#[cfg(feature = "abi-preview")]
-pub(crate) mod v0_2_preview;
+pub(crate) mod v0_2;
 
 use std::path::Path;
 
@@ -21,7 +233,7 @@ use wasmtime::component::{Component, Instance, InstancePre, Linker, ResourceAny}
 use super::ComponentInfo;
 use super::state::PluginState;
 use crate::error::LoadError;
-use crate::tool::MediaKind;
+use crate::tool::{MediaKind, ToolHints};
 
 /// The prefix shared by every version of the tools interface.
 pub(crate) const TOOLS_INTERFACE_PREFIX: &str = "toolhost:plugin/tools@";
@@ -29,28 +241,22 @@ pub(crate) const TOOLS_INTERFACE_PREFIX: &str = "toolhost:plugin/tools@";
 /// A version of the contract this host supports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Version {
-    /// `toolhost:plugin@0.1.0`, the published contract (`wit/plugin.wit`).
+    /// `toolhost:plugin@0.1.0` (`wit/v0.1.0/plugin.wit`, frozen).
     V0_1,
-    /// The test-only preview of `toolhost:plugin@0.2.0` (`tests/wit/preview-0.2.0`):
-    /// not a published contract.
-    #[cfg(feature = "abi-preview")]
-    V0_2Preview,
+    /// `toolhost:plugin@0.2.0`, the current contract (`wit/plugin.wit`):
+    /// adds tool hints.
+    V0_2,
 }
 
 /// Every supported version, oldest first.
-#[cfg(not(feature = "abi-preview"))]
-pub(crate) const VERSIONS: &[Version] = &[Version::V0_1];
-/// Every supported version, oldest first.
-#[cfg(feature = "abi-preview")]
-pub(crate) const VERSIONS: &[Version] = &[Version::V0_1, Version::V0_2Preview];
+pub(crate) const VERSIONS: &[Version] = &[Version::V0_1, Version::V0_2];
 
 impl Version {
     /// The tools interface a plugin of this version exports.
     pub(crate) fn tools_interface(self) -> &'static str {
         match self {
             Self::V0_1 => v0_1::TOOLS_INTERFACE,
-            #[cfg(feature = "abi-preview")]
-            Self::V0_2Preview => v0_2_preview::TOOLS_INTERFACE,
+                    Self::V0_2 => v0_2::TOOLS_INTERFACE,
         }
     }
 }
@@ -66,8 +272,7 @@ pub(crate) fn supported() -> Vec<String> {
 /// Adds the host imports of every supported version to the linker.
 pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
     v0_1::add_to_linker(linker)?;
-    #[cfg(feature = "abi-preview")]
-    v0_2_preview::add_to_linker(linker)?;
+    v0_2::add_to_linker(linker)?;
     Ok(())
 }
 
@@ -99,8 +304,8 @@ pub(crate) fn check_world(path: &Path, info: &ComponentInfo) -> Result<Version, 
     }
     Err(LoadError::WrongWorld {
         path: path.to_owned(),
-        // The published contract: what a plugin author should build against.
-        expected: Version::V0_1.tools_interface().to_owned(),
+        // The current contract: what a plugin author should build against.
+        expected: Version::V0_2.tools_interface().to_owned(),
         found: if info.exports.is_empty() {
             "nothing".to_owned()
         } else {
@@ -118,6 +323,7 @@ pub(crate) struct Declaration {
     pub(crate) streaming: bool,
     pub(crate) input_schema: String,
     pub(crate) output_schema: Option<String>,
+    pub(crate) hints: ToolHints,
 }
 
 /// One call of one tool, as the guest receives it.
@@ -179,8 +385,7 @@ pub(crate) enum ToolError {
 #[derive(Clone)]
 pub(crate) enum ExportIndices {
     V0_1(v0_1::ExportIndices),
-    #[cfg(feature = "abi-preview")]
-    V0_2Preview(v0_2_preview::ExportIndices),
+    V0_2(v0_2::ExportIndices),
 }
 
 impl ExportIndices {
@@ -192,10 +397,7 @@ impl ExportIndices {
     ) -> wasmtime::Result<Self> {
         Ok(match version {
             Version::V0_1 => Self::V0_1(v0_1::ExportIndices::new(pre, component)?),
-            #[cfg(feature = "abi-preview")]
-            Version::V0_2Preview => {
-                Self::V0_2Preview(v0_2_preview::ExportIndices::new(pre, component)?)
-            }
+                    Version::V0_2 => Self::V0_2(v0_2::ExportIndices::new(pre, component)?),
         })
     }
 
@@ -207,8 +409,7 @@ impl ExportIndices {
     ) -> wasmtime::Result<Invoke> {
         Ok(match self {
             Self::V0_1(indices) => Invoke::V0_1(indices.invoke(store, instance)?),
-            #[cfg(feature = "abi-preview")]
-            Self::V0_2Preview(indices) => Invoke::V0_2Preview(indices.invoke(store, instance)?),
+                    Self::V0_2(indices) => Invoke::V0_2(indices.invoke(store, instance)?),
         })
     }
 
@@ -220,8 +421,7 @@ impl ExportIndices {
     ) -> wasmtime::Result<Exports> {
         Ok(match self {
             Self::V0_1(indices) => Exports::V0_1(indices.exports(store, instance)?),
-            #[cfg(feature = "abi-preview")]
-            Self::V0_2Preview(indices) => Exports::V0_2Preview(indices.exports(store, instance)?),
+                    Self::V0_2(indices) => Exports::V0_2(indices.exports(store, instance)?),
         })
     }
 }
@@ -229,8 +429,7 @@ impl ExportIndices {
 /// The typed `invoke` export of one instance.
 pub(crate) enum Invoke {
     V0_1(v0_1::Invoke),
-    #[cfg(feature = "abi-preview")]
-    V0_2Preview(v0_2_preview::Invoke),
+    V0_2(v0_2::Invoke),
 }
 
 impl Invoke {
@@ -242,8 +441,7 @@ impl Invoke {
     ) -> wasmtime::Result<Result<RawOutput, ToolError>> {
         match self {
             Self::V0_1(invoke) => v0_1::invoke(invoke, store, call).await,
-            #[cfg(feature = "abi-preview")]
-            Self::V0_2Preview(invoke) => v0_2_preview::invoke(invoke, store, call).await,
+                    Self::V0_2(invoke) => v0_2::invoke(invoke, store, call).await,
         }
     }
 }
@@ -251,8 +449,7 @@ impl Invoke {
 /// Every typed export of one instance.
 pub(crate) enum Exports {
     V0_1(v0_1::Exports),
-    #[cfg(feature = "abi-preview")]
-    V0_2Preview(v0_2_preview::Exports),
+    V0_2(v0_2::Exports),
 }
 
 impl Exports {
@@ -263,8 +460,7 @@ impl Exports {
     ) -> wasmtime::Result<Vec<Declaration>> {
         match self {
             Self::V0_1(exports) => v0_1::declarations(exports, store).await,
-            #[cfg(feature = "abi-preview")]
-            Self::V0_2Preview(exports) => v0_2_preview::declarations(exports, store).await,
+                    Self::V0_2(exports) => v0_2::declarations(exports, store).await,
         }
     }
 
@@ -276,8 +472,7 @@ impl Exports {
     ) -> wasmtime::Result<Result<ResourceAny, ToolError>> {
         match self {
             Self::V0_1(exports) => v0_1::invoke_stream(exports, store, call).await,
-            #[cfg(feature = "abi-preview")]
-            Self::V0_2Preview(exports) => v0_2_preview::invoke_stream(exports, store, call).await,
+                    Self::V0_2(exports) => v0_2::invoke_stream(exports, store, call).await,
         }
     }
 
@@ -289,8 +484,7 @@ impl Exports {
     ) -> wasmtime::Result<Result<Option<RawPart>, ToolError>> {
         match self {
             Self::V0_1(exports) => v0_1::next(exports, store, chunks).await,
-            #[cfg(feature = "abi-preview")]
-            Self::V0_2Preview(exports) => v0_2_preview::next(exports, store, chunks).await,
+                    Self::V0_2(exports) => v0_2::next(exports, store, chunks).await,
         }
     }
 }
@@ -338,7 +532,7 @@ mod tests {
     fn another_world_names_the_published_contract() {
         let err = check_world(Path::new("p.wasm"), &exporting(&["other:thing/x@1.0.0"]));
         assert!(
-            matches!(&err, Err(LoadError::WrongWorld { expected, .. }) if expected == "toolhost:plugin/tools@0.1.0"),
+            matches!(&err, Err(LoadError::WrongWorld { expected, .. }) if expected == "toolhost:plugin/tools@0.2.0"),
             "{err:?}"
         );
     }

@@ -136,6 +136,7 @@ pub(super) fn check_declarations(
         .with_compiled_input(Arc::clone(&input));
         spec.long_running = declaration.long_running;
         spec.streaming = declaration.streaming;
+        spec.hints = declaration.hints.clone();
         spec.output_schema = output.as_ref().map(|s| s.raw().clone());
         tools.push(LoadedTool {
             spec,

@@ -462,6 +462,7 @@ mod tests {
             input_schema: r#"{"type": "object"}"#.into(),
             output_schema: None,
             streaming: false,
+            hints: Default::default(),
         };
         ManifestKey::new(cache.path(), engine.wasm(), &bytes)
             .write(&Manifest::new(&[], &[declared]))

@@ -25,12 +25,17 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::abi::{self, Declaration};
+use crate::tool::ToolHints;
 
 /// Bumped when the manifest's format or meaning changes.
-const FORMAT: &str = "toolhost-manifest-1";
+const FORMAT: &str = "toolhost-manifest-2";
 
-/// The contract the declarations were read through.
-const WIT: &str = include_str!("../../../wit/plugin.wit");
+/// The contracts the declarations were read through: the newest and every
+/// frozen older one.
+const WIT: [&str; 2] = [
+    include_str!("../../../wit/plugin.wit"),
+    include_str!("../../../wit/v0.1.0/plugin.wit"),
+];
 
 /// The versions of the contract this host reads declarations through: a
 /// host that supports other versions loads other components.
@@ -79,7 +84,7 @@ impl ManifestKey {
         }
         let mut hash = Sha256::new();
         let supported = supported();
-        for part in [FORMAT, env!("CARGO_PKG_VERSION"), WIT, supported.as_str()] {
+        for part in [FORMAT, env!("CARGO_PKG_VERSION"), WIT[0], WIT[1], supported.as_str()] {
             hash.update((part.len() as u64).to_le_bytes());
             hash.update(part.as_bytes());
         }
@@ -246,6 +251,8 @@ pub(crate) struct Declared {
     streaming: bool,
     input_schema: String,
     output_schema: Option<String>,
+    #[serde(default)]
+    hints: ToolHints,
 }
 
 impl Manifest {
@@ -262,6 +269,7 @@ impl Manifest {
                     streaming: d.streaming,
                     input_schema: d.input_schema.clone(),
                     output_schema: d.output_schema.clone(),
+                    hints: d.hints.clone(),
                 })
                 .collect(),
         }
@@ -278,6 +286,7 @@ impl Manifest {
                 input_schema: d.input_schema,
                 output_schema: d.output_schema,
                 streaming: d.streaming,
+                hints: d.hints,
             })
             .collect()
     }

@@ -196,6 +196,17 @@ async fn declarations(build: Build) {
         assert!(!tool.long_running, "{name}");
     }
 
+    // Hints (`toolhost:plugin@0.2.0`): `add` gives four, the others none.
+    let add = &plugin.tool("add").unwrap().hints;
+    assert_eq!(add.title.as_deref(), Some("Add"), "{:?}", build.language);
+    assert_eq!(add.read_only, Some(true), "{:?}", build.language);
+    assert_eq!(add.destructive, None, "{:?}", build.language);
+    assert_eq!(add.idempotent, Some(true), "{:?}", build.language);
+    assert_eq!(add.open_world, Some(false), "{:?}", build.language);
+    for tool in plugin.tools().filter(|t| t.name != "add") {
+        assert!(tool.hints.is_empty(), "{:?} {}", build.language, tool.name);
+    }
+
     // Descriptions: the tool's from its doc, each argument's from its own doc.
     let echo = plugin.tool("echo").unwrap();
     assert_eq!(

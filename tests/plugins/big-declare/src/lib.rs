@@ -5,7 +5,7 @@
 
 mod bindings {
     wit_bindgen::generate!({
-        path: "../../../wit",
+        path: "../../../wit/v0.1.0",
         world: "toolhost:plugin/plugin",
     });
 }

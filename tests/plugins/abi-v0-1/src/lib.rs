@@ -1,15 +1,15 @@
-//! Test plugin `preview-abi`: built against the TEST-ONLY preview of
-//! `toolhost:plugin@0.2.0` (`tests/wit/preview-0.2.0`, not a published
-//! contract), so the host's tests can load it beside `@0.1.0` plugins.
+//! Test plugin `abi-v0-1`: built with wit-bindgen against the frozen
+//! `toolhost:plugin@0.1.0` (`wit/v0.1.0`), so the host's tests can load it
+//! beside `@0.2.0` plugins. Its tools have no hints (`@0.1.0` has none).
 //!
-//! | tool | title | result |
-//! | --- | --- | --- |
-//! | `shout` | `Shout` | `{"text": <text in upper case>}`; logs through the `@0.2.0` host import |
-//! | `count` | none | streams `1`, `2`, `3` as text chunks |
+//! | tool | result |
+//! | --- | --- |
+//! | `shout` | `{"text": <text in upper case>}`; logs through the `@0.1.0` host import |
+//! | `count` | streams `1`, `2`, `3` as text chunks |
 
 mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit/preview-0.2.0",
+        path: "../../../wit/v0.1.0",
         world: "toolhost:plugin/plugin",
     });
 }
@@ -20,7 +20,7 @@ use bindings::exports::toolhost::plugin::tools::{Chunks, Guest, GuestChunks};
 use bindings::toolhost::plugin::host::{self, Level};
 use bindings::toolhost::plugin::types::{Call, Declaration, Output, Part, ToolError, ToolInfo};
 
-struct Preview;
+struct V0_1;
 
 /// The chunks of `count`.
 struct Count {
@@ -38,12 +38,11 @@ impl GuestChunks for Count {
     }
 }
 
-fn declaration(name: &str, title: Option<&str>, description: &str, streaming: bool) -> Declaration {
+fn declaration(name: &str, description: &str, streaming: bool) -> Declaration {
     Declaration {
         info: ToolInfo {
             name: name.to_owned(),
             description: description.to_owned(),
-            title: title.map(str::to_owned),
             long_running: false,
         },
         input_schema: r#"{"type":"object","properties":{"text":{"type":"string"}}}"#.to_owned(),
@@ -59,20 +58,20 @@ fn text_argument(arguments: &str) -> Option<&str> {
     rest.split_once('"').map(|(text, _)| text)
 }
 
-impl Guest for Preview {
+impl Guest for V0_1 {
     type Chunks = Count;
 
     fn declarations() -> Vec<Declaration> {
         vec![
-            declaration("shout", Some("Shout"), "Upper-cases `text`.", false),
-            declaration("count", None, "Streams 1, 2, 3.", true),
+            declaration("shout", "Upper-cases `text`.", false),
+            declaration("count", "Streams 1, 2, 3.", true),
         ]
     }
 
     fn invoke(call: Call) -> Result<Output, ToolError> {
         match call.tool.as_str() {
             "shout" => {
-                host::log(Level::Info, "shouting through the preview contract");
+                host::log(Level::Info, "shouting through the 0.1.0 contract");
                 let text = text_argument(&call.arguments).unwrap_or_default();
                 Ok(Output {
                     json: Some(format!(r#"{{"text":"{}"}}"#, text.to_uppercase())),
@@ -95,6 +94,6 @@ impl Guest for Preview {
 /// this crate; the `deny(unsafe_code)` of the rest of the crate still holds.
 #[allow(unsafe_code, reason = "wit-bindgen's generated export glue")]
 mod export {
-    use super::Preview;
-    super::bindings::export!(Preview with_types_in super::bindings);
+    use super::V0_1;
+    super::bindings::export!(V0_1 with_types_in super::bindings);
 }
