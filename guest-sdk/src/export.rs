@@ -197,6 +197,13 @@ impl From<Declaration> for wit::Declaration {
                 name: decl.name,
                 description: decl.description,
                 long_running: decl.long_running,
+                hints: wit::ToolHints {
+                    title: decl.hints.title.map(str::to_owned),
+                    read_only: decl.hints.read_only,
+                    destructive: decl.hints.destructive,
+                    idempotent: decl.hints.idempotent,
+                    open_world: decl.hints.open_world,
+                },
             },
             input_schema: decl.input_schema.to_string(),
             output_schema: decl.output_schema.map(|schema| schema.to_string()),

@@ -150,7 +150,7 @@ pub use context::{Context, Level};
 pub use error::ToolError;
 pub use output::{Blob, Chunks, IntoChunk, IntoOutput, MediaKind, Output, Part, chunks};
 pub use schema::schema_for;
-pub use tool::{Declaration, StreamingTool, Tool};
+pub use tool::{Declaration, StreamingTool, Tool, ToolHints};
 
 pub use schemars;
 pub use serde;

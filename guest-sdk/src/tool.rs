@@ -54,6 +54,9 @@ pub trait Tool {
     /// The tool starts long work and may return a pending status; the host adds a
     /// note for the model.
     const LONG_RUNNING: bool = false;
+    /// Hints about the tool's behaviour, which MCP clients see as the tool's
+    /// `annotations`: e.g. `ToolHints::NONE.read_only(true)`. None by default.
+    const HINTS: ToolHints = ToolHints::NONE;
 
     /// Runs the tool.
     ///
@@ -105,6 +108,8 @@ pub trait StreamingTool {
     const DESCRIPTION: &'static str = "";
     /// See [`Tool::LONG_RUNNING`].
     const LONG_RUNNING: bool = false;
+    /// See [`Tool::HINTS`].
+    const HINTS: ToolHints = ToolHints::NONE;
 
     /// Starts the stream. The returned iterator runs lazily, as the host pulls.
     ///
@@ -129,6 +134,87 @@ pub struct Declaration {
     pub output_schema: Option<Value>,
     /// Whether the tool streams.
     pub streaming: bool,
+    /// Hints about the tool's behaviour.
+    pub hints: ToolHints,
+}
+
+/// Hints about a tool's behaviour (`toolhost:plugin@0.2.0` `tool-hints`),
+/// which MCP clients see as the tool's `annotations`. Every hint is optional
+/// (`None`: not said); the host enforces none of them. Built in a `const`:
+///
+/// ```
+/// use toolhost_guest::ToolHints;
+///
+/// const HINTS: ToolHints = ToolHints::NONE
+///     .title("Word count")
+///     .read_only(true)
+///     .idempotent(true)
+///     .open_world(false);
+/// assert_eq!(HINTS.read_only, Some(true));
+/// assert_eq!(HINTS.destructive, None);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolHints {
+    /// A short human-readable name (MCP `title`).
+    pub title: Option<&'static str>,
+    /// The tool changes nothing in its environment (MCP `readOnlyHint`).
+    pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite (MCP `destructiveHint`; meaningful
+    /// when it is not read-only).
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect (MCP
+    /// `idempotentHint`).
+    pub idempotent: Option<bool>,
+    /// The tool reaches systems outside the host, e.g. the web (MCP
+    /// `openWorldHint`).
+    pub open_world: Option<bool>,
+}
+
+impl ToolHints {
+    /// No hints.
+    pub const NONE: Self = Self {
+        title: None,
+        read_only: None,
+        destructive: None,
+        idempotent: None,
+        open_world: None,
+    };
+
+    /// Sets the title.
+    #[must_use]
+    pub const fn title(mut self, title: &'static str) -> Self {
+        self.title = Some(title);
+        self
+    }
+
+    /// Sets the read-only hint.
+    #[must_use]
+    pub const fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = Some(read_only);
+        self
+    }
+
+    /// Sets the destructive hint.
+    #[must_use]
+    pub const fn destructive(mut self, destructive: bool) -> Self {
+        self.destructive = Some(destructive);
+        self
+    }
+
+    /// Sets the idempotent hint.
+    #[must_use]
+    pub const fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = Some(idempotent);
+        self
+    }
+
+    /// Sets the open-world hint.
+    #[must_use]
+    pub const fn open_world(mut self, open_world: bool) -> Self {
+        self.open_world = Some(open_world);
+        self
+    }
 }
 
 impl Declaration {
@@ -142,6 +228,7 @@ impl Declaration {
             input_schema,
             output_schema: T::output_schema(),
             streaming: false,
+            hints: T::HINTS,
         }
     }
 
@@ -155,6 +242,7 @@ impl Declaration {
             input_schema,
             output_schema: None,
             streaming: true,
+            hints: T::HINTS,
         }
     }
 }
@@ -199,7 +287,7 @@ mod tests {
     use serde::Deserialize;
     use serde_json::{Value, json};
 
-    use super::{Declaration, parse_args};
+    use super::{Declaration, ToolHints, parse_args};
     use crate::{Chunks, Context, Part, StreamingTool, Tool, ToolError, chunks};
 
     /// Places an order.
@@ -329,6 +417,7 @@ mod tests {
         assert!(decl.description.contains("Second paragraph."), "{decl:?}");
         assert!(!decl.long_running && !decl.streaming);
         assert_eq!(decl.output_schema, None);
+        assert_eq!(decl.hints, ToolHints::NONE);
     }
 
     struct Explicit;
@@ -339,6 +428,7 @@ mod tests {
         const NAME: &'static str = "explicit";
         const DESCRIPTION: &'static str = "Says what it does.";
         const LONG_RUNNING: bool = true;
+        const HINTS: ToolHints = ToolHints::NONE.title("Explicit").destructive(false);
 
         fn call((): (), _cx: &Context) -> Result<(), ToolError> {
             Ok(())
@@ -370,6 +460,9 @@ mod tests {
         assert_eq!(decl.description, "Says what it does.");
         assert!(decl.long_running);
         assert_eq!(decl.output_schema, Some(json!({"type": "object"})));
+        assert_eq!(decl.hints.title, Some("Explicit"));
+        assert_eq!(decl.hints.destructive, Some(false));
+        assert_eq!(decl.hints.read_only, None);
         let decl = Declaration::of_streaming_tool::<Stream>();
         assert!(decl.streaming);
         assert_eq!(decl.description, "Nothing to say.");

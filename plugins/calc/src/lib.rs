@@ -2,7 +2,7 @@
 //! `convert_units` (length, mass, time, temperature, data size).
 
 use serde_json::Value;
-use toolhost_guest::{Context, Tool, ToolError};
+use toolhost_guest::{Context, Tool, ToolError, ToolHints};
 
 pub mod expr;
 pub mod units;
@@ -17,6 +17,10 @@ impl Tool for Evaluate {
     type Args = EvaluateArgs;
     type Output = Evaluation;
     const NAME: &'static str = "evaluate";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: EvaluateArgs, _cx: &Context) -> Result<Evaluation, ToolError> {
         expr::evaluate(&args.expression).map_err(ToolError::invalid_arguments)
@@ -34,6 +38,10 @@ impl Tool for ConvertUnits {
     type Args = ConvertArgs;
     type Output = Converted;
     const NAME: &'static str = "convert_units";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: ConvertArgs, _cx: &Context) -> Result<Converted, ToolError> {
         units::convert(&args).map_err(|e| ToolError::invalid_arguments(e.0))

@@ -5,7 +5,7 @@ use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolhost_guest::{Context, Output, Part, Tool, ToolError};
+use toolhost_guest::{Context, Output, Part, Tool, ToolError, ToolHints};
 
 pub mod b64;
 pub mod hash;
@@ -40,6 +40,10 @@ impl Tool for Hash {
     type Args = HashArgs;
     type Output = Hashed;
     const NAME: &'static str = "hash";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: HashArgs, _cx: &Context) -> Result<Hashed, ToolError> {
         Ok(hash::hash(&args)?)
@@ -57,6 +61,10 @@ impl Tool for Base64 {
     type Args = Base64Args;
     type Output = Base64Result;
     const NAME: &'static str = "base64";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: Base64Args, _cx: &Context) -> Result<Base64Result, ToolError> {
         Ok(b64::run(&args)?)
@@ -74,6 +82,10 @@ impl Tool for QrCode {
     type Args = QrArgs;
     type Output = Output;
     const NAME: &'static str = "qr_code";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: QrArgs, _cx: &Context) -> Result<Output, ToolError> {
         let rendered = qr::render(&args)?;
@@ -108,6 +120,10 @@ impl Tool for BatchDigestTool {
     type Args = BatchDigestArgs;
     type Output = BatchDigest;
     const NAME: &'static str = "batch_digest";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
     const LONG_RUNNING: bool = true;
 
     fn call(args: BatchDigestArgs, cx: &Context) -> Result<BatchDigest, ToolError> {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolhost_guest::{Context, Tool, ToolError, export_tools};
+use toolhost_guest::{Context, Tool, ToolError, ToolHints, export_tools};
 
 /// The most bytes `read_file` returns by default.
 const DEFAULT_MAX_BYTES: u64 = 1 << 20;
@@ -55,6 +55,10 @@ impl Tool for ReadFile {
     type Args = ReadFileArgs;
     type Output = FileText;
     const NAME: &'static str = "read_file";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: ReadFileArgs, _cx: &Context) -> Result<FileText, ToolError> {
         use std::io::Read as _;
@@ -104,6 +108,10 @@ impl Tool for ListDir {
     type Args = ListDirArgs;
     type Output = Vec<Entry>;
     const NAME: &'static str = "list_dir";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: ListDirArgs, _cx: &Context) -> Result<Vec<Entry>, ToolError> {
         let mut entries = Vec::new();
@@ -159,6 +167,10 @@ impl Tool for WriteFile {
     type Args = WriteFileArgs;
     type Output = Written;
     const NAME: &'static str = "write_file";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(false)
+        .destructive(true)
+        .open_world(false);
 
     fn call(args: WriteFileArgs, _cx: &Context) -> Result<Written, ToolError> {
         let mut options = fs::OpenOptions::new();
@@ -225,6 +237,10 @@ impl Tool for SearchFiles {
     type Args = SearchArgs;
     type Output = Found;
     const NAME: &'static str = "search_files";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: SearchArgs, _cx: &Context) -> Result<Found, ToolError> {
         if args.text.is_empty() {

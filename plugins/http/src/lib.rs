@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolhost_guest::{Context, Output, Part, Tool, ToolError, export_tools};
+use toolhost_guest::{Context, Output, Part, Tool, ToolError, ToolHints, export_tools};
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{
     ErrorCode, Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, Scheme,
@@ -300,6 +300,7 @@ impl Tool for Fetch {
     type Args = FetchArgs;
     type Output = Output;
     const NAME: &'static str = "http_fetch";
+    const HINTS: ToolHints = ToolHints::NONE.open_world(true);
 
     fn call(args: FetchArgs, cx: &Context) -> Result<Output, ToolError> {
         let mut url = Url::parse(&args.url).map_err(ToolError::invalid_arguments)?;

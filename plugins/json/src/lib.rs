@@ -1,7 +1,7 @@
 //! JSON tools for agents: `json_query`.
 
 use serde_json::Value;
-use toolhost_guest::{Context, Tool, ToolError};
+use toolhost_guest::{Context, Tool, ToolError, ToolHints};
 
 pub mod query;
 
@@ -14,6 +14,10 @@ impl Tool for JsonQuery {
     type Args = QueryArgs;
     type Output = QueryResult;
     const NAME: &'static str = "json_query";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: QueryArgs, _cx: &Context) -> Result<QueryResult, ToolError> {
         query::query(args).map_err(|e| ToolError::invalid_arguments(e.0))

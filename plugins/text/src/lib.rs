@@ -2,7 +2,7 @@
 //! streaming `split_lines`.
 
 use serde_json::Value;
-use toolhost_guest::{Chunks, Context, Part, StreamingTool, Tool, ToolError, chunks};
+use toolhost_guest::{Chunks, Context, Part, StreamingTool, Tool, ToolError, ToolHints, chunks};
 
 pub mod count;
 pub mod lines;
@@ -37,6 +37,10 @@ impl Tool for WordCount {
     type Args = WordCountArgs;
     type Output = Counts;
     const NAME: &'static str = "word_count";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: WordCountArgs, _cx: &Context) -> Result<Counts, ToolError> {
         Ok(count::count(&args.text))
@@ -54,6 +58,10 @@ impl Tool for RegexFind {
     type Args = RegexFindArgs;
     type Output = Found;
     const NAME: &'static str = "regex_find";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: RegexFindArgs, _cx: &Context) -> Result<Found, ToolError> {
         Ok(regex_tools::find(&args)?)
@@ -71,6 +79,10 @@ impl Tool for RegexReplace {
     type Args = RegexReplaceArgs;
     type Output = Replaced;
     const NAME: &'static str = "regex_replace";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: RegexReplaceArgs, _cx: &Context) -> Result<Replaced, ToolError> {
         Ok(regex_tools::replace(&args)?)
@@ -87,6 +99,10 @@ pub struct SplitLines;
 impl StreamingTool for SplitLines {
     type Args = SplitLinesArgs;
     const NAME: &'static str = "split_lines";
+    const HINTS: ToolHints = ToolHints::NONE
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn stream(args: SplitLinesArgs, _cx: &Context) -> Result<Chunks, ToolError> {
         if args.start_line == Some(0) {

@@ -19,7 +19,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use test_shared::{Pixel, Remember};
-use toolhost_guest::{Chunks, Context, Part, StreamingTool, Tool, ToolError, chunks, export_tools};
+use toolhost_guest::{
+    Chunks, Context, Part, StreamingTool, Tool, ToolError, ToolHints, chunks, export_tools,
+};
 
 /// Echoes its arguments back as a JSON object.
 #[derive(Deserialize, Serialize, JsonSchema)]
@@ -114,6 +116,11 @@ impl Tool for Add {
     type Args = AddArgs;
     type Output = i64;
     const NAME: &'static str = "add";
+    const HINTS: ToolHints = ToolHints::NONE
+        .title("Add")
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
 
     fn call(args: AddArgs, _cx: &Context) -> Result<i64, ToolError> {
         args.a
