@@ -294,6 +294,12 @@ static plugin_string_t declared_schema(const th_tool *tool) {
     return take_string(json_text(schema));
 }
 
+/* A hint as the WIT `option<bool>`: TH_HINT_UNSET is `none`. */
+static void set_hint(plugin_option_bool_t *out, th_hint hint) {
+    out->is_some = hint != TH_HINT_UNSET;
+    out->val = hint == TH_HINT_YES;
+}
+
 void exports_toolhost_plugin_tools_declarations(
     exports_toolhost_plugin_tools_list_declaration_t *ret) {
     size_t count;
@@ -305,6 +311,12 @@ void exports_toolhost_plugin_tools_declarations(
         d->info.name = dup_string(tools[i].name);
         d->info.description = dup_string(tools[i].description ? tools[i].description : "");
         d->info.long_running = tools[i].long_running;
+        d->info.hints.title.is_some = tools[i].title != NULL;
+        if (tools[i].title) d->info.hints.title.val = dup_string(tools[i].title);
+        set_hint(&d->info.hints.read_only, tools[i].read_only);
+        set_hint(&d->info.hints.destructive, tools[i].destructive);
+        set_hint(&d->info.hints.idempotent, tools[i].idempotent);
+        set_hint(&d->info.hints.open_world, tools[i].open_world);
         d->input_schema = declared_schema(&tools[i]);
         d->output_schema.is_some = tools[i].output_schema != NULL;
         if (tools[i].output_schema) d->output_schema.val = dup_string(tools[i].output_schema);

@@ -60,6 +60,13 @@ typedef enum {
     TH_INVALID_ARGUMENTS,
 } th_status;
 
+/* A hint about a tool's behaviour: left out (the zero value), no or yes. */
+typedef enum {
+    TH_HINT_UNSET = 0,
+    TH_HINT_NO,
+    TH_HINT_YES,
+} th_hint;
+
 /* A tool: the function gets the arguments object (never NULL). */
 typedef struct {
     /* 1 to 64 ASCII letters, digits, `_` or `-`; unique in the plugin. */
@@ -81,6 +88,18 @@ typedef struct {
     /* Accept and ignore argument keys the schema does not list: the root gets
      * "additionalProperties": true and nothing is closed. */
     bool allow_unknown_args;
+    /* Hints about the tool's behaviour, which MCP clients see as its
+     * annotations; left out (NULL, TH_HINT_UNSET) they are not sent, and the
+     * host enforces none: a short human-readable title, */
+    const char *title;
+    /* changes nothing in its environment (readOnlyHint), */
+    th_hint read_only;
+    /* may destroy or overwrite (destructiveHint), */
+    th_hint destructive;
+    /* the same arguments again have no further effect (idempotentHint), */
+    th_hint idempotent;
+    /* reaches systems outside the host, e.g. the web (openWorldHint). */
+    th_hint open_world;
 } th_tool;
 
 /* Declares the plugin's tools: `TOOLHOST_TOOLS({...}, {...})`, once per plugin. */

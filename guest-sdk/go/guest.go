@@ -89,12 +89,34 @@ type Tool struct {
 	OutputSchema string
 	// The tool starts long work and may return a pending status.
 	LongRunning bool
+	// Hints about the tool's behaviour (MCP annotations); all optional.
+	Hints Hints
 	// Runs the tool. Set this or Stream.
 	Run func(cx *Context, args json.RawMessage) (any, error)
 	// Runs a streaming tool: emit each chunk (a string is a text chunk, a
 	// Part is itself, anything else a JSON chunk).
 	Stream func(cx *Context, args json.RawMessage, emit func(chunk any)) error
 }
+
+// Hints about a tool's behaviour, which MCP clients see as the tool's
+// annotations. A nil (or empty) hint is left out; the host enforces none:
+//
+//	Hints: guest.Hints{ReadOnly: guest.Hint(true), OpenWorld: guest.Hint(false)}
+type Hints struct {
+	// A short human-readable name (MCP title); empty: none.
+	Title string
+	// The tool changes nothing in its environment (readOnlyHint).
+	ReadOnly *bool
+	// The tool may destroy or overwrite (destructiveHint).
+	Destructive *bool
+	// The same arguments again have no further effect (idempotentHint).
+	Idempotent *bool
+	// The tool reaches systems outside the host, e.g. the web (openWorldHint).
+	OpenWorld *bool
+}
+
+// Hint is a set boolean hint, for the fields of [Hints].
+func Hint(value bool) *bool { return &value }
 
 // ToolError is a failure the model can act on: see [Fail] and [Invalid].
 type ToolError struct {
@@ -252,6 +274,7 @@ func (cx *Context) Log(level Level, format string, args ...any) {
 type Declaration struct {
 	Name, Description, InputSchema, OutputSchema string
 	LongRunning, Streaming                       bool
+	Hints                                        Hints
 }
 
 var tools []Tool
@@ -313,6 +336,7 @@ func Declarations() []Declaration {
 		out[i] = Declaration{
 			Name: t.Name, Description: t.Description, InputSchema: schema,
 			OutputSchema: t.OutputSchema, LongRunning: t.LongRunning, Streaming: t.Stream != nil,
+			Hints: t.Hints,
 		}
 	}
 	return out

@@ -355,6 +355,10 @@ export class Context {
  * Declares a tool. `spec`: `name`, `description`, `args` (an object of shapes)
  * or `inputSchema` (a JSON Schema object), and optionally `longRunning`,
  * `outputSchema`, `stream` (defaults to: `run` is a generator function).
+ * Hints about the tool's behaviour, which MCP clients see as its
+ * `annotations`, are optional too: `title` (a string), `readOnly`,
+ * `destructive`, `idempotent` and `openWorld` (booleans); one left out is not
+ * sent, and the host enforces none of them.
  * Argument keys the tool does not declare are refused (the schema's objects
  * get `"additionalProperties": false`) unless `allowUnknownArgs: true`.
  * `run(args, cx)` returns the result (any JSON value, a `Part` or an `Output`).
@@ -371,7 +375,18 @@ export function tool(spec, run) {
     : closeObjects(spec.inputSchema ?? objectSchema(args));
   registry.set(name, {
     declaration: {
-      info: { name, description: spec.description ?? '', longRunning: !!spec.longRunning },
+      info: {
+        name,
+        description: spec.description ?? '',
+        longRunning: !!spec.longRunning,
+        hints: {
+          title: spec.title ?? undefined,
+          readOnly: hint(spec.readOnly),
+          destructive: hint(spec.destructive),
+          idempotent: hint(spec.idempotent),
+          openWorld: hint(spec.openWorld),
+        },
+      },
       inputSchema: JSON.stringify(inputSchema),
       outputSchema: spec.outputSchema ? JSON.stringify(spec.outputSchema) : undefined,
       streaming: spec.stream ?? run instanceof GeneratorFunction,
@@ -381,6 +396,11 @@ export function tool(spec, run) {
     known: new Set(Object.keys(inputSchema.properties ?? {})),
     run,
   });
+}
+
+/** A boolean hint as the WIT `option<bool>`: left out stays `undefined`. */
+function hint(value) {
+  return value === undefined || value === null ? undefined : !!value;
 }
 
 function asToolError(err, cx) {

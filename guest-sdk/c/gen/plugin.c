@@ -3,26 +3,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Imported Functions from `toolhost:plugin/host@0.1.0`
+// Imported Functions from `toolhost:plugin/host@0.2.0`
 
-__attribute__((__import_module__("toolhost:plugin/host@0.1.0"), __import_name__("log")))
+__attribute__((__import_module__("toolhost:plugin/host@0.2.0"), __import_name__("log")))
 extern void __wasm_import_toolhost_plugin_host_log(int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.1.0"), __import_name__("panicked")))
+__attribute__((__import_module__("toolhost:plugin/host@0.2.0"), __import_name__("panicked")))
 extern void __wasm_import_toolhost_plugin_host_panicked(uint8_t *, size_t);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.1.0"), __import_name__("state-get")))
+__attribute__((__import_module__("toolhost:plugin/host@0.2.0"), __import_name__("state-get")))
 extern void __wasm_import_toolhost_plugin_host_state_get(uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.1.0"), __import_name__("state-set")))
+__attribute__((__import_module__("toolhost:plugin/host@0.2.0"), __import_name__("state-set")))
 extern void __wasm_import_toolhost_plugin_host_state_set(uint8_t *, size_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.1.0"), __import_name__("state-delete")))
+__attribute__((__import_module__("toolhost:plugin/host@0.2.0"), __import_name__("state-delete")))
 extern void __wasm_import_toolhost_plugin_host_state_delete(uint8_t *, size_t);
 
-// Exported Functions from `toolhost:plugin/tools@0.1.0`
+// Exported Functions from `toolhost:plugin/tools@0.2.0`
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.1.0#[method]chunks.next")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.2.0#[method]chunks.next")))
 void __wasm_export_exports_toolhost_plugin_tools_method_chunks_next_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -102,13 +102,13 @@ void __wasm_export_exports_toolhost_plugin_tools_method_chunks_next_post_return(
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.1.0#declarations")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.2.0#declarations")))
 void __wasm_export_exports_toolhost_plugin_tools_declarations_post_return(uint8_t * arg0) {
   size_t len = *((size_t*) (arg0 + sizeof(void*)));
   if (len > 0) {
     uint8_t *ptr = *((uint8_t **) (arg0 + 0));
     for (size_t i = 0; i < len; i++) {
-      uint8_t *base = ptr + i * (11*sizeof(void*));
+      uint8_t *base = ptr + i * (8+14*sizeof(void*));
       (void) base;
       if ((*((size_t*) (base + sizeof(void*)))) > 0) {
         free(*((uint8_t **) (base + 0)));
@@ -116,16 +116,27 @@ void __wasm_export_exports_toolhost_plugin_tools_declarations_post_return(uint8_
       if ((*((size_t*) (base + (3*sizeof(void*))))) > 0) {
         free(*((uint8_t **) (base + (2*sizeof(void*)))));
       }
-      if ((*((size_t*) (base + (6*sizeof(void*))))) > 0) {
-        free(*((uint8_t **) (base + (5*sizeof(void*)))));
-      }
-      switch ((int32_t) (int32_t) *((uint8_t*) (base + (7*sizeof(void*))))) {
+      switch ((int32_t) (int32_t) *((uint8_t*) (base + (5*sizeof(void*))))) {
         case 0: {
           break;
         }
         case 1: {
-          if ((*((size_t*) (base + (9*sizeof(void*))))) > 0) {
-            free(*((uint8_t **) (base + (8*sizeof(void*)))));
+          if ((*((size_t*) (base + (7*sizeof(void*))))) > 0) {
+            free(*((uint8_t **) (base + (6*sizeof(void*)))));
+          }
+          break;
+        }
+      }
+      if ((*((size_t*) (base + (8+9*sizeof(void*))))) > 0) {
+        free(*((uint8_t **) (base + (8+8*sizeof(void*)))));
+      }
+      switch ((int32_t) (int32_t) *((uint8_t*) (base + (8+10*sizeof(void*))))) {
+        case 0: {
+          break;
+        }
+        case 1: {
+          if ((*((size_t*) (base + (8+12*sizeof(void*))))) > 0) {
+            free(*((uint8_t **) (base + (8+11*sizeof(void*)))));
           }
           break;
         }
@@ -135,7 +146,7 @@ void __wasm_export_exports_toolhost_plugin_tools_declarations_post_return(uint8_
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.1.0#invoke")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.2.0#invoke")))
 void __wasm_export_exports_toolhost_plugin_tools_invoke_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -227,7 +238,7 @@ void __wasm_export_exports_toolhost_plugin_tools_invoke_post_return(uint8_t * ar
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.1.0#invoke-stream")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.2.0#invoke-stream")))
 void __wasm_export_exports_toolhost_plugin_tools_invoke_stream_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -281,9 +292,23 @@ void plugin_option_string_free(plugin_option_string_t *ptr) {
   }
 }
 
+void plugin_option_bool_free(plugin_option_bool_t *ptr) {
+  if (ptr->is_some) {
+  }
+}
+
+void toolhost_plugin_types_tool_hints_free(toolhost_plugin_types_tool_hints_t *ptr) {
+  plugin_option_string_free(&ptr->title);
+  plugin_option_bool_free(&ptr->read_only);
+  plugin_option_bool_free(&ptr->destructive);
+  plugin_option_bool_free(&ptr->idempotent);
+  plugin_option_bool_free(&ptr->open_world);
+}
+
 void toolhost_plugin_types_tool_info_free(toolhost_plugin_types_tool_info_t *ptr) {
   plugin_string_free(&ptr->name);
   plugin_string_free(&ptr->description);
+  toolhost_plugin_types_tool_hints_free(&ptr->hints);
 }
 
 void toolhost_plugin_types_declaration_free(toolhost_plugin_types_declaration_t *ptr) {
@@ -385,17 +410,17 @@ void exports_toolhost_plugin_tools_tool_error_free(exports_toolhost_plugin_tools
   toolhost_plugin_types_tool_error_free(ptr);
 }
 
-__attribute__((__import_module__("[export]toolhost:plugin/tools@0.1.0"), __import_name__("[resource-drop]chunks")))
+__attribute__((__import_module__("[export]toolhost:plugin/tools@0.2.0"), __import_name__("[resource-drop]chunks")))
 extern void __wasm_import_exports_toolhost_plugin_tools_chunks_drop(int32_t handle);
 
 void exports_toolhost_plugin_tools_chunks_drop_own(exports_toolhost_plugin_tools_own_chunks_t handle) {
   __wasm_import_exports_toolhost_plugin_tools_chunks_drop(handle.__handle);
 }
 
-__attribute__(( __import_module__("[export]toolhost:plugin/tools@0.1.0"), __import_name__("[resource-new]chunks")))
+__attribute__(( __import_module__("[export]toolhost:plugin/tools@0.2.0"), __import_name__("[resource-new]chunks")))
 extern int32_t __wasm_import_exports_toolhost_plugin_tools_chunks_new(int32_t);
 
-__attribute__((__import_module__("[export]toolhost:plugin/tools@0.1.0"), __import_name__("[resource-rep]chunks")))
+__attribute__((__import_module__("[export]toolhost:plugin/tools@0.2.0"), __import_name__("[resource-rep]chunks")))
 extern int32_t __wasm_import_exports_toolhost_plugin_tools_chunks_rep(int32_t);
 
 exports_toolhost_plugin_tools_own_chunks_t exports_toolhost_plugin_tools_chunks_new(exports_toolhost_plugin_tools_chunks_t *rep) {
@@ -406,7 +431,7 @@ exports_toolhost_plugin_tools_chunks_t* exports_toolhost_plugin_tools_chunks_rep
   return (exports_toolhost_plugin_tools_chunks_t*) __wasm_import_exports_toolhost_plugin_tools_chunks_rep(handle.__handle);
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.1.0#[dtor]chunks")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.2.0#[dtor]chunks")))
 void __wasm_export_exports_toolhost_plugin_tools_chunks_dtor(exports_toolhost_plugin_tools_chunks_t* arg) {
   exports_toolhost_plugin_tools_chunks_destructor(arg);
 }
@@ -515,7 +540,7 @@ void toolhost_plugin_host_state_delete(plugin_string_t *key) {
   __wasm_import_toolhost_plugin_host_state_delete((uint8_t *) (*key).ptr, (*key).len);
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.1.0#[method]chunks.next")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.2.0#[method]chunks.next")))
 uint8_t * __wasm_export_exports_toolhost_plugin_tools_method_chunks_next(uint8_t * arg) {
   exports_toolhost_plugin_tools_result_option_part_tool_error_t ret;
   exports_toolhost_plugin_tools_option_part_t ok;
@@ -599,7 +624,7 @@ uint8_t * __wasm_export_exports_toolhost_plugin_tools_method_chunks_next(uint8_t
   return ptr;
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.1.0#declarations")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.2.0#declarations")))
 uint8_t * __wasm_export_exports_toolhost_plugin_tools_declarations(void) {
   exports_toolhost_plugin_tools_list_declaration_t ret;
   exports_toolhost_plugin_tools_declarations(&ret);
@@ -609,7 +634,7 @@ uint8_t * __wasm_export_exports_toolhost_plugin_tools_declarations(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.1.0#invoke")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.2.0#invoke")))
 uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke(uint8_t * arg, size_t arg0, uint8_t * arg1, size_t arg2, uint8_t * arg3, size_t arg4, uint8_t * arg5, size_t arg6) {
   exports_toolhost_plugin_tools_call_t arg7 = (toolhost_plugin_types_call_t) {
     (plugin_string_t) (plugin_string_t) { (uint8_t*)(arg), (arg0) },
@@ -669,7 +694,7 @@ uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke(uint8_t * arg, size
   return ptr;
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.1.0#invoke-stream")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.2.0#invoke-stream")))
 uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke_stream(uint8_t * arg, size_t arg0, uint8_t * arg1, size_t arg2, uint8_t * arg3, size_t arg4, uint8_t * arg5, size_t arg6) {
   exports_toolhost_plugin_tools_call_t arg7 = (toolhost_plugin_types_call_t) {
     (plugin_string_t) (plugin_string_t) { (uint8_t*)(arg), (arg0) },

@@ -33,6 +33,29 @@ typedef struct {
   plugin_string_t val;
 } plugin_option_string_t;
 
+typedef struct {
+  bool is_some;
+  bool val;
+} plugin_option_bool_t;
+
+// Hints about a tool's behaviour, served as MCP tool `annotations`. The
+// host enforces none of them; `none` leaves a hint out.
+typedef struct toolhost_plugin_types_tool_hints_t {
+  // A short human-readable name (MCP `title`).
+  plugin_option_string_t   title;
+  // Changes nothing in its environment (MCP `readOnlyHint`; default false).
+  plugin_option_bool_t   read_only;
+  // May destroy or overwrite (MCP `destructiveHint`; default true;
+  // meaningful when not read-only).
+  plugin_option_bool_t   destructive;
+  // Calling it again with the same arguments has no further effect
+  // (MCP `idempotentHint`; default false).
+  plugin_option_bool_t   idempotent;
+  // Reaches systems outside the host, e.g. the web (MCP `openWorldHint`;
+  // default true).
+  plugin_option_bool_t   open_world;
+} toolhost_plugin_types_tool_hints_t;
+
 // What the model and the operator see of a tool.
 typedef struct toolhost_plugin_types_tool_info_t {
   // Unique within the plugin: ASCII letters, digits, `_` and `-`, 1 to 64 characters.
@@ -42,11 +65,13 @@ typedef struct toolhost_plugin_types_tool_info_t {
   // The tool starts work that takes long and may return a pending status
   // (ADK's long-running tools). The host appends a note for the model.
   bool   long_running;
+  // Hints about the tool's behaviour (MCP annotations); all optional.
+  toolhost_plugin_types_tool_hints_t   hints;
 } toolhost_plugin_types_tool_info_t;
 
 // How a tool is called: what the model sees as the function declaration.
 typedef struct toolhost_plugin_types_declaration_t {
-  // Name, description and long-running flag.
+  // Name, description, long-running flag and hints.
   toolhost_plugin_types_tool_info_t   info;
   // JSON Schema (draft 2020-12) of the arguments object, as JSON text.
   // The root must be `{"type": "object", ...}`. The host checks every call
@@ -204,7 +229,7 @@ typedef struct {
   } val;
 } exports_toolhost_plugin_tools_result_own_chunks_tool_error_t;
 
-// Imported Functions from `toolhost:plugin/host@0.1.0`
+// Imported Functions from `toolhost:plugin/host@0.2.0`
 // Writes a line to the host's log, tagged with the plugin, tool and call ID.
 extern void toolhost_plugin_host_log(toolhost_plugin_host_level_t level, plugin_string_t *message);
 // Tells the host why the guest is about to trap (a panic message). The host
@@ -219,7 +244,7 @@ extern void toolhost_plugin_host_state_set(plugin_string_t *key, plugin_string_t
 // Deletes a key of this invocation's scratch state.
 extern void toolhost_plugin_host_state_delete(plugin_string_t *key);
 
-// Exported Functions from `toolhost:plugin/tools@0.1.0`
+// Exported Functions from `toolhost:plugin/tools@0.2.0`
 bool exports_toolhost_plugin_tools_method_chunks_next(exports_toolhost_plugin_tools_borrow_chunks_t self, exports_toolhost_plugin_tools_option_part_t *ret, exports_toolhost_plugin_tools_tool_error_t *err);
 void exports_toolhost_plugin_tools_declarations(exports_toolhost_plugin_tools_list_declaration_t *ret);
 bool exports_toolhost_plugin_tools_invoke(exports_toolhost_plugin_tools_call_t *call, exports_toolhost_plugin_tools_output_t *ret, exports_toolhost_plugin_tools_tool_error_t *err);
@@ -228,6 +253,10 @@ bool exports_toolhost_plugin_tools_invoke_stream(exports_toolhost_plugin_tools_c
 // Helper Functions
 
 void plugin_option_string_free(plugin_option_string_t *ptr);
+
+void plugin_option_bool_free(plugin_option_bool_t *ptr);
+
+void toolhost_plugin_types_tool_hints_free(toolhost_plugin_types_tool_hints_t *ptr);
 
 void toolhost_plugin_types_tool_info_free(toolhost_plugin_types_tool_info_t *ptr);
 

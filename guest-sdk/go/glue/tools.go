@@ -71,6 +71,7 @@ func Declarations() []declaration {
 		out = append(out, declaration{
 			Info: toolhost_plugin_types.ToolInfo{
 				Name: d.Name, Description: d.Description, LongRunning: d.LongRunning,
+				Hints: hints(d.Hints),
 			},
 			InputSchema:  d.InputSchema,
 			OutputSchema: output,
@@ -78,6 +79,27 @@ func Declarations() []declaration {
 		})
 	}
 	return out
+}
+
+// hints converts a tool's hints: a nil or empty hint is `none`.
+func hints(h guest.Hints) toolhost_plugin_types.ToolHints {
+	flag := func(b *bool) witTypes.Option[bool] {
+		if b == nil {
+			return witTypes.None[bool]()
+		}
+		return witTypes.Some(*b)
+	}
+	title := witTypes.None[string]()
+	if h.Title != "" {
+		title = witTypes.Some(h.Title)
+	}
+	return toolhost_plugin_types.ToolHints{
+		Title:       title,
+		ReadOnly:    flag(h.ReadOnly),
+		Destructive: flag(h.Destructive),
+		Idempotent:  flag(h.Idempotent),
+		OpenWorld:   flag(h.OpenWorld),
+	}
 }
 
 // Invoke runs a tool to completion.

@@ -24,7 +24,7 @@ tool({ name: 'count', description: 'Counts.', args: { n: t.integer('N.') } }, fu
   yield { done: true };
   throw new RangeError('past the end');
 });
-tool({ name: 'pic', description: 'Pic.' }, () => new Output({ json: [1], parts: [Part.image('image/png', [1, 2])] }));
+tool({ name: 'pic', description: 'Pic.', title: 'Picture', readOnly: true, openWorld: false }, () => new Output({ json: [1], parts: [Part.image('image/png', [1, 2])] }));
 tool({ name: 'bad', description: 'Bad.', args: { invalid: t.boolean('I.').default(false) } }, ({ invalid }) => {
   if (invalid) throw new InvalidArguments('nope');
   return undefined.x;
@@ -49,6 +49,24 @@ tool(
 
 const tools = exportTools();
 const call = (tool, args) => ({ callId: 'c', invocationId: 'i', tool, arguments: JSON.stringify(args) });
+
+test('hints are optional fields of the declaration', () => {
+  const hints = (name) => tools.declarations().find((d) => d.info.name === name).info.hints;
+  assert.deepEqual(hints('pic'), {
+    title: 'Picture',
+    readOnly: true,
+    destructive: undefined,
+    idempotent: undefined,
+    openWorld: false,
+  });
+  assert.deepEqual(hints('book'), {
+    title: undefined,
+    readOnly: undefined,
+    destructive: undefined,
+    idempotent: undefined,
+    openWorld: undefined,
+  });
+});
 
 test('the schema comes from the shapes', () => {
   const decl = tools.declarations().find((d) => d.info.name === 'book');

@@ -259,6 +259,28 @@ def test_generators_stream_and_options_override():
     assert decl.output_schema == {"type": "object"}
 
 
+def test_hints_come_from_the_decorator_and_default_to_none():
+    import toolhost_guest
+
+    def lookup(key: str) -> str:
+        """Looks up."""
+        return key
+
+    assert declare(lookup).hints == toolhost_guest.ToolHints()
+    registry = toolhost_guest.registry
+    before = dict(registry._tools)
+    try:
+        toolhost_guest.tool(name="lookup_hinted", title="Look up", read_only=True,
+                            open_world=False)(lookup)
+        decl = next(d for d in toolhost_guest.declarations() if d.name == "lookup_hinted")
+    finally:
+        registry._tools = before
+    assert decl.hints == toolhost_guest.ToolHints(
+        title="Look up", read_only=True, open_world=False
+    )
+    assert decl.hints.destructive is None and decl.hints.idempotent is None
+
+
 @dataclasses.dataclass
 class Node:
     child: Optional[Node] = None

@@ -41,6 +41,7 @@ from ._core import (
     Part,
     Registry,
     ToolError,
+    ToolHints,
     UnknownTool,
 )
 from ._schema import SchemaError, parse_docstring, schema_of
@@ -53,6 +54,7 @@ __all__ = [
     "Part",
     "SchemaError",
     "ToolError",
+    "ToolHints",
     "UnknownTool",
     "declarations",
     "parse_docstring",
@@ -79,6 +81,11 @@ def tool(
     long_running: bool = False,
     output_schema: dict[str, Any] | None = None,
     allow_unknown_args: bool = False,
+    title: str | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -90,6 +97,11 @@ def tool(
     long_running: bool = False,
     output_schema: dict[str, Any] | None = None,
     allow_unknown_args: bool = False,
+    title: str | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
 ) -> F | Callable[[F], F]:
     """Declares a function as a tool of this plugin; returns the function unchanged.
 
@@ -100,6 +112,11 @@ def tool(
     Arguments the function does not take are refused (the schema says
     ``"additionalProperties": false``), so a model's misspelt key is an error
     it can fix; ``allow_unknown_args=True`` accepts and ignores them instead.
+
+    ``title``, ``read_only``, ``destructive``, ``idempotent`` and ``open_world``
+    are hints about the tool's behaviour, which MCP clients see as its
+    ``annotations`` (e.g. ``@tool(read_only=True, open_world=False)``). Left
+    out (``None``), a hint is not sent; the host enforces none of them.
 
     Raises:
         SchemaError: the name is invalid or taken, or a parameter has no schema.
@@ -113,6 +130,13 @@ def tool(
             long_running=long_running,
             output_schema=output_schema,
             allow_unknown_args=allow_unknown_args,
+            hints=ToolHints(
+                title=title,
+                read_only=read_only,
+                destructive=destructive,
+                idempotent=idempotent,
+                open_world=open_world,
+            ),
         )
         return f
 

@@ -256,6 +256,23 @@ class Context:
 
 
 @dataclasses.dataclass(frozen=True)
+class ToolHints:
+    """Hints about a tool's behaviour, which MCP clients see as the tool's
+    ``annotations``. ``None`` leaves a hint out; the host enforces none."""
+
+    title: str | None = None
+    """A short human-readable name (MCP ``title``)."""
+    read_only: bool | None = None
+    """The tool changes nothing in its environment (``readOnlyHint``)."""
+    destructive: bool | None = None
+    """The tool may destroy or overwrite (``destructiveHint``)."""
+    idempotent: bool | None = None
+    """The same arguments again have no further effect (``idempotentHint``)."""
+    open_world: bool | None = None
+    """The tool reaches systems outside the host, e.g. the web (``openWorldHint``)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Declaration:
     """How a tool is called: what the host receives from ``declarations``."""
 
@@ -265,6 +282,7 @@ class Declaration:
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None
     streaming: bool
+    hints: ToolHints = ToolHints()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,6 +310,7 @@ class Registry:
         long_running: bool = False,
         output_schema: dict[str, Any] | None = None,
         allow_unknown_args: bool = False,
+        hints: ToolHints = ToolHints(),
     ) -> ToolEntry:
         """Declares ``func`` as a tool. Unknown argument keys are refused
         (``"additionalProperties": false``) unless ``allow_unknown_args``.
@@ -316,6 +335,7 @@ class Registry:
             input_schema=schema,
             output_schema=output_schema,
             streaming=inspect.isgeneratorfunction(func),
+            hints=hints,
         )
         hints = typing.get_type_hints(func, include_extras=True)
         entry = ToolEntry(declaration, func, hints, context_param)

@@ -79,7 +79,16 @@ def _part(part: Part) -> wit.Part:
 def _declaration(decl: Declaration) -> wit.Declaration:
     return wit.Declaration(
         info=wit.ToolInfo(
-            name=decl.name, description=decl.description, long_running=decl.long_running
+            name=decl.name,
+            description=decl.description,
+            long_running=decl.long_running,
+            hints=wit.ToolHints(
+                title=decl.hints.title,
+                read_only=decl.hints.read_only,
+                destructive=decl.hints.destructive,
+                idempotent=decl.hints.idempotent,
+                open_world=decl.hints.open_world,
+            ),
         ),
         input_schema=json.dumps(decl.input_schema),
         output_schema=None if decl.output_schema is None else json.dumps(decl.output_schema),

@@ -185,7 +185,11 @@ TOOLHOST_TOOLS(
              "b": {"type": "integer", "description": "The second term."}
          }
      }),
-     .run = add},
+     .run = add,
+     .title = "Add",
+     .read_only = TH_HINT_YES,
+     .idempotent = TH_HINT_YES,
+     .open_world = TH_HINT_NO},
     {.name = "order",
      .description = "Orders a drink in one of three sizes.",
      .input_schema = TH_JSON({

@@ -205,6 +205,10 @@ func init() {
 					"b": {"type": "integer", "description": "The second term."}
 				}
 			}`,
+			Hints: guest.Hints{
+				Title: "Add", ReadOnly: guest.Hint(true), Idempotent: guest.Hint(true),
+				OpenWorld: guest.Hint(false),
+			},
 			Run: add,
 		},
 		guest.Tool{

@@ -57,6 +57,10 @@ tool(
     name: 'add',
     description: 'Adds two integers; the host wraps the bare number as {"result": n}.',
     args: { a: t.integer('The first term.'), b: t.integer('The second term.') },
+    title: 'Add',
+    readOnly: true,
+    idempotent: true,
+    openWorld: false,
   },
   ({ a, b }) => a + b,
 );

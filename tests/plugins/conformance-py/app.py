@@ -72,7 +72,7 @@ def greet(name: str, greeting: str = "Hello", times: int = 1) -> dict:
     return {"text": " ".join([f"{greeting}, {name}!"] * times)}
 
 
-@tool
+@tool(title="Add", read_only=True, idempotent=True, open_world=False)
 def add(a: int, b: int) -> int:
     """Adds two integers; the host wraps the bare number as {"result": n}.
 
