@@ -256,7 +256,7 @@ impl Version {
     pub(crate) fn tools_interface(self) -> &'static str {
         match self {
             Self::V0_1 => v0_1::TOOLS_INTERFACE,
-                    Self::V0_2 => v0_2::TOOLS_INTERFACE,
+            Self::V0_2 => v0_2::TOOLS_INTERFACE,
         }
     }
 }
@@ -397,7 +397,7 @@ impl ExportIndices {
     ) -> wasmtime::Result<Self> {
         Ok(match version {
             Version::V0_1 => Self::V0_1(v0_1::ExportIndices::new(pre, component)?),
-                    Version::V0_2 => Self::V0_2(v0_2::ExportIndices::new(pre, component)?),
+            Version::V0_2 => Self::V0_2(v0_2::ExportIndices::new(pre, component)?),
         })
     }
 
@@ -409,7 +409,7 @@ impl ExportIndices {
     ) -> wasmtime::Result<Invoke> {
         Ok(match self {
             Self::V0_1(indices) => Invoke::V0_1(indices.invoke(store, instance)?),
-                    Self::V0_2(indices) => Invoke::V0_2(indices.invoke(store, instance)?),
+            Self::V0_2(indices) => Invoke::V0_2(indices.invoke(store, instance)?),
         })
     }
 
@@ -421,7 +421,7 @@ impl ExportIndices {
     ) -> wasmtime::Result<Exports> {
         Ok(match self {
             Self::V0_1(indices) => Exports::V0_1(indices.exports(store, instance)?),
-                    Self::V0_2(indices) => Exports::V0_2(indices.exports(store, instance)?),
+            Self::V0_2(indices) => Exports::V0_2(indices.exports(store, instance)?),
         })
     }
 }
@@ -441,7 +441,7 @@ impl Invoke {
     ) -> wasmtime::Result<Result<RawOutput, ToolError>> {
         match self {
             Self::V0_1(invoke) => v0_1::invoke(invoke, store, call).await,
-                    Self::V0_2(invoke) => v0_2::invoke(invoke, store, call).await,
+            Self::V0_2(invoke) => v0_2::invoke(invoke, store, call).await,
         }
     }
 }
@@ -460,7 +460,7 @@ impl Exports {
     ) -> wasmtime::Result<Vec<Declaration>> {
         match self {
             Self::V0_1(exports) => v0_1::declarations(exports, store).await,
-                    Self::V0_2(exports) => v0_2::declarations(exports, store).await,
+            Self::V0_2(exports) => v0_2::declarations(exports, store).await,
         }
     }
 
@@ -472,7 +472,7 @@ impl Exports {
     ) -> wasmtime::Result<Result<ResourceAny, ToolError>> {
         match self {
             Self::V0_1(exports) => v0_1::invoke_stream(exports, store, call).await,
-                    Self::V0_2(exports) => v0_2::invoke_stream(exports, store, call).await,
+            Self::V0_2(exports) => v0_2::invoke_stream(exports, store, call).await,
         }
     }
 
@@ -484,7 +484,7 @@ impl Exports {
     ) -> wasmtime::Result<Result<Option<RawPart>, ToolError>> {
         match self {
             Self::V0_1(exports) => v0_1::next(exports, store, chunks).await,
-                    Self::V0_2(exports) => v0_2::next(exports, store, chunks).await,
+            Self::V0_2(exports) => v0_2::next(exports, store, chunks).await,
         }
     }
 }

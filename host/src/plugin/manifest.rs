@@ -84,7 +84,13 @@ impl ManifestKey {
         }
         let mut hash = Sha256::new();
         let supported = supported();
-        for part in [FORMAT, env!("CARGO_PKG_VERSION"), WIT[0], WIT[1], supported.as_str()] {
+        for part in [
+            FORMAT,
+            env!("CARGO_PKG_VERSION"),
+            WIT[0],
+            WIT[1],
+            supported.as_str(),
+        ] {
             hash.update((part.len() as u64).to_le_bytes());
             hash.update(part.as_bytes());
         }

@@ -175,9 +175,11 @@ fn hints_reach_tools_list_as_annotations() {
             return message;
         }
     };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "versions-test", "version": "0"}}}));
+        "clientInfo": {"name": "versions-test", "version": "0"}}}),
+    );
     assert!(response(1).get("result").is_some());
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));

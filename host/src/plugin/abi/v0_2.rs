@@ -7,12 +7,14 @@ contract_version!("../wit", "toolhost:plugin/tools@0.2.0");
 
 fn declaration(declared: wit::Declaration) -> Declaration {
     let hints = declared.info.hints;
-    let mut host_hints = ToolHints::default();
-    host_hints.title = hints.title.filter(|title| !title.trim().is_empty());
-    host_hints.read_only = hints.read_only;
-    host_hints.destructive = hints.destructive;
-    host_hints.idempotent = hints.idempotent;
-    host_hints.open_world = hints.open_world;
+    let hints = ToolHints {
+        // A blank title is no title.
+        title: hints.title.filter(|title| !title.trim().is_empty()),
+        read_only: hints.read_only,
+        destructive: hints.destructive,
+        idempotent: hints.idempotent,
+        open_world: hints.open_world,
+    };
     Declaration {
         name: declared.info.name,
         description: declared.info.description,
@@ -20,6 +22,6 @@ fn declaration(declared: wit::Declaration) -> Declaration {
         streaming: declared.streaming,
         input_schema: declared.input_schema,
         output_schema: declared.output_schema,
-        hints: host_hints,
+        hints,
     }
 }
