@@ -4,7 +4,7 @@
 //! A plugin is a `cdylib` crate built for `wasm32-wasip2`. Each tool is a type
 //! implementing [`Tool`] (runs to completion) or [`StreamingTool`] (yields
 //! chunks); [`export_tools!`] exports them as the `toolhost:plugin/tools`
-//! interface of the `toolhost:plugin@0.1.0` world.
+//! interface of the `toolhost:plugin@0.2.0` world.
 //!
 //! # Concepts
 //!
