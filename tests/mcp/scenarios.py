@@ -41,7 +41,9 @@ LONG_RUNNING_NOTE = (
 
 #: The tools of each guest, by plugin (all names are unique across these plugins).
 TOOLS = {
-    "echo": {"echo", "add", "order", "flag", "pixel", "remember", "whoami", "long_job", "fail", "countdown"},
+    "echo": {
+        "echo", "add", "order", "flag", "pixel", "remember", "whoami", "long_job", "slow_job", "fail", "countdown"
+    },
     "hostile": {"ok", "spin", "busy_wait", "sleep_forever", "hog", "recurse", "panic", "huge", "snoop"},
     "text": {"word_count", "regex_find", "regex_replace", "split_lines"},
     "calc": {"evaluate", "convert_units"},
@@ -159,7 +161,7 @@ async def test_lists_every_plugins_tools_as_declared(
                 "properties": {"result": response},
                 "required": ["result"],
             }, name
-    for name in ("long_job", "batch_digest"):
+    for name in ("long_job", "slow_job", "batch_digest"):
         assert tools[name].description.endswith(LONG_RUNNING_NOTE), tools[name].description
     assert LONG_RUNNING_NOTE not in (tools["echo"].description or "")
 

@@ -32,6 +32,7 @@ const ECHO_TOOLS: &[&str] = &[
     "order",
     "pixel",
     "remember",
+    "slow_job",
     "whoami",
 ];
 const TEXT_TOOLS: &[&str] = &["regex_find", "regex_replace", "split_lines", "word_count"];

@@ -12,6 +12,7 @@
 //! | `remember` | invocation state: stores or reads a key |
 //! | `whoami` | the call and invocation IDs |
 //! | `long_job` | long-running; returns `{"status": "pending"}` |
+//! | `slow_job` | long-running; sleeps `ms`, then sets invocation state `key` (if given) to `"done"` and returns `{"slept_ms": ms}` |
 //! | `fail` | always fails with "this tool always fails" |
 
 use schemars::JsonSchema;
@@ -194,6 +195,35 @@ impl Tool for LongJob {
     }
 }
 
+/// Sleeps, then reports how long.
+#[derive(Deserialize, JsonSchema)]
+struct SlowJobArgs {
+    /// How long to work, in milliseconds (at most a minute).
+    #[schemars(range(max = 60_000))]
+    ms: u64,
+    /// An invocation-state key set to `"done"` once the work is over, so a
+    /// test can tell whether a cancelled call got that far.
+    key: Option<String>,
+}
+
+struct SlowJob;
+
+impl Tool for SlowJob {
+    type Args = SlowJobArgs;
+    type Output = Value;
+    const NAME: &'static str = "slow_job";
+    const LONG_RUNNING: bool = true;
+
+    fn call(args: SlowJobArgs, cx: &Context) -> Result<Value, ToolError> {
+        // WASI sleeps burn no fuel; the call's deadline still bounds it.
+        std::thread::sleep(std::time::Duration::from_millis(args.ms));
+        if let Some(key) = &args.key {
+            cx.state_set(key, "done");
+        }
+        Ok(json!({ "slept_ms": args.ms }))
+    }
+}
+
 /// Always fails.
 #[derive(Deserialize, JsonSchema)]
 struct FailArgs {}
@@ -211,6 +241,6 @@ impl Tool for Fail {
 }
 
 export_tools! {
-    tools: [Echo, Add, Order, Flag, Pixel, Remember, Whoami, LongJob, Fail],
+    tools: [Echo, Add, Order, Flag, Pixel, Remember, Whoami, LongJob, SlowJob, Fail],
     streams: [Countdown],
 }
