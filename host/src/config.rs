@@ -174,6 +174,13 @@ pub struct ServeConfig {
     /// Milliseconds a stop (SIGTERM, Ctrl-C) lets the calls still running
     /// finish before it cancels them (30 000); 0 cancels them at once.
     pub drain_timeout_ms: Option<u64>,
+    /// Whether long-running tools run as MCP tasks for clients that declare
+    /// the Tasks extension (SEP-2663) on their call (true); see
+    /// [`McpServer::with_tasks`](crate::McpServer::with_tasks).
+    pub tasks: Option<bool>,
+    /// Seconds a task's record (its status and result) is kept after its
+    /// last change (3600).
+    pub task_ttl_secs: Option<u64>,
 }
 
 /// Engine-wide settings (`[engine]`); unset ones keep their default.

@@ -32,6 +32,12 @@
 //!   is its own.
 //! - Set changes (hot reload) send `notifications/tools/list_changed`: to
 //!   every session (2025-11-25), on `subscriptions/listen` streams (2026-07-28).
+//! - Long-running tools run as tasks (the Tasks extension, SEP-2663) for a
+//!   client that declares the extension on its `tools/call`: the call answers
+//!   a task handle at once, and `tasks/get`, `tasks/update` (an approval) and
+//!   `tasks/cancel` follow it, on any replica sharing the state store
+//!   (`mcp/tasks.rs`; [`McpServer::with_tasks`]). Other clients get the
+//!   plain call.
 //!
 //! Tool names: MCP clients commonly accept only `[A-Za-z0-9_-]{1,64}`. Names
 //! that fit are used as they are; in others every other character becomes
@@ -56,6 +62,7 @@ mod http;
 mod progress;
 mod session;
 mod stdio;
+mod tasks;
 
 pub use approval::{ApprovalKeys, KeyRingError};
 use calls::Calls;
@@ -289,6 +296,8 @@ struct Shared {
     calls: Calls,
     /// What `GET /metrics` reports.
     metrics: Metrics,
+    /// Long-running calls run as tasks, and where their records live.
+    tasks: tasks::Tasks,
 }
 
 impl Shared {
@@ -351,6 +360,7 @@ impl McpServer {
                 ),
                 calls: Calls::default(),
                 metrics: Metrics::new(),
+                tasks: tasks::Tasks::new(crate::state::StateStore::embedded().tasks()),
             }),
         }
     }
@@ -379,7 +389,35 @@ impl McpServer {
     /// Frees each session's invocation state when the session ends. Every
     /// session is one invocation: its calls share scratch state.
     pub fn with_engine(mut self, engine: &Engine) -> Self {
-        self.shared_mut().engine = Some(engine.clone());
+        let shared = self.shared_mut();
+        shared.engine = Some(engine.clone());
+        // Task records live where invocation state does: in Redis, when the
+        // engine's state is there, so every replica sees them.
+        shared.tasks.store = engine.state().tasks();
+        self
+    }
+
+    /// The default of [`McpServer::with_task_ttl`]: one hour.
+    pub const DEFAULT_TASK_TTL: Duration = tasks::Tasks::DEFAULT_TTL;
+
+    /// Whether a long-running tool runs as an MCP task (the Tasks extension
+    /// of MCP 2026-07-28, SEP-2663) for a client that declares the extension
+    /// on its `tools/call` (default: yes). Off, the extension is not
+    /// advertised, `tasks/*` are unknown methods, and every call is a plain
+    /// one. Task records live in the engine's state store
+    /// ([`McpServer::with_engine`]; in Redis, every replica serves every
+    /// task), else in this process.
+    pub fn with_tasks(mut self, enabled: bool) -> Self {
+        self.shared_mut().tasks.enabled = enabled;
+        self
+    }
+
+    /// How long a task's record is kept after its last change (default
+    /// [`McpServer::DEFAULT_TASK_TTL`]); its owner refreshes it while the
+    /// call runs, so this bounds how long a finished task's result can still
+    /// be read.
+    pub fn with_task_ttl(mut self, ttl: Duration) -> Self {
+        self.shared_mut().tasks.ttl = ttl;
         self
     }
 

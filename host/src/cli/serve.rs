@@ -71,6 +71,15 @@ pub(super) async fn serve(
     if let Some(secs) = settings.approval_ttl_secs {
         server = server.with_approval_ttl(Duration::from_secs(secs));
     }
+    if let Some(enabled) = settings.tasks {
+        server = server.with_tasks(enabled);
+    }
+    if let Some(secs) = settings.task_ttl_secs {
+        if secs == 0 {
+            bail!("[serve] task_ttl_secs must be at least 1");
+        }
+        server = server.with_task_ttl(Duration::from_secs(secs));
+    }
     // A used approval is remembered for the state TTL: one that outlives it
     // could be replayed once its record has expired.
     let approval_ttl = settings

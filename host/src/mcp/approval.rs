@@ -30,7 +30,7 @@ use crate::hex::hex;
 use crate::toolset::{ConfirmationRequest, Decision};
 
 /// The key of the one input request an approval asks.
-const QUESTION: &str = "approval";
+pub(super) const QUESTION: &str = "approval";
 /// Mixed into every seal: a state sealed for anything else never opens here.
 const PURPOSE: &[u8] = b"toolhost/approval/v1";
 
@@ -199,17 +199,10 @@ impl Approvals {
                 tracing::error!(tool = %ask.tool, error = %e, "cannot seal an approval state");
                 unavailable(ask)
             })?;
-        let form = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: question(ask),
-            requested_schema: approval_form(ask)?,
-        };
-        let mut requests = InputRequests::new();
-        requests.insert(
-            QUESTION.to_owned(),
-            InputRequest::Elicitation(ElicitRequest::new(form)),
-        );
-        Ok(InputRequiredResult::new(Some(requests), Some(state)))
+        Ok(InputRequiredResult::new(
+            Some(input_requests(ask)?),
+            Some(state),
+        ))
     }
 
     /// Opens a retry's state and reads its answer, for a call of `tool`
@@ -281,9 +274,25 @@ impl Approvals {
     }
 }
 
+/// The input requests that ask for this approval: one form elicitation, at
+/// [`QUESTION`] (in an `InputRequiredResult`, or a task's `inputRequests`).
+pub(super) fn input_requests(ask: &ConfirmationRequest) -> Result<InputRequests, CallError> {
+    let form = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question(ask),
+        requested_schema: approval_form(ask)?,
+    };
+    let mut requests = InputRequests::new();
+    requests.insert(
+        QUESTION.to_owned(),
+        InputRequest::Elicitation(ElicitRequest::new(form)),
+    );
+    Ok(requests)
+}
+
 /// The decision an elicitation answer means: approved only when accepted
 /// with `approve: true`.
-fn decide(answer: &Value, arguments: &Value) -> Decision {
+pub(super) fn decide(answer: &Value, arguments: &Value) -> Decision {
     let action = answer
         .get("action")
         .and_then(|a| serde_json::from_value::<ElicitationAction>(a.clone()).ok());
@@ -328,7 +337,7 @@ pub(super) fn approval_form(ask: &ConfirmationRequest) -> Result<ElicitationSche
 
 /// The call was not run because nobody could be asked (a fault of the
 /// server's, logged by the caller): a decision for the client to read.
-fn unavailable(ask: &ConfirmationRequest) -> CallError {
+pub(super) fn unavailable(ask: &ConfirmationRequest) -> CallError {
     CallError::ConfirmationUnavailable {
         tool: ask.tool.clone(),
         hint: ask.hint.clone(),

@@ -6,9 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestMetaObject,
-    ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    ElicitRequestParams, ElicitationAction, GetTaskParams, GetTaskResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::approval::{approval_form, not_approved, question, random_id, unanswered};
 use super::convert::{error_result, mcp_error_names, mcp_names, mcp_tool, output_result};
+use super::tasks::{self, CreateTaskOr};
 use super::{Shared, http, progress};
 use crate::Engine;
 use crate::error::CallError;
@@ -430,13 +432,13 @@ impl Approver for Elicit<'_> {
 
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_instructions(
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed();
+        if self.shared.tasks.enabled {
+            capabilities = capabilities.enable_tasks();
+        }
+        let mut config = ServerConfig::new(capabilities.build()).with_instructions(
             "Tools run as sandboxed WebAssembly components; each call gets a fresh instance.",
         );
         config.server_info.name = self.shared.name.clone();
@@ -521,6 +523,22 @@ impl ServerHandler for Session {
                 invocation: cx.invocation_id().to_owned(),
                 wrote_state: true,
             });
+        // A long-running tool runs as a task for a client that declared the
+        // Tasks extension on this request (SEP-2663); others get the plain call.
+        if self.shared.tasks.enabled && tool.spec().long_running && tasks::declared(&context) {
+            let job = tasks::Job {
+                tool,
+                cx,
+                arguments,
+                principal: tasks::principal(&context),
+                running: self.shared.calls.enter()?,
+                guard: Box::new(own_invocation),
+            };
+            return match tasks::spawn(&self.shared, job).await? {
+                CreateTaskOr::Task(task) => Ok(CallToolResponse::Task(task)),
+                CreateTaskOr::Busy(refused) => Ok(refused.into()),
+            };
+        }
         // Until the call says it set none (a call cut short may have).
         let wrote_state = AtomicBool::new(true);
         let call_id = cx.call_id().to_owned();
@@ -553,6 +571,36 @@ impl ServerHandler for Session {
             end.wrote_state = wrote_state.load(Ordering::Relaxed);
         }
         result
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let principal = tasks::principal(&context);
+        self.shared.tasks.get(&request.task_id, &principal).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let principal = tasks::principal(&context);
+        self.shared
+            .tasks
+            .update(&request.task_id, &principal, &request.input_responses)
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let principal = tasks::principal(&context);
+        self.shared.tasks.cancel(&request.task_id, &principal).await
     }
 
     fn accepted_subscription_filter(

@@ -1,0 +1,681 @@
+//! Long-running tools as MCP tasks: the Tasks extension of MCP 2026-07-28
+//! (`io.modelcontextprotocol/tasks`, SEP-2663).
+//!
+//! A `tools/call` of a tool declared long-running, from a client that
+//! declared the extension for that request, answers at once with a task
+//! handle (`CreateTaskResult`); the call runs on, detached from the request.
+//! Its record lives in the state store ([`TaskStore`]): in Redis when one is
+//! configured, so `tasks/get`, `tasks/update` and `tasks/cancel` may land on
+//! any replica. The replica running the call (the owner) beats every
+//! [`BEAT`]: the beat tells it about a cancel (it drops the call, so the
+//! guest stops at its next epoch tick) and hands it the client's input
+//! responses (an approval). A task whose owner has not beaten for
+//! [`STALE_AFTER`] is reported failed by whichever replica reads it: its
+//! owner stopped, and a call cannot move to another replica.
+//!
+//! Who may see a task is its principal: a digest of the `Authorization`
+//! header its `tools/call` carried (HTTP), else `anonymous` (stdio, and
+//! HTTP without a token). A task of another principal is as unknown as one
+//! that never existed. Task IDs are 128 random bits, so they also act as
+//! capabilities where every client shares one principal (one server token).
+//!
+//! The 2025-11-25 experimental tasks (`tasks/result`, `tasks/list`) are not
+//! served: rmcp 3.x dropped them.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult, InputResponses,
+    JsonObject, Task, TaskPayload,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use tokio::sync::mpsc;
+
+use super::Shared;
+use super::approval::{self, random_id};
+use super::calls::Counted;
+use super::convert::{error_result, output_result, stream_result};
+use crate::error::CallError;
+use crate::hex::hex;
+use crate::state::StateError;
+use crate::state::tasks::{TaskRecord, TaskStatus, TaskStore, Transition, now_ms};
+use crate::toolset::{
+    Approver, BoxFuture, ConfirmationRequest, Context, Decision, Started, Tool, start,
+};
+
+/// How often the owner of a running task beats.
+pub(super) const BEAT: Duration = Duration::from_millis(250);
+
+/// How long a running task's owner may go without a beat before a reader
+/// reports the task failed. Twelve beats, not three: a busy machine or a slow
+/// store round trip can hold a beat back for a second, and a live task
+/// reported failed is worse than a dead one reported a few seconds late.
+pub(super) const STALE_AFTER: Duration = Duration::from_secs(3);
+
+/// The most tasks one server runs at once; past it a `tools/call` that would
+/// start one is refused as busy (each also holds guest memory, which the
+/// engine's budget bounds on its own).
+pub(super) const MAX_RUNNING_TASKS: usize = 1024;
+
+/// The status message of a task whose owner stopped beating.
+const OWNER_STOPPED: &str = "the replica running it stopped before it finished";
+
+/// The tasks of one server: where they are kept and how they are announced.
+#[derive(Debug)]
+pub(super) struct Tasks {
+    /// Whether long-running calls may run as tasks at all.
+    pub(super) enabled: bool,
+    pub(super) store: TaskStore,
+    /// How long a record is kept after its last write.
+    pub(super) ttl: Duration,
+    /// How often clients are told to poll.
+    pub(super) poll: Duration,
+    /// This process, as task owner (records name it, logs too).
+    owner: String,
+    running: Arc<AtomicUsize>,
+}
+
+impl Tasks {
+    /// The default of [`McpServer::with_task_ttl`](super::McpServer::with_task_ttl).
+    pub(super) const DEFAULT_TTL: Duration = Duration::from_secs(3600);
+    /// The poll interval clients are given.
+    pub(super) const POLL: Duration = Duration::from_millis(500);
+
+    pub(super) fn new(store: TaskStore) -> Self {
+        Self {
+            enabled: true,
+            store,
+            ttl: Self::DEFAULT_TTL,
+            poll: Self::POLL,
+            owner: format!("toolhost-{}-{}", std::process::id(), &random_id()[..8]),
+            running: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// The record of `id` if `principal` may see it.
+    async fn find(&self, id: &str, principal: &str) -> Result<TaskRecord, ErrorData> {
+        match self.store.get(id).await.map_err(store_error)? {
+            Some(record) if record.principal == principal => Ok(record),
+            // A task of another principal is as unknown as one never made.
+            _ => Err(no_such_task(id)),
+        }
+    }
+
+    /// `tasks/get`: the task as it is now. A running task whose owner
+    /// stopped beating is failed first.
+    pub(super) async fn get(&self, id: &str, principal: &str) -> Result<GetTaskResult, ErrorData> {
+        let mut record = self.find(id, principal).await?;
+        let stale = now_ms().saturating_sub(record.heartbeat_ms) > millis(STALE_AFTER);
+        if !record.status.is_terminal() && stale {
+            let error = error_object(-32603, OWNER_STOPPED);
+            let outcome = self
+                .store
+                .transition(id, TaskStatus::Failed, Some(OWNER_STOPPED), Some(&error))
+                .await
+                .map_err(store_error)?;
+            match outcome {
+                Transition::Applied(now) | Transition::Final(now) => {
+                    if now.status == TaskStatus::Failed {
+                        tracing::warn!(task = %id, owner = %now.owner, tool = %now.tool, "task failed: its owner stopped beating");
+                    }
+                    record = now;
+                }
+                Transition::Missing => return Err(no_such_task(id)),
+            }
+        }
+        Ok(GetTaskResult::new(detailed(&record)))
+    }
+
+    /// `tasks/update`: the client's input responses, for the owner's next
+    /// beat. Responses to a task that asks nothing now are ignored, as
+    /// SEP-2663 says of keys that are not outstanding.
+    pub(super) async fn update(
+        &self,
+        id: &str,
+        principal: &str,
+        responses: &InputResponses,
+    ) -> Result<(), ErrorData> {
+        self.find(id, principal).await?;
+        let text = serde_json::to_string(responses).map_err(|e| {
+            ErrorData::invalid_params(format!("unreadable inputResponses: {e}"), None)
+        })?;
+        if !self.store.respond(id, &text).await.map_err(store_error)? {
+            tracing::info!(task = %id, "input responses ignored: the task asks for no input now");
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`: the task is cancelled now (unless it ended already);
+    /// its owner drops the call at its next beat.
+    pub(super) async fn cancel(&self, id: &str, principal: &str) -> Result<(), ErrorData> {
+        self.find(id, principal).await?;
+        let outcome = self
+            .store
+            .transition(
+                id,
+                TaskStatus::Cancelled,
+                Some("cancelled by the client"),
+                None,
+            )
+            .await
+            .map_err(store_error)?;
+        match outcome {
+            Transition::Applied(record) => {
+                tracing::info!(task = %id, tool = %record.tool, owner = %record.owner, "task cancelled");
+                Ok(())
+            }
+            Transition::Missing => Err(no_such_task(id)),
+            // Ended already: the cancel is acknowledged and changes nothing.
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Everything a task's call needs, moved onto the task that runs it.
+pub(super) struct Job {
+    pub(super) tool: Arc<dyn Tool>,
+    pub(super) cx: Context,
+    pub(super) arguments: Value,
+    pub(super) principal: String,
+    /// Counts the call as running, so a stop drains it.
+    pub(super) running: Counted,
+    /// Dropped when the task ends (frees a call's own invocation).
+    pub(super) guard: Box<dyn Send>,
+}
+
+/// Starts `job` as a task: stores its record, spawns its call, and answers
+/// the task handle. Refused as busy (a tool result, as a plain call's busy
+/// error is) past [`MAX_RUNNING_TASKS`] or the store's own cap.
+pub(super) async fn spawn(shared: &Arc<Shared>, job: Job) -> Result<CreateTaskOr, ErrorData> {
+    let tasks = &shared.tasks;
+    let name = job.tool.spec().name.clone();
+    let Some(slot) = Slot::take(&tasks.running) else {
+        return Ok(CreateTaskOr::Busy(busy(
+            &name,
+            &format!("this server runs {MAX_RUNNING_TASKS} tasks at once already"),
+        )));
+    };
+    let id = random_id();
+    let record = TaskRecord::new(
+        id.clone(),
+        tasks.owner.clone(),
+        job.principal.clone(),
+        name.clone(),
+        tasks.ttl,
+        tasks.poll,
+    );
+    match tasks.store.create(&record).await {
+        Ok(()) => {}
+        Err(StateError::Tasks { limit }) => {
+            return Ok(CreateTaskOr::Busy(busy(
+                &name,
+                &format!("this server keeps {limit} tasks at most, and that many are running"),
+            )));
+        }
+        Err(StateError::TaskBytes { limit }) => {
+            return Ok(CreateTaskOr::Busy(busy(
+                &name,
+                &format!("this server's tasks hold the {limit} bytes they may"),
+            )));
+        }
+        Err(err) => return Err(store_error(err)),
+    }
+    tracing::info!(task = %id, tool = %name, call = %job.cx.call_id(), "call runs as a task");
+    let runner = Runner {
+        shared: Arc::clone(shared),
+        id,
+    };
+    tokio::spawn(async move {
+        let _slot = slot;
+        let Job {
+            tool,
+            cx,
+            arguments,
+            running,
+            guard,
+            ..
+        } = job;
+        let (answers, inbox) = mpsc::channel(4);
+        let approver = TaskApprover {
+            store: runner.shared.tasks.store.clone(),
+            id: runner.id.clone(),
+            inbox: tokio::sync::Mutex::new(inbox),
+        };
+        let call = run_call(&runner.shared, &*tool, &cx, arguments, &approver);
+        runner.drive(call, answers).await;
+        drop(guard);
+        drop(running);
+    });
+    Ok(CreateTaskOr::Task(CreateTaskResult::new(task(&record))))
+}
+
+/// What a `tools/call` that would start a task answers.
+pub(super) enum CreateTaskOr {
+    /// The task handle.
+    Task(CreateTaskResult),
+    /// No task: too many run.
+    Busy(CallToolResult),
+}
+
+/// A place among the tasks this server runs; freed when dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(running: &Arc<AtomicUsize>) -> Option<Self> {
+        running
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_RUNNING_TASKS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Self(Arc::clone(running)))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Runs the call as a plain one does, to its whole result: the same layers,
+/// limits and admission (guest memory), and the same tool-level errors.
+async fn run_call(
+    shared: &Shared,
+    tool: &dyn Tool,
+    cx: &Context,
+    arguments: Value,
+    approver: &TaskApprover,
+) -> Result<CallToolResult, ErrorData> {
+    let metrics = shared.metrics.call(&tool.spec().name);
+    match start(tool, cx, arguments, approver).await {
+        Ok(Started::Output(output)) => {
+            metrics.succeeded(&output.usage);
+            Ok(output_result(output))
+        }
+        Ok(Started::Stream(stream)) => match stream.collect().await {
+            Ok(output) => {
+                metrics.succeeded(&output.usage);
+                Ok(stream_result(output))
+            }
+            Err(err) => {
+                metrics.failed(&err);
+                error_result(err)
+            }
+        },
+        Err(err) => {
+            metrics.failed(&err);
+            error_result(err)
+        }
+    }
+}
+
+/// The owner's side of one task: runs the call, beats, and keeps the outcome.
+struct Runner {
+    shared: Arc<Shared>,
+    id: String,
+}
+
+impl Runner {
+    /// Polls the call and beats every [`BEAT`] until the call ends or the
+    /// task does (cancelled, failed by a reader, expired); then keeps the
+    /// call's outcome. A call dropped here takes its instance with it: the
+    /// guest stops at its next epoch tick.
+    async fn drive(
+        &self,
+        call: impl Future<Output = Result<CallToolResult, ErrorData>>,
+        answers: mpsc::Sender<String>,
+    ) {
+        let store = &self.shared.tasks.store;
+        let id = &self.id;
+        let mut call = pin!(call);
+        let mut beats = tokio::time::interval(BEAT);
+        beats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The record was written (beaten) just now.
+        beats.tick().await;
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut call => break outcome,
+                _ = beats.tick() => match store.beat(id).await {
+                    Ok(Some(beat)) if beat.status.is_terminal() => {
+                        tracing::info!(task = %id, status = %beat.status, "task ended while running; call dropped, guest stopped");
+                        return;
+                    }
+                    Ok(Some(beat)) => {
+                        if let Some(responses) = beat.responses {
+                            // Only an approval waits for these; one pending is enough.
+                            let _ = answers.try_send(responses);
+                        }
+                    }
+                    Ok(None) => {
+                        tracing::warn!(task = %id, "task record gone (expired?); call dropped, guest stopped");
+                        return;
+                    }
+                    Err(err) => {
+                        // Missed beats make the task look stale to readers after
+                        // a while, which is the truth if the store stays away.
+                        tracing::warn!(task = %id, %err, "task beat failed");
+                    }
+                },
+            }
+        };
+        self.keep(outcome).await;
+    }
+
+    /// Records the call's outcome: `completed` with its result (a tool's
+    /// failure is a result with `isError`, as SEP-2663 says), `failed` with
+    /// a JSON-RPC error otherwise. A task that ended meanwhile (cancelled)
+    /// stays as it is.
+    async fn keep(&self, outcome: Result<CallToolResult, ErrorData>) {
+        let (status, message, payload) = match &outcome {
+            Ok(result) => match serde_json::to_string(result) {
+                Ok(json) => (TaskStatus::Completed, None, json),
+                Err(err) => failure(&format!("the result could not be kept: {err}")),
+            },
+            Err(error) => {
+                let json = serde_json::to_string(error)
+                    .unwrap_or_else(|_| error_object(-32603, &error.message));
+                (TaskStatus::Failed, Some(error.message.to_string()), json)
+            }
+        };
+        let mut kept = self.transition(status, message.as_deref(), &payload).await;
+        if let Err(err @ (StateError::TaskPayload { .. } | StateError::TaskBytes { .. })) = &kept {
+            let (status, message, payload) =
+                failure(&format!("the result could not be kept: {err}"));
+            kept = self.transition(status, message.as_deref(), &payload).await;
+        }
+        match kept {
+            Ok(Transition::Applied(_)) => {
+                tracing::info!(task = %self.id, %status, "task ended");
+            }
+            Ok(Transition::Final(record)) => {
+                tracing::info!(task = %self.id, status = %record.status, "task had ended already; outcome dropped");
+            }
+            Ok(_) => tracing::warn!(task = %self.id, "task record gone; outcome dropped"),
+            Err(err) => tracing::warn!(task = %self.id, %err, "task outcome not kept"),
+        }
+    }
+
+    /// A transition, retried a few times while the store is away.
+    async fn transition(
+        &self,
+        to: TaskStatus,
+        message: Option<&str>,
+        payload: &str,
+    ) -> Result<Transition, StateError> {
+        let store = &self.shared.tasks.store;
+        let mut tries = 0;
+        loop {
+            match store.transition(&self.id, to, message, Some(payload)).await {
+                Err(StateError::Unavailable { .. } | StateError::Timeout { .. }) if tries < 3 => {
+                    tries += 1;
+                    tokio::time::sleep(BEAT * 2).await;
+                }
+                kept => return kept,
+            }
+        }
+    }
+}
+
+/// `failed` with this message, as a JSON-RPC internal error.
+fn failure(message: &str) -> (TaskStatus, Option<String>, String) {
+    (
+        TaskStatus::Failed,
+        Some(message.to_owned()),
+        error_object(-32603, message),
+    )
+}
+
+/// Asks for an approval through the task: the task goes `input_required`
+/// with the approval form as its input request, and the answer comes back
+/// through `tasks/update` and the owner's beat. The decision then resumes
+/// the call as [`start`] resumes any: under the same call ID, so the
+/// confirmation layer acts on it once.
+struct TaskApprover {
+    store: TaskStore,
+    id: String,
+    inbox: tokio::sync::Mutex<mpsc::Receiver<String>>,
+}
+
+impl Approver for TaskApprover {
+    fn decide<'a>(
+        &'a self,
+        _cx: &'a Context,
+        ask: &'a ConfirmationRequest,
+    ) -> BoxFuture<'a, Result<Decision, CallError>> {
+        Box::pin(async move {
+            let requests = approval::input_requests(ask)?;
+            let requests = serde_json::to_string(&requests).map_err(|e| {
+                tracing::error!(task = %self.id, error = %e, "cannot write an approval request");
+                approval::unavailable(ask)
+            })?;
+            let message = approval::question(ask);
+            let asked = self
+                .store
+                .transition(
+                    &self.id,
+                    TaskStatus::InputRequired,
+                    Some(&message),
+                    Some(&requests),
+                )
+                .await;
+            if !matches!(asked, Ok(Transition::Applied(_))) {
+                // Cancelled or gone (the next beat stops the call), or the
+                // store failed: nobody can answer, so the call must not run.
+                return Err(unasked(ask, asked.err()));
+            }
+            tracing::info!(task = %self.id, tool = %ask.tool, "task asks for approval (input required)");
+            let mut inbox = self.inbox.lock().await;
+            let decision = loop {
+                let Some(responses) = inbox.recv().await else {
+                    return Err(unasked(ask, None));
+                };
+                let answer = serde_json::from_str::<InputResponses>(&responses)
+                    .ok()
+                    .and_then(|mut responses| responses.remove(approval::QUESTION));
+                // Responses without the answer leave the question open.
+                if let Some(answer) = answer {
+                    break approval::decide(&answer, &ask.arguments);
+                }
+            };
+            let resumed = self
+                .store
+                .transition(&self.id, TaskStatus::Working, None, None)
+                .await;
+            if !matches!(resumed, Ok(Transition::Applied(_))) {
+                return Err(unasked(ask, resumed.err()));
+            }
+            Ok(decision)
+        })
+    }
+}
+
+/// The call was not run: its approval could not be asked or answered.
+fn unasked(ask: &ConfirmationRequest, err: Option<StateError>) -> CallError {
+    match err {
+        Some(reason) => CallError::State {
+            tool: ask.tool.clone(),
+            reason,
+        },
+        None => CallError::ConfirmationUnavailable {
+            tool: ask.tool.clone(),
+            hint: ask.hint.clone(),
+            reason: "the task ended before its approval was answered".to_owned(),
+        },
+    }
+}
+
+/// Whether this request declared the Tasks extension.
+pub(super) fn declared(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|caps| caps.supports_tasks())
+}
+
+/// The principal of a request: a digest of its `Authorization` header, else
+/// `anonymous` (stdio has no credentials: its one client is whoever started
+/// the process).
+pub(super) fn principal(context: &RequestContext<RoleServer>) -> String {
+    let authorization = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION));
+    match authorization {
+        Some(value) => format!("authorization:{}", hex(&Sha256::digest(value.as_bytes()))),
+        None => "anonymous".to_owned(),
+    }
+}
+
+fn no_such_task(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown task: {id}"), None)
+}
+
+fn store_error(err: StateError) -> ErrorData {
+    tracing::warn!(%err, "task store failed");
+    ErrorData::internal_error(format!("the task store failed: {err}; retry shortly"), None)
+}
+
+/// The busy answer: a tool result, as a plain call's busy error is.
+fn busy(tool: &str, why: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "tool `{tool}` could not run now: {why}; retry shortly"
+    ))])
+}
+
+/// A JSON-RPC error object as JSON text.
+fn error_object(code: i64, message: &str) -> String {
+    serde_json::json!({ "code": code, "message": message }).to_string()
+}
+
+/// The task's wire status.
+fn status(status: TaskStatus) -> rmcp::model::TaskStatus {
+    match status {
+        TaskStatus::InputRequired => rmcp::model::TaskStatus::InputRequired,
+        TaskStatus::Completed => rmcp::model::TaskStatus::Completed,
+        TaskStatus::Failed => rmcp::model::TaskStatus::Failed,
+        TaskStatus::Cancelled => rmcp::model::TaskStatus::Cancelled,
+        TaskStatus::Working => rmcp::model::TaskStatus::Working,
+    }
+}
+
+/// The base task fields of a record.
+fn task(record: &TaskRecord) -> Task {
+    let mut task = Task::new(
+        record.id.clone(),
+        status(record.status),
+        rfc3339(record.created_at_ms),
+        rfc3339(record.updated_at_ms),
+    )
+    .with_ttl_ms(record.ttl_ms)
+    .with_poll_interval_ms(record.poll_ms);
+    task.status_message.clone_from(&record.status_message);
+    task
+}
+
+/// A record as `tasks/get` reports it, with its status's payload.
+fn detailed(record: &TaskRecord) -> DetailedTask {
+    let object = || {
+        record
+            .payload
+            .as_deref()
+            .and_then(|json| serde_json::from_str::<JsonObject>(json).ok())
+    };
+    let payload = match record.status {
+        TaskStatus::InputRequired => TaskPayload::InputRequired {
+            input_requests: record
+                .payload
+                .as_deref()
+                .and_then(|json| serde_json::from_str(json).ok())
+                .unwrap_or_default(),
+        },
+        TaskStatus::Completed => TaskPayload::Completed {
+            result: object().unwrap_or_default(),
+        },
+        TaskStatus::Failed => TaskPayload::Failed {
+            error: object().unwrap_or_else(|| {
+                let message = record
+                    .status_message
+                    .as_deref()
+                    .unwrap_or("the task failed");
+                serde_json::from_str(&error_object(-32603, message)).unwrap_or_default()
+            }),
+        },
+        TaskStatus::Cancelled => TaskPayload::Cancelled,
+        TaskStatus::Working => TaskPayload::Working,
+    };
+    DetailedTask::new(task(record), payload)
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A Unix time in milliseconds as an RFC 3339 UTC timestamp
+/// (`2026-12-02T05:30:00.123Z`).
+fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rest = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(1_796_189_445_123), "2026-12-02T05:30:45.123Z");
+    }
+
+    #[test]
+    fn records_read_as_their_status_says() {
+        let mut record = TaskRecord::new(
+            "t1",
+            "me",
+            "anonymous",
+            "slow_job",
+            Duration::from_secs(60),
+            Duration::from_millis(500),
+        );
+        let working = serde_json::to_value(detailed(&record)).unwrap();
+        assert_eq!(working["status"], "working");
+        assert_eq!(working["taskId"], "t1");
+        assert_eq!(working["ttlMs"], 60_000);
+        assert_eq!(working["pollIntervalMs"], 500);
+        record.status = TaskStatus::Completed;
+        record.payload = Some(r#"{"content":[],"isError":false}"#.to_owned());
+        let completed = serde_json::to_value(detailed(&record)).unwrap();
+        assert_eq!(completed["result"]["isError"], false);
+        record.status = TaskStatus::Failed;
+        record.payload = None;
+        record.status_message = Some("boom".to_owned());
+        let failed = serde_json::to_value(detailed(&record)).unwrap();
+        assert_eq!(failed["error"]["message"], "boom");
+        assert_eq!(failed["statusMessage"], "boom");
+    }
+}
