@@ -228,13 +228,20 @@ async def _listen(client: Client, listening: anyio.Event) -> None:
 
 
 @asynccontextmanager
-async def _modern(label: str, transport: Any, elicitation: Elicit | None) -> AsyncIterator[Client]:
+async def _modern(
+    label: str, transport: Any, elicitation: Elicit | None, extensions: Sequence[Any] = ()
+) -> AsyncIterator[Client]:
     """A 2026-07-28 client: `server/discover`, then sessionless requests, listening
-    for tool-list changes all along."""
+    for tool-list changes all along. `extensions` are `ClientExtension`s it declares."""
     client = Client(label, MODERN)
     # No response cache: every request must reach the server.
     mcp = McpClient(
-        transport, mode="auto", elicitation_callback=elicitation, message_handler=client.on_message, cache=None
+        transport,
+        mode="auto",
+        elicitation_callback=elicitation,
+        message_handler=client.on_message,
+        cache=None,
+        extensions=list(extensions) or None,
     )
     # (No deadline around entering it: a cancel scope must not wrap the
     # client's own task group. The server answers `server/discover` at once.)
@@ -318,7 +325,7 @@ class Server:
                 await anyio.sleep(0.1)
         raise AssertionError(f"no {what} in the server's stderr within {CALL_S} s:\n{self.stderr()}")
 
-    def connect(self, elicitation: Elicit | None = None) -> Any:
+    def connect(self, elicitation: Elicit | None = None, *, extensions: Sequence[Any] = ()) -> Any:
         raise NotImplementedError
 
 
@@ -328,7 +335,9 @@ class StdioServer(Server):
     transport = "stdio"
 
     @asynccontextmanager
-    async def connect(self, elicitation: Elicit | None = None) -> AsyncIterator[Client]:
+    async def connect(
+        self, elicitation: Elicit | None = None, *, extensions: Sequence[Any] = ()
+    ) -> AsyncIterator[Client]:
         log = self.workdir / f"stderr-stdio-{len(self.logs)}.log"
         self.logs.append(log)
         params = StdioServerParameters(
@@ -337,7 +346,7 @@ class StdioServer(Server):
         label = f"stdio session {len(self.logs)} ({self.protocol})"
         with open(log, "w") as errlog:
             if self.protocol == MODERN:
-                async with _modern(label, stdio_client(params, errlog=errlog), elicitation) as client:
+                async with _modern(label, stdio_client(params, errlog=errlog), elicitation, extensions) as client:
                     yield client
                 return
             async with stdio_client(params, errlog=errlog) as (read, write):
@@ -390,12 +399,17 @@ class HttpServer(Server):
 
     @asynccontextmanager
     async def connect(
-        self, elicitation: Elicit | None = None, headers: dict[str, str] | None = None
+        self,
+        elicitation: Elicit | None = None,
+        headers: dict[str, str] | None = None,
+        *,
+        extensions: Sequence[Any] = (),
     ) -> AsyncIterator[Client]:
         label = f"http session to {self.url} ({self.protocol})"
         async with create_mcp_http_client(headers=headers) as http:
             if self.protocol == MODERN:
-                async with _modern(label, streamable_http_client(self.url, http_client=http), elicitation) as client:
+                transport = streamable_http_client(self.url, http_client=http)
+                async with _modern(label, transport, elicitation, extensions) as client:
                     yield client
                 return
             async with streamable_http_client(self.url, http_client=http) as (read, write):
