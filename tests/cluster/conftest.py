@@ -52,7 +52,7 @@ CONFIG = """\
 url = "redis://127.0.0.1:{redis}/0"
 
 [confirm]
-tools = ["echo"]
+tools = ["echo", "slow_job"]
 
 [limits]
 timeout_ms = 20000
@@ -325,8 +325,11 @@ class Seen:
 
 
 @asynccontextmanager
-async def connect(url: str, elicitation: Any = None) -> AsyncIterator[tuple[McpClient, Seen]]:
-    """A 2026-07-28 client of `url`, and a record of the replica behind each answer."""
+async def connect(
+    url: str, elicitation: Any = None, extensions: Any = ()
+) -> AsyncIterator[tuple[McpClient, Seen]]:
+    """A 2026-07-28 client of `url`, and a record of the replica behind each answer;
+    `extensions` are the `ClientExtension`s it declares."""
     seen = Seen()
 
     async def record(response: httpx2.Response) -> None:
@@ -340,7 +343,11 @@ async def connect(url: str, elicitation: Any = None) -> AsyncIterator[tuple[McpC
     timeout = httpx2.Timeout(CALL_S, read=300)
     async with httpx2.AsyncClient(timeout=timeout, event_hooks={"response": [record]}) as http:
         client = McpClient(
-            streamable_http_client(url, http_client=http), mode="auto", elicitation_callback=elicitation, cache=None
+            streamable_http_client(url, http_client=http),
+            mode="auto",
+            elicitation_callback=elicitation,
+            cache=None,
+            extensions=list(extensions) or None,
         )
         async with client:
             assert client.session.protocol_version == "2026-07-28", client.session.protocol_version

@@ -7,7 +7,9 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,6 +18,10 @@ import pytest
 from mcp import types
 
 from conftest import CALL_S, Cluster, connect, wait_until
+
+# The tasks client of the MCP tests (tests/mcp/tasks.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
+from tasks import TasksExtension, cancel, get, start, update, wait  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -233,3 +239,64 @@ async def test_prometheus_scrapes_every_replica(cluster: Cluster) -> None:
             if len(up) == 3 and calls and float(calls[0]["value"][1]) >= 6:
                 break
             await anyio.sleep(0.5)
+
+
+ACCEPT = {"action": "accept", "content": {"approve": True}}
+
+
+async def test_a_task_started_on_one_replica_is_followed_on_the_others(cluster: Cluster) -> None:
+    """A long-running call as a task (SEP-2663), each step on another replica: started
+    on the first, its approval read on the second and answered on the third, its
+    result read on the second; another one started on the first and cancelled on the
+    third. `slow_job` needs approval here (`[confirm]`)."""
+    one, two, three = (r.url for r in cluster.replicas)
+    extension = [TasksExtension()]
+    async with (
+        connect(one, extensions=extension) as (first, _),
+        connect(two, extensions=extension) as (second, _),
+        connect(three, extensions=extension) as (third, _),
+    ):
+        meta = {INVOCATION: "cluster-task-1"}
+        handle = await start(first.session, "slow_job", {"ms": 500, "key": "done"}, meta)
+        asked = await wait(second.session, handle.task_id, until=("input_required",))
+        assert "approval" in (asked.input_requests or {}), asked
+        await update(third.session, handle.task_id, {"approval": ACCEPT})
+        state = await wait(second.session, handle.task_id)
+        assert state.status == "completed", state
+        assert ok(state.call_result()) == {"slept_ms": 500}
+
+        meta = {INVOCATION: "cluster-task-2"}
+        handle = await start(first.session, "slow_job", {"ms": 3000, "key": "done"}, meta)
+        await wait(third.session, handle.task_id, until=("input_required",))
+        await update(second.session, handle.task_id, {"approval": ACCEPT})
+        await wait(third.session, handle.task_id, until=("working",))
+        await cancel(third.session, handle.task_id)
+        assert (await wait(second.session, handle.task_id)).status == "cancelled"
+        wait_until(
+            "the owner dropping the call",
+            lambda: "guest stopped" in cluster.replicas[0].process.text(),
+            CALL_S,
+        )
+        await anyio.sleep(3.5)  # past the time the job needed: it never got to its end
+        with anyio.fail_after(CALL_S):
+            assert ok(await second.call_tool("remember", {"key": "done"}, meta=meta)) == {"value": None}
+
+
+async def test_a_task_whose_replica_dies_is_reported_failed(cluster: Cluster) -> None:
+    """`kill -9` of the replica running a task: a poll on another replica reports it
+    failed (the call cannot move), and a cancel there changes nothing more."""
+    one, two = cluster.replicas[0], cluster.replicas[1]
+    extension = [TasksExtension()]
+    async with connect(one.url, extensions=extension) as (first, _):
+        handle = await start(first.session, "slow_job", {"ms": 15000})
+    async with connect(two.url, extensions=extension) as (second, _):
+        await wait(second.session, handle.task_id, until=("input_required",))
+        await update(second.session, handle.task_id, {"approval": ACCEPT})
+        await wait(second.session, handle.task_id, until=("working",))
+        one.process.kill9()
+        state = await wait(second.session, handle.task_id)
+        assert state.status == "failed", state
+        assert "stopped" in (state.status_message or ""), state
+        assert (state.error or {}).get("code") == -32603, state
+        await cancel(second.session, handle.task_id)
+        assert (await get(second.session, handle.task_id)).status == "failed"
