@@ -23,8 +23,12 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(200);
+    // Optimized code only: these are the figures of a plugin's steady state
+    // (the `coldstart` bench measures tiered compilation's baseline code).
     let mut config = EngineConfig::default();
-    config.cache_dir(None);
+    config
+        .cache_dir(None)
+        .compilation(toolhost::engine::Compilation::Optimized);
     let engine = Engine::new(&config)?;
     let builds = [
         ("Rust", toolhost_test_plugins::CONFORMANCE),

@@ -77,8 +77,12 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1.5);
     let length = Duration::from_secs_f64(secs);
+    // Optimized code only: the steady state every plugin reaches once tiered
+    // compilation has compiled its optimized code.
     let mut config = EngineConfig::default();
-    config.cache_dir(None);
+    config
+        .cache_dir(None)
+        .compilation(toolhost::engine::Compilation::Optimized);
     let engine = Engine::new(&config)?;
     let dir = tempfile::tempdir()?;
     std::fs::copy(toolhost_test_plugins::ECHO, dir.path().join("echo.wasm"))?;

@@ -341,6 +341,9 @@ fn engine(cli: &Cli, config: &Config) -> Result<Engine> {
     {
         engine_config.max_guest_memory(Some(mib.saturating_mul(1 << 20)));
     }
+    if let Some(compilation) = config.engine.compilation {
+        engine_config.compilation(compilation);
+    }
     config.load.apply(&mut engine_config);
     config.state.apply(&mut engine_config);
     Ok(Engine::new(&engine_config)?)

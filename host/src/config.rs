@@ -191,6 +191,10 @@ pub struct EngineSettings {
     /// Guest linear memory all calls together may hold, in MiB [default: half
     /// the machine's memory]; past it a call waits briefly, then fails as busy.
     pub max_guest_memory_mib: Option<u64>,
+    /// How plugins are compiled: `tiered` (baseline code first, optimized
+    /// in the background; the default), `optimized` or `baseline` (see
+    /// [`Compilation`](crate::engine::Compilation)).
+    pub compilation: Option<crate::engine::Compilation>,
 }
 
 /// Where invocation state and used approvals live (`[state]`); unset keys
@@ -624,6 +628,27 @@ mod tests {
         assert!(err.to_string().contains("line 2"), "{err}");
         let err = parse("[aliases.tools]\n\"\" = \"word_count\"\n").unwrap_err();
         assert!(err.to_string().contains("must not be empty"), "{err}");
+    }
+
+    #[test]
+    fn the_compilation_is_one_of_three_names() {
+        use crate::engine::Compilation;
+        for (name, compilation) in [
+            ("tiered", Compilation::Tiered),
+            ("optimized", Compilation::Optimized),
+            ("baseline", Compilation::Baseline),
+        ] {
+            let config = parse(&format!("[engine]\ncompilation = \"{name}\"\n")).unwrap();
+            assert_eq!(config.engine.compilation, Some(compilation));
+            assert_eq!(compilation.as_str(), name);
+        }
+        assert_eq!(parse("").unwrap().engine.compilation, None);
+        let err = parse("[engine]\ncompilation = \"fast\"\n").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("fast") && text.contains("tiered") && text.contains("line 2"),
+            "{text}"
+        );
     }
 
     #[test]

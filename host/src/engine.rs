@@ -56,6 +56,51 @@ pub struct EngineConfig {
     pub load: LoadLimits,
     /// See [`EngineConfig::state()`].
     pub state: StateOptions,
+    /// See [`EngineConfig::compilation()`].
+    pub compilation: Compilation,
+}
+
+/// How plugins are compiled to native code (`[engine] compilation` in
+/// `toolhost.toml`). See [`EngineConfig::compilation()`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Compilation {
+    /// Baseline code first, so a plugin whose optimized code is not cached
+    /// answers at once; optimized code compiled in the background, one plugin
+    /// at a time, and used by every call that starts once it is ready (the
+    /// default). Both are kept in the cache directory.
+    #[default]
+    Tiered,
+    /// Optimized code only (Cranelift): the fastest calls, but a plugin whose
+    /// code is not cached waits for it (seconds for a Python or JavaScript
+    /// runtime).
+    Optimized,
+    /// Baseline code only (Winch): the fastest load and slower calls, with
+    /// nothing compiled in the background; for short-lived processes.
+    Baseline,
+}
+
+impl Compilation {
+    /// The name used in `toolhost.toml` (`tiered`, `optimized`, `baseline`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tiered => "tiered",
+            Self::Optimized => "optimized",
+            Self::Baseline => "baseline",
+        }
+    }
+}
+
+/// Which compiler's code runs a plugin's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Tier {
+    /// Winch, wasmtime's baseline compiler: compiles about ten times faster,
+    /// runs slower.
+    Baseline,
+    /// Cranelift, wasmtime's optimizing compiler.
+    Optimized,
 }
 
 /// What loading a plugin may take: the time its guest code may run at load
@@ -100,6 +145,7 @@ impl Default for EngineConfig {
             memory_wait: Duration::from_secs(1),
             load: LoadLimits::default(),
             state: StateOptions::default(),
+            compilation: Compilation::default(),
         }
     }
 }
@@ -237,6 +283,19 @@ impl EngineConfig {
         self
     }
 
+    /// How plugins are compiled (default [`Compilation::Tiered`]): baseline
+    /// code first and optimized code in the background, or one of the two
+    /// only. Where the baseline compiler cannot compile a plugin (a WebAssembly
+    /// feature Winch lacks, such as exceptions or tail calls, or a platform it
+    /// does not support) the plugin gets optimized code, as with
+    /// [`Compilation::Optimized`]. Instances of baseline code are allocated on
+    /// demand, not from the pool, and count toward
+    /// [`max_concurrent_instances`](Self::max_concurrent_instances()) on their own.
+    pub fn compilation(&mut self, compilation: Compilation) -> &mut Self {
+        self.compilation = compilation;
+        self
+    }
+
     pub(crate) fn load_limits(&self) -> &LoadLimits {
         &self.load
     }
@@ -283,17 +342,31 @@ pub struct Engine {
 }
 
 struct Inner {
+    /// Optimized code (Cranelift) and its linker.
     wasm: wasmtime::Engine,
     linker: Linker<PluginState>,
+    /// Baseline code (Winch) and its linker, unless compilation is
+    /// [`Compilation::Optimized`] or Winch is not available here.
+    baseline: Option<Baseline>,
     config: EngineConfig,
     state: StateStore,
     idle: IdleInstances,
     /// How many plugins load their code in the background at once.
     preload: Arc<tokio::sync::Semaphore>,
+    /// How many plugins compile optimized code in the background at once: one.
+    optimize: Arc<tokio::sync::Semaphore>,
     /// Where plugins are hashed and compiled.
     loader: Loader,
     /// Guest linear memory, all stores together.
     memory: Arc<MemoryBudget>,
+}
+
+/// The baseline tier: its engine, its linker, and the slots of its instances
+/// (allocated on demand, so counted here).
+struct Baseline {
+    wasm: wasmtime::Engine,
+    linker: Linker<PluginState>,
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -313,83 +386,61 @@ impl Engine {
     /// Redis store connects at first use, not here).
     pub fn new(config: &EngineConfig) -> Result<Self, EngineError> {
         let state = StateStore::new(&config.state).map_err(EngineError::State)?;
-        let mut wasm_config = wasmtime::Config::new();
-        wasm_config
-            .epoch_interruption(true)
-            .consume_fuel(true)
-            .max_wasm_stack(config.max_wasm_stack)
-            .async_stack_size(config.max_wasm_stack + (1 << 20))
-            .parallel_compilation(true);
+        let cache = match &config.cache_dir {
+            Some(dir) => Some(code_cache(dir)?),
+            None => None,
+        };
+        let mut optimized = wasm_config(config, cache.clone());
         if config.pooling {
-            let mut pool = wasmtime::PoolingAllocationConfig::new();
-            let n = config.max_concurrent_instances;
-            pool.total_component_instances(n)
-                .total_core_instances(n.saturating_mul(4))
-                .total_memories(n.saturating_mul(2))
-                .total_tables(n.saturating_mul(4))
-                .total_stacks(n)
-                .max_memories_per_module(2)
-                .max_tables_per_module(4)
-                .table_elements(200_000)
-                .max_component_instance_size(4 << 20)
-                .max_core_instance_size(4 << 20)
-                .max_memory_size(4 << 30)
-                .linear_memory_keep_resident(config.keep_resident)
-                .table_keep_resident(config.keep_resident)
-                .async_stack_keep_resident(config.keep_resident)
-                // Reset only the pages a call dirtied (Linux 6.7+), not the
-                // whole resident region; elsewhere the region is memset.
-                .pagemap_scan(wasmtime::Enabled::Auto);
-            wasm_config.allocation_strategy(pool);
-        }
-        if let Some(dir) = &config.cache_dir {
-            std::fs::create_dir_all(dir).map_err(|e| EngineError::Cache {
-                dir: dir.clone(),
-                reason: e.to_string(),
-            })?;
-            let dir = std::path::absolute(dir).map_err(|e| EngineError::Cache {
-                dir: dir.clone(),
-                reason: e.to_string(),
-            })?;
-            // wasmtime's cache gets a directory of its own: its cleanup
-            // removes whatever it does not recognize in its tree, such as the
-            // plugin manifests kept beside it.
-            let mut cache_config = wasmtime::CacheConfig::new();
-            cache_config.with_directory(dir.join("code"));
-            let cache = wasmtime::Cache::new(cache_config).map_err(|e| EngineError::Cache {
-                dir: dir.clone(),
-                reason: e.to_string(),
-            })?;
-            wasm_config.cache(Some(cache));
+            optimized.allocation_strategy(pool(config));
         }
         let wasm =
-            wasmtime::Engine::new(&wasm_config).map_err(|e| EngineError::Config(e.to_string()))?;
-        let mut linker = Linker::new(&wasm);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| EngineError::Config(e.to_string()))?;
-        crate::policy::http::add_to_linker(&mut linker)
-            .map_err(|e| EngineError::Config(e.to_string()))?;
-        crate::plugin::abi::add_to_linker(&mut linker)
-            .map_err(|e| EngineError::Config(e.to_string()))?;
-        // Refusals of sockets are logged where a call hits them.
-        crate::policy::sockets::add_to_linker(&mut linker)
-            .map_err(|e| EngineError::Config(e.to_string()))?;
-        spawn_epoch_ticker(&wasm, config.epoch_tick)
+            wasmtime::Engine::new(&optimized).map_err(|e| EngineError::Config(e.to_string()))?;
+        let linker = new_linker(&wasm)?;
+        let baseline = match config.compilation {
+            Compilation::Optimized => None,
+            Compilation::Tiered | Compilation::Baseline => {
+                let mut winch = wasm_config(config, cache);
+                winch.strategy(wasmtime::Strategy::Winch);
+                match wasmtime::Engine::new(&winch) {
+                    Ok(wasm) => Some(Baseline {
+                        linker: new_linker(&wasm)?,
+                        wasm,
+                        slots: Arc::new(tokio::sync::Semaphore::new(
+                            config.max_concurrent_instances as usize,
+                        )),
+                    }),
+                    // Not on this platform: every plugin gets optimized code.
+                    Err(e) => {
+                        tracing::info!(
+                            error = %e,
+                            "the baseline compiler is not available here; plugins load optimized code only"
+                        );
+                        None
+                    }
+                }
+            }
+        };
+        let ticked = [Some(&wasm), baseline.as_ref().map(|b| &b.wasm)];
+        spawn_epoch_ticker(ticked.into_iter().flatten(), config.epoch_tick)
             .map_err(|e| EngineError::Config(format!("cannot start the epoch ticker: {e}")))?;
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         // One loader thread more than the background preloads take, so a call
-        // that needs a plugin's code now does not queue behind them.
-        let loader = Loader::new(cores + 1)
+        // that needs a plugin's code now does not queue behind them, and one
+        // more for the background optimization.
+        let loader = Loader::new(cores + 2)
             .map_err(|e| EngineError::Config(format!("cannot start the loader threads: {e}")))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 wasm,
                 linker,
+                baseline,
                 config: config.clone(),
                 state,
                 idle: IdleInstances::new(config.max_idle_instances),
                 // One load per core.
                 preload: Arc::new(tokio::sync::Semaphore::new(cores)),
+                optimize: Arc::new(tokio::sync::Semaphore::new(1)),
                 loader,
                 memory: Arc::new(MemoryBudget::new(
                     config
@@ -401,6 +452,40 @@ impl Engine {
         })
     }
 
+    /// The baseline compiler's engine, when plugins load baseline code first
+    /// or only.
+    pub(crate) fn baseline(&self) -> Option<&wasmtime::Engine> {
+        self.inner.baseline.as_ref().map(|b| &b.wasm)
+    }
+
+    /// The tier of code compiled by `wasm` (this engine's or its baseline's).
+    pub(crate) fn tier_of(&self, wasm: &wasmtime::Engine) -> Tier {
+        match &self.inner.baseline {
+            Some(b) if wasmtime::Engine::same(wasm, &b.wasm) => Tier::Baseline,
+            _ => Tier::Optimized,
+        }
+    }
+
+    /// The linker for stores of a tier.
+    pub(crate) fn linker_for(&self, tier: Tier) -> &Linker<PluginState> {
+        match (&self.inner.baseline, tier) {
+            (Some(b), Tier::Baseline) => &b.linker,
+            _ => &self.inner.linker,
+        }
+    }
+
+    /// A slot for one instance of baseline code, held as long as its store
+    /// lives; `None` when all [`EngineConfig::max_concurrent_instances`] are taken.
+    pub(crate) fn baseline_slot(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let slots = &self.inner.baseline.as_ref()?.slots;
+        Arc::clone(slots).try_acquire_owned().ok()
+    }
+
+    /// The turn to compile optimized code in the background (one plugin at a time).
+    pub(crate) fn optimize_gate(&self) -> Arc<tokio::sync::Semaphore> {
+        Arc::clone(&self.inner.optimize)
+    }
+
     pub(crate) fn wasm(&self) -> &wasmtime::Engine {
         &self.inner.wasm
     }
@@ -410,10 +495,6 @@ impl Engine {
     #[doc(hidden)]
     pub fn __wasmtime(&self) -> &wasmtime::Engine {
         &self.inner.wasm
-    }
-
-    pub(crate) fn linker(&self) -> &Linker<PluginState> {
-        &self.inner.linker
     }
 
     /// The configuration this engine was built with.
@@ -520,15 +601,90 @@ impl Engine {
     }
 }
 
-fn spawn_epoch_ticker(engine: &wasmtime::Engine, tick: Duration) -> std::io::Result<()> {
-    // The ticker holds only a weak handle, so it ends when the engine is dropped.
-    let weak = engine.weak();
+/// The wasmtime settings both tiers share.
+fn wasm_config(config: &EngineConfig, cache: Option<wasmtime::Cache>) -> wasmtime::Config {
+    let mut wasm_config = wasmtime::Config::new();
+    wasm_config
+        .epoch_interruption(true)
+        .consume_fuel(true)
+        .max_wasm_stack(config.max_wasm_stack)
+        .async_stack_size(config.max_wasm_stack + (1 << 20))
+        .parallel_compilation(true)
+        .cache(cache);
+    wasm_config
+}
+
+/// The pooling allocator of optimized code's instances.
+fn pool(config: &EngineConfig) -> wasmtime::PoolingAllocationConfig {
+    let mut pool = wasmtime::PoolingAllocationConfig::new();
+    let n = config.max_concurrent_instances;
+    pool.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(4))
+        .total_memories(n.saturating_mul(2))
+        .total_tables(n.saturating_mul(4))
+        .total_stacks(n)
+        .max_memories_per_module(2)
+        .max_tables_per_module(4)
+        .table_elements(200_000)
+        .max_component_instance_size(4 << 20)
+        .max_core_instance_size(4 << 20)
+        .max_memory_size(4 << 30)
+        .linear_memory_keep_resident(config.keep_resident)
+        .table_keep_resident(config.keep_resident)
+        .async_stack_keep_resident(config.keep_resident)
+        // Reset only the pages a call dirtied (Linux 6.7+), not the
+        // whole resident region; elsewhere the region is memset.
+        .pagemap_scan(wasmtime::Enabled::Auto);
+    pool
+}
+
+/// wasmtime's cache of compiled code under `dir`, shared by both tiers (its
+/// key tells their code apart).
+fn code_cache(dir: &Path) -> Result<wasmtime::Cache, EngineError> {
+    let failed = |e: &dyn std::fmt::Display| EngineError::Cache {
+        dir: dir.to_owned(),
+        reason: e.to_string(),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
+    let dir = std::path::absolute(dir).map_err(|e| failed(&e))?;
+    // wasmtime's cache gets a directory of its own: its cleanup removes
+    // whatever it does not recognize in its tree, such as the plugin
+    // manifests kept beside it.
+    let mut cache_config = wasmtime::CacheConfig::new();
+    cache_config.with_directory(dir.join("code"));
+    wasmtime::Cache::new(cache_config).map_err(|e| failed(&e))
+}
+
+/// A linker with everything a plugin may import, for stores of `wasm`.
+fn new_linker(wasm: &wasmtime::Engine) -> Result<Linker<PluginState>, EngineError> {
+    let config = |e: wasmtime::Error| EngineError::Config(e.to_string());
+    let mut linker = Linker::new(wasm);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(config)?;
+    crate::policy::http::add_to_linker(&mut linker).map_err(config)?;
+    crate::plugin::abi::add_to_linker(&mut linker).map_err(config)?;
+    // Refusals of sockets are logged where a call hits them.
+    crate::policy::sockets::add_to_linker(&mut linker).map_err(config)?;
+    Ok(linker)
+}
+
+fn spawn_epoch_ticker<'a>(
+    engines: impl IntoIterator<Item = &'a wasmtime::Engine>,
+    tick: Duration,
+) -> std::io::Result<()> {
+    // The ticker holds only weak handles, so it ends when the engine is dropped.
+    let weak: Vec<_> = engines.into_iter().map(wasmtime::Engine::weak).collect();
     std::thread::Builder::new()
         .name("toolhost-epoch".into())
         .spawn(move || {
-            while let Some(engine) = weak.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
+            loop {
+                let mut alive = false;
+                for engine in weak.iter().filter_map(wasmtime::EngineWeak::upgrade) {
+                    engine.increment_epoch();
+                    alive = true;
+                }
+                if !alive {
+                    return;
+                }
                 std::thread::sleep(tick);
             }
         })

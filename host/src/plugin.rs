@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::Engine;
+use crate::engine::Tier;
 use crate::engine::limits::Limits;
 use crate::error::{CallError, LoadError};
 use crate::policy::{Capability, Grants};
@@ -146,6 +147,34 @@ impl Plugin {
         )
     }
 
+    /// Which compiler's code new calls of this plugin run now; `None` while
+    /// its code is not loaded (or cannot be). See
+    /// [`Compilation`](crate::engine::Compilation).
+    pub fn tier(&self) -> Option<Tier> {
+        match self.inner.code.get() {
+            Some(Ok(code)) => Some(code.current().tier),
+            _ => None,
+        }
+    }
+
+    /// Waits until the plugin's code is loaded and no faster code is coming
+    /// (its optimized code is in, or cannot be compiled, or the engine does
+    /// not tier), and returns the tier new calls then run.
+    ///
+    /// # Errors
+    /// As [`Plugin::ready`].
+    pub async fn settled(&self) -> Result<Tier, LoadError> {
+        self.ready().await?;
+        match self.code().await {
+            Ok(code) => Ok(code.settled().await),
+            // `ready` said it loaded.
+            Err(reason) => Err(LoadError::Engine {
+                path: self.inner.path.clone(),
+                reason,
+            }),
+        }
+    }
+
     /// Follows where the plugin's code stands, without loading it.
     pub(crate) fn code_state(&self) -> tokio::sync::watch::Receiver<CodeState> {
         self.inner.code_state.subscribe()
@@ -255,7 +284,7 @@ pub async fn inspect(
             error,
         })?;
     let component = compile_off_runtime(engine, &path, bytes).await?;
-    let info = component_info(engine, &component);
+    let info = component_info(&component);
     let plugin = Plugin::from_component(engine, path, &component, &PluginOptions::default()).await;
     Ok((info, plugin))
 }

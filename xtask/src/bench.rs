@@ -22,6 +22,7 @@ const BENCHES: &[&str] = &[
     "cluster",
     "reload",
     "languages",
+    "coldstart",
 ];
 
 /// Runs the benches (all, or those named) one after another, after building
@@ -42,11 +43,18 @@ pub(crate) fn measure(names: &[String]) -> Result<()> {
     let mut guests_built = true;
     if selected
         .iter()
-        .any(|b| ["startup", "languages"].contains(b))
+        .any(|b| ["startup", "languages", "coldstart"].contains(b))
         && let Err(err) = guests::build(&["conformance-js".into(), "conformance-py".into()])
     {
         eprintln!("xtask: warning: the Python and JavaScript guests did not build: {err:#}");
         guests_built = false;
+    }
+    if selected.contains(&"coldstart") {
+        // The Go and C conformance guests, and every example plugin for `serve`.
+        if let Err(err) = guests::build(&["conformance-go".into(), "conformance-c".into()]) {
+            eprintln!("xtask: warning: the Go and C guests did not build: {err:#}");
+        }
+        crate::plugins::build(true)?;
     }
     if selected.contains(&"mcp")
         && let Err(err) = bench_node()
@@ -58,7 +66,7 @@ pub(crate) fn measure(names: &[String]) -> Result<()> {
     }
     run(cargo().args(["bench", "--package", "toolhost", "--no-run"]))?;
     for name in selected {
-        if name == "languages" && !guests_built {
+        if ["languages", "coldstart"].contains(&name) && !guests_built {
             eprintln!(
                 "xtask: skipping the languages bench: it needs the Python and JavaScript guests"
             );

@@ -10,12 +10,30 @@ use wasmtime::component::Instance;
 use wasmtime::{Store, UpdateDeadline};
 
 use super::abi::{self, Exports, RawOutput, RawPart};
+use super::code::Linked;
 use super::state::PluginState;
 use super::stream::GuestStream;
 use super::{LoadedTool, Plugin, Reuse, reuse};
+use crate::engine::Tier;
+use crate::engine::limits::Busy;
 use crate::error::{CallError, Exhausted};
 use crate::policy::CallTag;
 use crate::tool::{Part, ToolCall, ToolOutput, ToolStream, Usage, wrap_result};
+
+/// Every typed export of an instance of `code` (type-checked when it was linked).
+pub(super) fn exports(
+    code: &Linked,
+    store: &mut Store<PluginState>,
+    tool: &str,
+    instance: &Instance,
+) -> Result<Exports, CallError> {
+    code.exports
+        .exports(store, instance)
+        .map_err(|e| CallError::Host {
+            tool: tool.to_owned(),
+            reason: format!("the plugin's exports: {e:#}"),
+        })
+}
 
 /// The most resources (streams, WASI handles) one call may hold at once.
 const MAX_RESOURCES: usize = 10_000;
@@ -54,11 +72,9 @@ impl Plugin {
             return self.stream(call).await?.collect().await;
         }
         let name = tool.spec.name.as_str();
-        let (mut store, instance, call) = self.begin(tool, call).await?;
+        let (mut store, instance, code, call) = self.begin(tool, call).await?;
         let deadline = store.data().deadline;
-        let invoke = self
-            .code_for(name)
-            .await?
+        let invoke = code
             .exports
             .invoke(&mut store, &instance)
             .map_err(|e| CallError::Host {
@@ -72,7 +88,11 @@ impl Plugin {
         // The guest returned (a trap or an exhausted budget returned early
         // above and dropped the instance): it may serve the invocation again.
         if self.inner.reuse == Reuse::PerInvocation {
-            let idle = reuse::Idle { store, instance };
+            let idle = reuse::Idle {
+                store,
+                instance,
+                code,
+            };
             self.inner
                 .engine
                 .idle()
@@ -89,7 +109,7 @@ impl Plugin {
         &self,
         tool: &LoadedTool,
         call: ToolCall,
-    ) -> Result<(Store<PluginState>, Instance, abi::Call), CallError> {
+    ) -> Result<(Store<PluginState>, Instance, Arc<Linked>, abi::Call), CallError> {
         let arguments = self.prepare(tool, call.arguments)?;
         // A stream keeps its instance to the end and does not return it, so it
         // never takes the invocation's idle one.
@@ -101,10 +121,10 @@ impl Plugin {
                 .take(self.inner.id, &call.invocation_id),
             _ => None,
         };
-        let (store, instance) = match idle {
+        let (store, instance, code) = match idle {
             Some(mut idle) => {
                 self.rearm(&mut idle.store, &tool.spec.name, &call.call_id)?;
-                (idle.store, idle.instance)
+                (idle.store, idle.instance, idle.code)
             }
             None => {
                 self.instantiate(&tool.spec.name, &call.call_id, &call.invocation_id)
@@ -117,7 +137,7 @@ impl Plugin {
             tool: tool.spec.name.clone(),
             arguments,
         };
-        Ok((store, instance, call))
+        Ok((store, instance, code, call))
     }
 
     /// Starts a tool and returns its output as a stream of parts. A tool that
@@ -135,8 +155,8 @@ impl Plugin {
             return Ok(ToolStream::from_output(output));
         }
         let name = tool.spec.name.as_str();
-        let (mut store, instance, call) = self.begin(tool, call).await?;
-        let exports = self.exports(&mut store, name, &instance).await?;
+        let (mut store, instance, code, call) = self.begin(tool, call).await?;
+        let exports = exports(&code, &mut store, name, &instance)?;
         let deadline = store.data().deadline;
         let call_id = call.call_id.clone();
         let result = timeout(deadline, exports.invoke_stream(&mut store, call)).await;
@@ -155,14 +175,16 @@ impl Plugin {
         Ok(ToolStream::from_source(call_id, Box::new(guest)))
     }
 
-    /// A fresh store under this plugin's limits, and a fresh instance in it.
+    /// A fresh store under this plugin's limits, and a fresh instance in it
+    /// of the plugin's current code (which it returns: its exports are that
+    /// code's, and a store keeps its code to the end).
     pub(super) async fn instantiate(
         &self,
         tool: &str,
         call_id: &str,
         invocation_id: &str,
-    ) -> Result<(Store<PluginState>, Instance), CallError> {
-        let code = self.code_for(tool).await?;
+    ) -> Result<(Store<PluginState>, Instance, Arc<Linked>), CallError> {
+        let code = self.code_for(tool).await?.current();
         let engine = &self.inner.engine;
         let state = PluginState::new(
             engine,
@@ -172,30 +194,22 @@ impl Plugin {
             invocation_id,
             MAX_RESOURCES,
         )?;
-        let mut store = Store::new(engine.wasm(), state);
+        let mut store = Store::new(code.pre.engine(), state);
+        if code.tier == Tier::Baseline {
+            // Baseline instances are not pooled: bound them as the pool bounds its own.
+            let slot = engine.baseline_slot().ok_or_else(|| CallError::Busy {
+                plugin: self.inner.name.to_string(),
+                tool: tool.to_owned(),
+                reason: Busy::Instances,
+            })?;
+            store.data_mut().baseline_slot = Some(slot);
+        }
         store.limiter_async(|state| &mut state.limiter);
         self.arm(&mut store, tool)?;
         let deadline = store.data().deadline;
         let instantiated = timeout(deadline, code.pre.instantiate_async(&mut store)).await;
         let instance = self.settle(&mut store, tool, instantiated)?;
-        Ok((store, instance))
-    }
-
-    /// Every typed export of an instance (type-checked when the plugin loaded).
-    pub(super) async fn exports(
-        &self,
-        store: &mut Store<PluginState>,
-        tool: &str,
-        instance: &Instance,
-    ) -> Result<Exports, CallError> {
-        self.code_for(tool)
-            .await?
-            .exports
-            .exports(store, instance)
-            .map_err(|e| CallError::Host {
-                tool: tool.to_owned(),
-                reason: format!("the plugin's exports: {e:#}"),
-            })
+        Ok((store, instance, code))
     }
 
     /// Which call a log line or a refusal belongs to.

@@ -1,7 +1,11 @@
 //! A component's code: its header checked, compiled (from the cache when
-//! possible), its world checked and linked against the engine's linker.
+//! possible), its world checked and linked against the engine's linker; in
+//! tiers: baseline code first, optimized code in the background (see
+//! [`Compilation`](crate::engine::Compilation)).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Instant;
 
 use wasmtime::component::{Component, InstancePre};
 
@@ -9,14 +13,28 @@ use super::ComponentInfo;
 use super::abi::{self, ExportIndices};
 use super::state::PluginState;
 use crate::Engine;
+use crate::engine::{Compilation, Tier};
 use crate::error::LoadError;
 
-/// A component compiled and linked against the engine's linker.
+/// A plugin's code: the code new calls run, replaced once by the optimized
+/// code when it was first linked with baseline code. Cheap to clone.
 #[derive(Clone)]
-pub(super) struct Code {
+pub(super) struct Code(Arc<Tiers>);
+
+struct Tiers {
+    /// What new calls run. Instances keep their own handle on the code they
+    /// were made from, so baseline code is freed once the last one is gone.
+    current: RwLock<Arc<Linked>>,
+    /// True once no other code is coming: optimized, or it could not be.
+    settled: tokio::sync::watch::Sender<bool>,
+}
+
+/// One tier's code, compiled and linked against its engine's linker.
+pub(crate) struct Linked {
     pub(super) pre: InstancePre<PluginState>,
     /// Where the typed exports are, in the component's contract version.
     pub(super) exports: ExportIndices,
+    pub(super) tier: Tier,
 }
 
 impl Code {
@@ -26,10 +44,142 @@ impl Code {
         path: &Path,
         component: &Component,
     ) -> Result<(Self, Vec<String>), LoadError> {
-        let info = component_info(engine, component);
+        let (linked, imports) = Linked::new(engine, path, component)?;
+        let settled = linked.tier == Tier::Optimized;
+        let code = Self(Arc::new(Tiers {
+            current: RwLock::new(Arc::new(linked)),
+            settled: tokio::sync::watch::Sender::new(settled),
+        }));
+        Ok((code, imports))
+    }
+
+    /// Compiles and links a component's bytes on a loader thread: optimized
+    /// code when the engine compiles only that or `marker` says it is cached,
+    /// else baseline code, with optimized code compiled in the background
+    /// when the engine tiers (see [`Code::current`]).
+    pub(super) async fn load(
+        engine: &Engine,
+        path: &Path,
+        bytes: bytes::Bytes,
+        marker: Option<PathBuf>,
+    ) -> Result<(Self, Vec<String>), LoadError> {
+        let (compiler, owned, source) = (engine.clone(), path.to_owned(), bytes.clone());
+        let probe = marker.clone();
+        let component = engine
+            .load_blocking(move || {
+                let cached = probe.is_some_and(|marker| marker.exists());
+                compile_first(&compiler, &owned, &source, cached)
+            })
+            .await
+            .map_err(|_| shutting_down(path))??;
+        let (code, imports) = Self::link(engine, path, &component)?;
+        if code.current().tier == Tier::Baseline
+            && engine.config().compilation == Compilation::Tiered
+        {
+            code.optimize_later(engine, path, bytes, marker);
+        } else {
+            code.0.settled.send_replace(true);
+        }
+        Ok((code, imports))
+    }
+
+    /// The code new calls run: the optimized code once it is ready.
+    pub(super) fn current(&self) -> Arc<Linked> {
+        // Only ever replaced whole: a poisoned lock holds a usable value.
+        Arc::clone(
+            &self
+                .0
+                .current
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Waits until no other code is coming, and returns the tier calls then run.
+    pub(super) async fn settled(&self) -> Tier {
+        let mut settled = self.0.settled.subscribe();
+        // The sender lives in `self`: it cannot be dropped while waited on.
+        let _ = settled.wait_for(|done| *done).await;
+        self.current().tier
+    }
+
+    /// Compiles optimized code in the background (one plugin at a time per
+    /// engine) and switches new calls to it; leaves `marker` so the next load
+    /// of the same bytes takes it from the cache at once. Gives up quietly if
+    /// the plugin is dropped meanwhile.
+    fn optimize_later(
+        &self,
+        engine: &Engine,
+        path: &Path,
+        bytes: bytes::Bytes,
+        marker: Option<PathBuf>,
+    ) {
+        let tiers = Arc::downgrade(&self.0);
+        let (engine, path) = (engine.clone(), path.to_owned());
+        tokio::spawn(async move {
+            let optimized = async {
+                let Ok(_turn) = engine.optimize_gate().acquire_owned().await else {
+                    return None;
+                };
+                if tiers.strong_count() == 0 {
+                    return None;
+                }
+                let started = Instant::now();
+                let (compiler, owned) = (engine.clone(), path.clone());
+                let compiled = engine
+                    .load_blocking(move || compile(&compiler, &owned, &bytes))
+                    .await
+                    .map_err(|_| shutting_down(&path))
+                    .and_then(|compiled| compiled)
+                    .and_then(|component| Linked::new(&engine, &path, &component));
+                let linked = match compiled {
+                    Ok((linked, _)) => linked,
+                    Err(e) => {
+                        tracing::warn!(
+                            target: crate::log::LOAD_TARGET, path = %path.display(), error = %e,
+                            "cannot compile optimized code; the plugin keeps its baseline code"
+                        );
+                        return None;
+                    }
+                };
+                let tiers = tiers.upgrade()?;
+                *tiers
+                    .current
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner) = Arc::new(linked);
+                tracing::info!(
+                    target: crate::log::LOAD_TARGET, path = %path.display(),
+                    seconds = started.elapsed().as_secs_f64(),
+                    "optimized code ready; new calls run it"
+                );
+                Some(())
+            }
+            .await;
+            if optimized.is_some()
+                && let Some(marker) = marker
+            {
+                mark_optimized(&engine, marker).await;
+            }
+            if let Some(tiers) = tiers.upgrade() {
+                tiers.settled.send_replace(true);
+            }
+        });
+    }
+}
+
+impl Linked {
+    /// Checks the component's world and links it against its tier's linker.
+    /// Also returns what it imports.
+    fn new(
+        engine: &Engine,
+        path: &Path,
+        component: &Component,
+    ) -> Result<(Self, Vec<String>), LoadError> {
+        let tier = engine.tier_of(component.engine());
+        let info = component_info(component);
         let version = abi::check_world(path, &info)?;
         let pre = engine
-            .linker()
+            .linker_for(tier)
             .instantiate_pre(component)
             .map_err(|e| LoadError::Link {
                 path: path.to_owned(),
@@ -41,7 +191,55 @@ impl Code {
                 expected: version.tools_interface().to_owned(),
                 found: format!("an export of another shape ({e:#})"),
             })?;
-        Ok((Self { pre, exports }, info.imports))
+        Ok((Self { pre, exports, tier }, info.imports))
+    }
+}
+
+/// Leaves the marker that says a component's optimized code is in the cache.
+async fn mark_optimized(engine: &Engine, marker: PathBuf) {
+    let written = engine
+        .load_blocking(move || {
+            if let Some(dir) = marker.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&marker, b"")
+        })
+        .await;
+    if let Ok(Err(e)) = written {
+        tracing::debug!(error = %e, "cannot mark optimized code as cached");
+    }
+}
+
+fn shutting_down(path: &Path) -> LoadError {
+    LoadError::Engine {
+        path: path.to_owned(),
+        reason: "compilation failed: the engine is shutting down, or the compiler panicked".into(),
+    }
+}
+
+/// The first code of a load: optimized when that is cached (`cached`) or the
+/// engine has no baseline compiler, else baseline; optimized too where the
+/// baseline compiler cannot compile the component (a feature Winch lacks).
+fn compile_first(
+    engine: &Engine,
+    path: &Path,
+    bytes: &[u8],
+    cached: bool,
+) -> Result<Component, LoadError> {
+    let baseline = match engine.baseline() {
+        Some(baseline) if !cached => baseline,
+        _ => return compile(engine, path, bytes),
+    };
+    check_header(path, bytes)?;
+    match Component::new(baseline, bytes) {
+        Ok(component) => Ok(component),
+        Err(e) => {
+            tracing::debug!(
+                target: crate::log::LOAD_TARGET, path = %path.display(), error = %format!("{e:#}"),
+                "the baseline compiler cannot compile this component; compiling optimized code"
+            );
+            compile(engine, path, bytes)
+        }
     }
 }
 
@@ -69,7 +267,8 @@ pub(super) fn check_header(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
     }
 }
 
-/// Compiles a component (from the cache when possible). Blocking: call off the async runtime.
+/// Compiles a component's optimized code (from the cache when possible).
+/// Blocking: call off the async runtime.
 pub(crate) fn compile(engine: &Engine, path: &Path, bytes: &[u8]) -> Result<Component, LoadError> {
     check_header(path, bytes)?;
     Component::new(engine.wasm(), bytes).map_err(|e| LoadError::Malformed {
@@ -78,7 +277,7 @@ pub(crate) fn compile(engine: &Engine, path: &Path, bytes: &[u8]) -> Result<Comp
     })
 }
 
-/// Compiles on a loader thread, so the async runtime keeps serving meanwhile.
+/// Compiles optimized code on a loader thread, so the async runtime keeps serving meanwhile.
 pub(super) async fn compile_off_runtime(
     engine: &Engine,
     path: &Path,
@@ -88,24 +287,14 @@ pub(super) async fn compile_off_runtime(
     engine
         .load_blocking(move || compile(&compiler, &owned, bytes.as_ref()))
         .await
-        .map_err(|_| LoadError::Engine {
-            path: path.to_owned(),
-            reason: "compilation failed: the engine is shutting down, or the compiler panicked"
-                .into(),
-        })?
+        .map_err(|_| shutting_down(path))?
 }
 
 /// Lists a compiled component's imports and exports.
-pub(crate) fn component_info(engine: &Engine, component: &Component) -> ComponentInfo {
-    let ty = component.component_type();
+pub(crate) fn component_info(component: &Component) -> ComponentInfo {
+    let (engine, ty) = (component.engine(), component.component_type());
     ComponentInfo {
-        imports: ty
-            .imports(engine.wasm())
-            .map(|(n, _)| n.to_owned())
-            .collect(),
-        exports: ty
-            .exports(engine.wasm())
-            .map(|(n, _)| n.to_owned())
-            .collect(),
+        imports: ty.imports(engine).map(|(n, _)| n.to_owned()).collect(),
+        exports: ty.exports(engine).map(|(n, _)| n.to_owned()).collect(),
     }
 }

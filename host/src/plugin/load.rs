@@ -8,7 +8,7 @@ use wasmtime::component::Component;
 
 use super::abi::Declaration;
 use super::call::timeout;
-use super::code::{Code, check_header, compile_off_runtime};
+use super::code::{Code, check_header};
 use super::declarations::{check_declarations, differences};
 use super::manifest::{Manifest, ManifestKey};
 use super::{CodeState, Inner, LoadedTool, Plugin, PluginOptions, reuse};
@@ -116,9 +116,10 @@ impl Plugin {
             target: crate::log::LOAD_TARGET, plugin = %plugin_display_name(&path, options),
             "compiling {}: no compiled code cached", plugin_display_name(&path, options)
         );
-        let loaded = match compile_off_runtime(engine, &path, bytes).await {
-            Ok(component) => {
-                Self::from_compiled(engine, path, &component, options, grants, key.as_ref()).await
+        let marker = key.as_ref().map(ManifestKey::optimized_marker);
+        let loaded = match Code::load(engine, &path, bytes, marker).await {
+            Ok((code, imports)) => {
+                Self::from_code(engine, path, code, imports, options, grants, key.as_ref()).await
             }
             Err(e) => Err(e),
         };
@@ -138,20 +139,20 @@ impl Plugin {
         options: &PluginOptions,
     ) -> Result<Self, LoadError> {
         let grants = options.effective_grants(&path)?;
-        Self::from_compiled(engine, path, component, options, grants, None).await
+        let (code, imports) = Code::link(engine, &path, component)?;
+        Self::from_code(engine, path, code, imports, options, grants, None).await
     }
 
-    /// Links a compiled component, reads its declarations and, given a key,
-    /// stores its manifest.
-    async fn from_compiled(
+    /// Reads linked code's declarations and, given a key, stores its manifest.
+    async fn from_code(
         engine: &Engine,
         path: PathBuf,
-        component: &Component,
+        code: Code,
+        imports: Vec<String>,
         options: &PluginOptions,
         grants: Grants,
         key: Option<&ManifestKey>,
     ) -> Result<Self, LoadError> {
-        let (code, imports) = Code::link(engine, &path, component)?;
         let declarations = Self::loader(engine, &path, &options.limits, &grants, &imports, &code)
             .read_declarations()
             .await?;
@@ -293,11 +294,13 @@ impl Plugin {
             return Err("its code was never loaded and its bytes are gone".into());
         };
         let (engine, path) = (&self.inner.engine, &self.inner.path);
-        let loaded = match compile_off_runtime(engine, path, bytes).await {
-            Ok(component) => match Code::link(engine, path, &component) {
-                Ok((code, imports)) => self.reconcile(code, imports).await,
-                Err(e) => Err(e),
-            },
+        let marker = self
+            .inner
+            .manifest
+            .as_ref()
+            .map(ManifestKey::optimized_marker);
+        let loaded = match Code::load(engine, path, bytes, marker).await {
+            Ok((code, imports)) => self.reconcile(code, imports).await,
             Err(e) => Err(e),
         };
         *self.lock_source() = None;
@@ -386,14 +389,12 @@ impl Plugin {
                 reason: e.to_string(),
             },
         };
-        let (mut store, instance) = self
+        let (mut store, instance, code) = self
             .instantiate("(declarations)", "load", "load")
             .await
             .map_err(reason)?;
-        let exports = self
-            .exports(&mut store, "(declarations)", &instance)
-            .await
-            .map_err(reason)?;
+        let exports =
+            super::call::exports(&code, &mut store, "(declarations)", &instance).map_err(reason)?;
         let deadline = store.data().deadline;
         let result = timeout(deadline, exports.declarations(&mut store)).await;
         self.settle(&mut store, "(declarations)", result)

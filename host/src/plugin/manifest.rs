@@ -118,6 +118,12 @@ impl ManifestKey {
         }
     }
 
+    /// The file whose presence says this component's optimized code is in
+    /// the cache (`optimized/HASH`, left by the background optimization).
+    pub(crate) fn optimized_marker(&self) -> PathBuf {
+        self.cache_dir.join("optimized").join(&self.hash)
+    }
+
     /// The manifest's file.
     pub(crate) fn path(&self) -> &Path {
         &self.file

@@ -21,6 +21,8 @@ pub(crate) fn next_plugin_id() -> u64 {
 pub(crate) struct Idle {
     pub(crate) store: Store<PluginState>,
     pub(crate) instance: Instance,
+    /// The code it is an instance of.
+    pub(crate) code: std::sync::Arc<super::code::Linked>,
 }
 
 struct Entry {

@@ -38,6 +38,9 @@ pub(crate) struct PluginState {
     pub(crate) panic_message: Option<String>,
     /// When the call must be over (checked by the epoch callback and by a host timer).
     pub(crate) deadline: std::time::Instant,
+    /// The engine's slot for an instance of baseline code (not pooled), held
+    /// as long as the store lives.
+    pub(crate) baseline_slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl PluginState {
@@ -78,6 +81,7 @@ impl PluginState {
             limiter: Limiter::new(limits, Arc::clone(engine.memory_budget())),
             panic_message: None,
             deadline: std::time::Instant::now(),
+            baseline_slot: None,
         })
     }
 }

@@ -19,6 +19,7 @@ mod shared;
 mod signatures;
 mod sources;
 mod state;
+mod tiers;
 mod tools;
 mod toolsets;
 mod versions;
