@@ -59,7 +59,7 @@ impl Code {
     /// when the engine tiers (see [`Code::current`]).
     pub(super) async fn load(
         engine: &Engine,
-        path: &Path,
+        (name, path): (&str, &Path),
         bytes: bytes::Bytes,
         marker: Option<PathBuf>,
     ) -> Result<(Self, Vec<String>), LoadError> {
@@ -76,7 +76,7 @@ impl Code {
         if code.current().tier == Tier::Baseline
             && engine.config().compilation == Compilation::Tiered
         {
-            code.optimize_later(engine, path, bytes, marker);
+            code.optimize_later(engine, (name, path), bytes, marker);
         } else {
             code.0.settled.send_replace(true);
         }
@@ -110,12 +110,12 @@ impl Code {
     fn optimize_later(
         &self,
         engine: &Engine,
-        path: &Path,
+        (name, path): (&str, &Path),
         bytes: bytes::Bytes,
         marker: Option<PathBuf>,
     ) {
         let tiers = Arc::downgrade(&self.0);
-        let (engine, path) = (engine.clone(), path.to_owned());
+        let (engine, name, path) = (engine.clone(), name.to_owned(), path.to_owned());
         tokio::spawn(async move {
             let optimized = async {
                 let Ok(_turn) = engine.optimize_gate().acquire_owned().await else {
@@ -136,8 +136,8 @@ impl Code {
                     Ok((linked, _)) => linked,
                     Err(e) => {
                         tracing::warn!(
-                            target: crate::log::LOAD_TARGET, path = %path.display(), error = %e,
-                            "cannot compile optimized code; the plugin keeps its baseline code"
+                            target: crate::log::LOAD_TARGET, plugin = %name, error = %e,
+                            "{name}: cannot compile optimized code; it keeps running baseline code"
                         );
                         return None;
                     }
@@ -147,10 +147,10 @@ impl Code {
                     .current
                     .write()
                     .unwrap_or_else(PoisonError::into_inner) = Arc::new(linked);
+                let took = started.elapsed();
                 tracing::info!(
-                    target: crate::log::LOAD_TARGET, path = %path.display(),
-                    seconds = started.elapsed().as_secs_f64(),
-                    "optimized code ready; new calls run it"
+                    target: crate::log::LOAD_TARGET, plugin = %name, elapsed_ms = took.as_millis(),
+                    "{name}: optimized code ready in {:.1} s; new calls run it", took.as_secs_f64()
                 );
                 Some(())
             }

@@ -117,7 +117,8 @@ impl Plugin {
             "compiling {}: no compiled code cached", plugin_display_name(&path, options)
         );
         let marker = key.as_ref().map(ManifestKey::optimized_marker);
-        let loaded = match Code::load(engine, &path, bytes, marker).await {
+        let name = plugin_display_name(&path, options);
+        let loaded = match Code::load(engine, (&name, &path), bytes, marker).await {
             Ok((code, imports)) => {
                 Self::from_code(engine, path, code, imports, options, grants, key.as_ref()).await
             }
@@ -299,7 +300,7 @@ impl Plugin {
             .manifest
             .as_ref()
             .map(ManifestKey::optimized_marker);
-        let loaded = match Code::load(engine, path, bytes, marker).await {
+        let loaded = match Code::load(engine, (self.name(), path), bytes, marker).await {
             Ok((code, imports)) => self.reconcile(code, imports).await,
             Err(e) => Err(e),
         };
