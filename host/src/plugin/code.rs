@@ -277,7 +277,9 @@ pub(crate) fn compile(engine: &Engine, path: &Path, bytes: &[u8]) -> Result<Comp
     })
 }
 
-/// Compiles optimized code on a loader thread, so the async runtime keeps serving meanwhile.
+/// Compiles the code quickest to compile that this engine runs (baseline
+/// code unless it compiles only optimized code), on a loader thread: for a
+/// one-off look at a component, such as `inspect`.
 pub(super) async fn compile_off_runtime(
     engine: &Engine,
     path: &Path,
@@ -285,7 +287,7 @@ pub(super) async fn compile_off_runtime(
 ) -> Result<Component, LoadError> {
     let (compiler, owned) = (engine.clone(), path.to_owned());
     engine
-        .load_blocking(move || compile(&compiler, &owned, bytes.as_ref()))
+        .load_blocking(move || compile_first(&compiler, &owned, bytes.as_ref(), false))
         .await
         .map_err(|_| shutting_down(path))?
 }
