@@ -12,6 +12,11 @@
 //! all alike, then with 32 requests in flight for throughput (alternating
 //! rounds, median of the rounds).
 //!
+//! The pipe floor: the same client sends a line as long as a `tools/call` to
+//! `cat`, which writes it back: two pipes, two processes, two wake-ups, no
+//! parsing. No MCP server over stdio can answer faster; the round trips are
+//! also given as a multiple of it.
+//!
 //! Run: `cargo xtask bench` (or `cargo bench -p toolhost --bench mcp`; set
 //! `BENCH_ITERS` to change the count, `TOOLHOST_BENCH_NODE_DIR` to point at
 //! another install of the Node server).
@@ -22,7 +27,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use tokio::process::Command;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use toolhost::tool::ToolCall;
 use toolhost::{Engine, EngineConfig, Plugin, PluginOptions};
 
@@ -76,6 +82,48 @@ impl Target {
             done += 1;
         }
         Ok(total as f64 / start.elapsed().as_secs_f64())
+    }
+}
+
+/// The pipe floor: `cat` echoing lines over its stdin and stdout.
+struct PipeEcho {
+    _child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    request: Vec<u8>,
+    line: Vec<u8>,
+}
+
+impl PipeEcho {
+    async fn start() -> Result<Self> {
+        let mut child = Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting `cat` for the pipe floor")?;
+        // A line as long as the servers' requests.
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 1, "b": 2}}});
+        let mut request = serde_json::to_vec(&call)?;
+        request.push(b'\n');
+        Ok(Self {
+            stdin: child.stdin.take().context("no stdin")?,
+            stdout: BufReader::new(child.stdout.take().context("no stdout")?),
+            _child: child,
+            request,
+            line: Vec::new(),
+        })
+    }
+
+    async fn round_trip(&mut self) -> Result<()> {
+        self.stdin.write_all(&self.request).await?;
+        self.line.clear();
+        self.stdout.read_until(b'\n', &mut self.line).await?;
+        if self.line != self.request {
+            bail!("`cat` echoed something else");
+        }
+        Ok(())
     }
 }
 
@@ -143,6 +191,7 @@ async fn main() -> Result<()> {
     };
     println!("MCP stdio: tools/call of a trivial tool, {iters} sequential calls each, interleaved");
     let mut node = start_node().await?;
+    let mut pipe = PipeEcho::start().await?;
 
     let direct_once = async || -> Result<()> {
         let out = plugin
@@ -154,6 +203,7 @@ async fn main() -> Result<()> {
         Ok(())
     };
     for _ in 0..200 {
+        pipe.round_trip().await?;
         direct_once().await?;
         toolhost.round_trip().await?;
         if let Some(node) = &mut node {
@@ -161,7 +211,11 @@ async fn main() -> Result<()> {
         }
     }
     let (mut direct, mut stdio, mut node_stdio) = (Vec::new(), Vec::new(), Vec::new());
+    let mut floor = Vec::new();
     for _ in 0..iters {
+        let start = Instant::now();
+        pipe.round_trip().await?;
+        floor.push(start.elapsed());
         let start = Instant::now();
         direct_once().await?;
         direct.push(start.elapsed());
@@ -192,6 +246,7 @@ async fn main() -> Result<()> {
 
     let direct = stats(direct);
     let stdio = stats(stdio);
+    let floor = stats(floor);
     println!("  round trip (ratio to the direct call in parentheses):");
     report::line(
         "(a) direct library call (Plugin::invoke)",
@@ -200,18 +255,29 @@ async fn main() -> Result<()> {
         &direct,
     );
     report::line("(b) toolhost serve, MCP stdio", 44, &stdio, &direct);
-    if !node_stdio.is_empty() {
-        let node_stdio = stats(node_stdio);
+    let node_stdio = (!node_stdio.is_empty()).then(|| stats(node_stdio));
+    if let Some(node_stdio) = &node_stdio {
         report::line(
             "(c) node server-everything, MCP stdio",
             44,
-            &node_stdio,
+            node_stdio,
             &direct,
         );
         println!(
             "  (d) toolhost / node round trip               median {:>5.2}×            p99 {:>5.2}×",
             us(stdio.median) / us(node_stdio.median),
             us(stdio.p99) / us(node_stdio.p99),
+        );
+    }
+    println!("  round trip as a multiple of the pipe floor (ratio to it in parentheses):");
+    report::line("(p) pipe floor: `cat` echoing the line", 44, &floor, &floor);
+    report::line("(b) toolhost serve, MCP stdio", 44, &stdio, &floor);
+    if let Some(node_stdio) = &node_stdio {
+        report::line(
+            "(c) node server-everything, MCP stdio",
+            44,
+            node_stdio,
+            &floor,
         );
     }
     let ours = median(ours).unwrap_or(0.0);
