@@ -181,6 +181,10 @@ pub struct ServeConfig {
     /// Seconds a task's record (its status and result) is kept after its
     /// last change (3600).
     pub task_ttl_secs: Option<u64>,
+    /// Whether a tool's JSON result, sent as `structuredContent`, also goes
+    /// out as a text block, as the MCP specification asks (true); see
+    /// [`McpServer::with_result_text`](crate::McpServer::with_result_text).
+    pub result_text: Option<bool>,
 }
 
 /// Engine-wide settings (`[engine]`); unset ones keep their default.

@@ -288,6 +288,8 @@ struct Shared {
     version: String,
     sessions: AtomicU64,
     progress_interval: Duration,
+    /// Whether a JSON result also goes out as a text block.
+    result_text: bool,
     /// Holds `true` once the toolset has finished its first load.
     ready: Option<tokio::sync::watch::Receiver<bool>>,
     /// Seals and opens the approval states of 2026-07-28 confirmations.
@@ -353,6 +355,7 @@ impl McpServer {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 sessions: AtomicU64::new(0),
                 progress_interval: Self::DEFAULT_PROGRESS_INTERVAL,
+                result_text: true,
                 ready: None,
                 approvals: approval::Approvals::new(
                     ApprovalKeys::generate(),
@@ -453,6 +456,17 @@ impl McpServer {
     /// and the latest chunk count. Zero sends one notification per chunk.
     pub fn with_progress_interval(mut self, interval: Duration) -> Self {
         self.shared_mut().progress_interval = interval;
+        self
+    }
+
+    /// Whether a tool's JSON result, sent as `structuredContent`, also goes
+    /// out serialized in a text block (default: yes). The MCP specification
+    /// asks this of a tool returning structured content (SHOULD), for clients
+    /// that read only `content`; a server whose clients all read
+    /// `structuredContent` can turn it off and send each result once. Parts
+    /// and the text of streamed text results are sent either way.
+    pub fn with_result_text(mut self, enabled: bool) -> Self {
+        self.shared_mut().result_text = enabled;
         self
     }
 

@@ -386,6 +386,22 @@ async def test_stream_reports_progress_per_chunk_when_asked(launch: Launch, make
         assert progress == [(i + 1, f"{5 - i}\n") for i in range(6)], progress
 
 
+async def test_result_text_off_sends_each_json_result_once(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """`[serve] result_text = false`: a JSON result goes out as `structuredContent`
+    alone, without the text block that repeats it; streamed text is still text.
+    By default both are sent, as the specification asks."""
+    async with launch(make_plugins("echo"), config="[serve]\nresult_text = false\n") as server, server.connect() as client:
+        result = await client.call("add", {"a": 1, "b": 2})
+        assert not result.is_error, texts(result)
+        assert result.structured_content == {"result": 3}, result
+        assert texts(result) == [], result
+        result = await client.call("countdown", {"from": 2})
+        assert result.structured_content == {"result": "2\n1\n0\n"}, result
+        assert texts(result) == ["2\n1\n0\n"], result
+    async with launch(make_plugins("echo")) as server, server.connect() as client:
+        assert ok(await client.call("add", {"a": 1, "b": 2})) == {"result": 3}
+
+
 async def test_progress_of_a_chatty_stream_is_coalesced(launch: Launch, make_plugins: PluginsFactory) -> None:
     """A stream of many tiny chunks does not become as many notifications: they
     are merged (at most one per 100 ms by default), and nothing is lost."""

@@ -74,6 +74,9 @@ pub(super) async fn serve(
     if let Some(enabled) = settings.tasks {
         server = server.with_tasks(enabled);
     }
+    if let Some(enabled) = settings.result_text {
+        server = server.with_result_text(enabled);
+    }
     if let Some(secs) = settings.task_ttl_secs {
         if secs == 0 {
             bail!("[serve] task_ttl_secs must be at least 1");

@@ -19,10 +19,12 @@ use crate::tool::{
 };
 
 /// A finished call's output as an MCP result: its JSON result as
-/// `structuredContent` and as text, then its parts.
-pub(super) fn output_result(output: ToolOutput) -> CallToolResult {
+/// `structuredContent` and, with `result_text` (as the specification asks of
+/// a tool returning structured content, for clients that read only
+/// `content`), as text too; then its parts.
+pub(super) fn output_result(output: ToolOutput, result_text: bool) -> CallToolResult {
     let mut blocks = Vec::with_capacity(output.parts.len() + 1);
-    if let Some(result) = &output.result {
+    if result_text && let Some(result) = &output.result {
         blocks.push(ContentBlock::text(result.to_string()));
     }
     for (i, part) in output.parts.into_iter().enumerate() {
@@ -36,7 +38,7 @@ pub(super) fn output_result(output: ToolOutput) -> CallToolResult {
 /// A streamed call's gathered output ([`Collector`](crate::tool::Collector)): text
 /// alone goes out as text (with `{"result": text}` as `structuredContent`),
 /// anything else as [`output_result`] does.
-pub(super) fn stream_result(output: ToolOutput) -> CallToolResult {
+pub(super) fn stream_result(output: ToolOutput, result_text: bool) -> CallToolResult {
     let text = match (&output.result, output.parts.is_empty()) {
         (Some(Value::Object(result)), true) if result.len() == 1 => {
             result.get("result").and_then(Value::as_str)
@@ -49,7 +51,7 @@ pub(super) fn stream_result(output: ToolOutput) -> CallToolResult {
             result.structured_content = output.result;
             result
         }
-        None => output_result(output),
+        None => output_result(output, result_text),
     }
 }
 

@@ -20,6 +20,7 @@ pub(super) async fn pump(
     tool: &str,
     request: &RequestContext<RoleServer>,
     interval: Duration,
+    result_text: bool,
     metrics: crate::metrics::Call<'_>,
 ) -> Result<CallToolResult, ErrorData> {
     let mut progress = request
@@ -67,7 +68,7 @@ pub(super) async fn pump(
     let usage = stream.usage();
     metrics.succeeded(&usage);
     let output = parts.finish(stream.call_id(), usage);
-    Ok(stream_result(output))
+    Ok(stream_result(output, result_text))
 }
 
 /// The progress of one streaming call: chunks not yet reported are merged

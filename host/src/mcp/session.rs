@@ -304,12 +304,13 @@ impl Session {
             Ok(Started::Output(output)) => {
                 metrics.succeeded(&output.usage);
                 wrote_state.store(output.usage.wrote_state, Ordering::Relaxed);
-                Ok(output_result(output))
+                Ok(output_result(output, self.shared.result_text))
             }
             Ok(Started::Stream(stream)) => {
                 let name = &tool.spec().name;
                 let interval = self.shared.progress_interval;
-                progress::pump(stream, name, request, interval, metrics).await
+                let result_text = self.shared.result_text;
+                progress::pump(stream, name, request, interval, result_text, metrics).await
             }
             Err(err) => {
                 metrics.failed(&err);

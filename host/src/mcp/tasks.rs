@@ -297,12 +297,12 @@ async fn run_call(
     match start(tool, cx, arguments, approver).await {
         Ok(Started::Output(output)) => {
             metrics.succeeded(&output.usage);
-            Ok(output_result(output))
+            Ok(output_result(output, shared.result_text))
         }
         Ok(Started::Stream(stream)) => match stream.collect().await {
             Ok(output) => {
                 metrics.succeeded(&output.usage);
-                Ok(stream_result(output))
+                Ok(stream_result(output, shared.result_text))
             }
             Err(err) => {
                 metrics.failed(&err);
