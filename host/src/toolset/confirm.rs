@@ -4,7 +4,7 @@
 //! See [`Confirm`] for the flow.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use serde_json::Value;
 
@@ -169,6 +169,46 @@ pub struct Confirm<T> {
     inner: T,
     rules: Arc<Rules>,
     decided: StateStore,
+    marked: Arc<MarkedSpecs>,
+}
+
+/// The marked specs ([`ToolSpec::confirm`]) of the tools this layer gates,
+/// one per wrapped tool: a lookup (every call makes one) shares it instead of
+/// copying the spec, schemas and all.
+#[derive(Default)]
+struct MarkedSpecs {
+    by_tool: Mutex<MarkedMap>,
+}
+
+#[derive(Default)]
+struct MarkedMap {
+    /// By the wrapped tool's address. The `Weak` keeps that allocation (not
+    /// the tool) alive, so no other tool can take the address meanwhile.
+    specs: HashMap<usize, (Weak<dyn Tool>, Arc<ToolSpec>)>,
+    /// The size at which entries of dropped tools (a reload replaced them)
+    /// are swept out.
+    sweep_at: usize,
+}
+
+impl MarkedSpecs {
+    /// The spec of `tool`, marked.
+    fn of(&self, tool: &Arc<dyn Tool>) -> Arc<ToolSpec> {
+        let key = Arc::as_ptr(tool).cast::<()>().addr();
+        let mut map = self.by_tool.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, spec)) = map.specs.get(&key) {
+            return Arc::clone(spec);
+        }
+        if map.specs.len() >= map.sweep_at {
+            map.specs.retain(|_, (tool, _)| tool.strong_count() > 0);
+            map.sweep_at = (map.specs.len() * 2).max(64);
+        }
+        let mut spec = tool.spec().clone();
+        spec.confirm = true;
+        let spec = Arc::new(spec);
+        map.specs
+            .insert(key, (Arc::downgrade(tool), Arc::clone(&spec)));
+        spec
+    }
 }
 
 impl<T: std::fmt::Debug> std::fmt::Debug for Confirm<T> {
@@ -190,6 +230,7 @@ impl<T: Toolset> Confirm<T> {
             inner,
             rules: Arc::default(),
             decided: StateStore::embedded_with(DEFAULT_REMEMBERED_DECISIONS),
+            marked: Arc::default(),
         }
     }
 
@@ -294,10 +335,8 @@ impl<T: Toolset> Confirm<T> {
         if !self.rules.may_require(cx, tool.spec()) {
             return tool;
         }
-        let mut spec = tool.spec().clone();
-        spec.confirm = true;
         Arc::new(Confirmed {
-            spec,
+            spec: self.marked.of(&tool),
             tool,
             rules: Arc::clone(&self.rules),
             decided: self.decided.clone(),
@@ -329,7 +368,7 @@ impl<T: Toolset> Toolset for Confirm<T> {
 /// One tool behind the confirmation gate.
 struct Confirmed {
     /// The tool's spec, marked [`ToolSpec::confirm`].
-    spec: ToolSpec,
+    spec: Arc<ToolSpec>,
     tool: Arc<dyn Tool>,
     rules: Arc<Rules>,
     decided: StateStore,

@@ -86,6 +86,53 @@ fn gated_tools_are_marked_in_the_listing_and_others_are_not() {
     assert!(set.tools(&cx).iter().all(|t| t.spec().confirm));
 }
 
+#[test]
+fn a_gated_tool_shares_one_marked_spec_until_it_is_replaced() {
+    let (_, _, inner) = setup();
+    let set = Confirm::new(inner).require("delete");
+    let cx = Context::new();
+    let first = set.find(&cx, "delete").unwrap();
+    let again = set.find(&cx, "delete").unwrap();
+    // Each lookup used to copy the spec (schemas included); now they share it.
+    assert!(std::ptr::eq(first.spec(), again.spec()));
+    assert!(std::ptr::eq(first.spec(), set.tools(&cx)[0].spec()));
+
+    // A new tool at the same name (a reload) gets its own, from its own spec.
+    let replaced = Confirm {
+        inner: Native(vec![Probe::with_schema(
+            "delete",
+            json!({"type": "object", "required": ["id"]}),
+        ) as Arc<dyn Tool>]),
+        rules: Arc::clone(&set.rules),
+        decided: set.decided.clone(),
+        marked: Arc::clone(&set.marked),
+    };
+    let fresh = replaced.find(&cx, "delete").unwrap();
+    assert!(fresh.spec().confirm);
+    assert_eq!(fresh.spec().input_schema["required"], json!(["id"]));
+    assert_eq!(first.spec().input_schema.get("required"), None);
+
+    // Specs of dropped tools are swept out as new ones come.
+    drop((first, again, fresh, replaced));
+    for _ in 0..200 {
+        let one = Confirm {
+            inner: Native(vec![Probe::new("delete", &[]) as Arc<dyn Tool>]),
+            rules: Arc::clone(&set.rules),
+            decided: set.decided.clone(),
+            marked: Arc::clone(&set.marked),
+        };
+        assert!(one.find(&cx, "delete").unwrap().spec().confirm);
+    }
+    let kept = set
+        .marked
+        .by_tool
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .specs
+        .len();
+    assert!(kept <= 64, "{kept} specs kept for 2 live tools");
+}
+
 #[tokio::test]
 async fn rules_by_predicate_gate_and_mark_only_what_they_choose() {
     let (delete, read, inner) = setup();
