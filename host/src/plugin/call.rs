@@ -81,13 +81,16 @@ impl Plugin {
                 tool: name.to_owned(),
                 reason: format!("the `invoke` export: {e:#}"),
             })?;
-        let (call_id, invocation_id) = (call.call_id.clone(), call.invocation_id.clone());
+        let call_id = call.call_id.clone();
+        // Only a reused instance is filed under its invocation.
+        let invocation_id =
+            (self.inner.reuse == Reuse::PerInvocation).then(|| call.invocation_id.clone());
         let result = timeout(deadline, invoke.call(&mut store, call)).await;
         let output = self.settle(&mut store, name, result)?;
         let usage = self.usage(&store);
         // The guest returned (a trap or an exhausted budget returned early
         // above and dropped the instance): it may serve the invocation again.
-        if self.inner.reuse == Reuse::PerInvocation {
+        if let Some(invocation_id) = invocation_id {
             let idle = reuse::Idle {
                 store,
                 instance,
@@ -387,9 +390,18 @@ impl Plugin {
 /// Runs a guest call under the call's deadline. The epoch callback stops guest
 /// code that computes past it; this timer also stops a guest blocked in an
 /// async host call (a WASI sleep or poll), which never reaches an epoch check.
+///
+/// A call that finishes in its first poll (a trivial tool, most
+/// instantiations) never needs the timer, so it is made only for those that
+/// wait: making and dropping one per step cost ~0.2 µs of a 11 µs call.
 pub(super) async fn timeout<F: Future>(
     deadline: Instant,
     call: F,
 ) -> Result<F::Output, tokio::time::error::Elapsed> {
+    let mut call = std::pin::pin!(call);
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await;
+    if let std::task::Poll::Ready(output) = first {
+        return Ok(output);
+    }
     tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), call).await
 }
