@@ -72,6 +72,12 @@ async fn measure(keep_resident: usize, iters: usize) -> wasmtime::Result<(Stats,
     let engine = Engine::new(&config)?;
     let path = toolhost_test_plugins::ECHO;
     let plugin = Plugin::load(&engine, path, &PluginOptions::default()).await?;
+    // The optimized code, as the floor below runs (tiered compilation loads
+    // baseline code first).
+    let tier = plugin.settled().await?;
+    if tier != toolhost::engine::Tier::Optimized {
+        return Err(wasmtime::format_err!("the plugin settled on {tier:?} code"));
+    }
     let limits = plugin.limits().clone();
 
     // The floor: wasmtime alone, on the same engine and component.

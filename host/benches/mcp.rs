@@ -176,6 +176,10 @@ async fn main() -> Result<()> {
         &PluginOptions::default(),
     )
     .await?;
+    // Optimized code, here and (from the shared cache directory, which this
+    // leaves it in) in the `serve` child below: tiered compilation would
+    // start both on baseline code.
+    anyhow::ensure!(plugin.settled().await? == toolhost::engine::Tier::Optimized);
 
     let dir = tempfile::tempdir()?;
     std::fs::copy(toolhost_test_plugins::ECHO, dir.path().join("echo.wasm"))?;
