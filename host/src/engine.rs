@@ -355,6 +355,9 @@ struct Inner {
     preload: Arc<tokio::sync::Semaphore>,
     /// How many plugins compile optimized code in the background at once: one.
     optimize: Arc<tokio::sync::Semaphore>,
+    /// How many loads compile code a plugin waits for now: the background
+    /// optimization waits for none, so it never slows a cold start.
+    loading: tokio::sync::watch::Sender<usize>,
     /// Where plugins are hashed and compiled.
     loader: Loader,
     /// Guest linear memory, all stores together.
@@ -441,6 +444,7 @@ impl Engine {
                 // One load per core.
                 preload: Arc::new(tokio::sync::Semaphore::new(cores)),
                 optimize: Arc::new(tokio::sync::Semaphore::new(1)),
+                loading: tokio::sync::watch::Sender::new(0),
                 loader,
                 memory: Arc::new(MemoryBudget::new(
                     config
@@ -484,6 +488,19 @@ impl Engine {
     /// The turn to compile optimized code in the background (one plugin at a time).
     pub(crate) fn optimize_gate(&self) -> Arc<tokio::sync::Semaphore> {
         Arc::clone(&self.inner.optimize)
+    }
+
+    /// Counts a load that compiles code a plugin waits for, until dropped.
+    pub(crate) fn loading(&self) -> Loading {
+        self.inner.loading.send_modify(|n| *n += 1);
+        Loading(self.clone())
+    }
+
+    /// Waits until no load compiles code a plugin waits for.
+    pub(crate) async fn no_loads(&self) {
+        let mut loading = self.inner.loading.subscribe();
+        // The sender lives as long as `self`.
+        let _ = loading.wait_for(|n| *n == 0).await;
     }
 
     pub(crate) fn wasm(&self) -> &wasmtime::Engine {
@@ -598,6 +615,18 @@ impl Engine {
         invocation_id: &str,
     ) -> Result<std::collections::HashMap<String, String>, StateError> {
         self.inner.state.snapshot(invocation_id).await
+    }
+}
+
+/// A load counted by [`Engine::loading`].
+pub(crate) struct Loading(Engine);
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        self.0
+            .inner
+            .loading
+            .send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 

@@ -65,6 +65,7 @@ impl Code {
     ) -> Result<(Self, Vec<String>), LoadError> {
         let (compiler, owned, source) = (engine.clone(), path.to_owned(), bytes.clone());
         let probe = marker.clone();
+        let loading = engine.loading();
         let component = engine
             .load_blocking(move || {
                 let cached = probe.is_some_and(|marker| marker.exists());
@@ -72,6 +73,7 @@ impl Code {
             })
             .await
             .map_err(|_| shutting_down(path))??;
+        drop(loading);
         let (code, imports) = Self::link(engine, path, &component)?;
         if code.current().tier == Tier::Baseline
             && engine.config().compilation == Compilation::Tiered
@@ -121,6 +123,8 @@ impl Code {
                 let Ok(_turn) = engine.optimize_gate().acquire_owned().await else {
                     return None;
                 };
+                // Cranelift takes every core: let the loads a start waits for finish first.
+                engine.no_loads().await;
                 if tiers.strong_count() == 0 {
                     return None;
                 }
