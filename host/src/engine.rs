@@ -76,8 +76,9 @@ pub enum Compilation {
     /// code is not cached waits for it (seconds for a Python or JavaScript
     /// runtime).
     Optimized,
-    /// Baseline code only (Winch): the fastest load and slower calls, with
-    /// nothing compiled in the background; for short-lived processes.
+    /// Baseline code (Winch), unless the cache already holds the optimized
+    /// code: the fastest load and slower calls, with nothing compiled in the
+    /// background; for short-lived processes.
     Baseline,
 }
 
