@@ -3,6 +3,7 @@
 
 pub(crate) mod limits;
 mod loader;
+mod wasm;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::plugin::state::PluginState;
 use crate::state::{StateError, StateOptions, StateStore};
 use limits::MemoryBudget;
 use loader::Loader;
+use wasm::{code_cache, new_linker, pool, spawn_epoch_ticker, wasm_config};
 
 pub use limits::Limits;
 pub(crate) use loader::LoaderFailed;
@@ -629,96 +631,6 @@ impl Drop for Loading {
             .loading
             .send_modify(|n| *n = n.saturating_sub(1));
     }
-}
-
-/// The wasmtime settings both tiers share.
-fn wasm_config(config: &EngineConfig, cache: Option<wasmtime::Cache>) -> wasmtime::Config {
-    let mut wasm_config = wasmtime::Config::new();
-    wasm_config
-        .epoch_interruption(true)
-        .consume_fuel(true)
-        .max_wasm_stack(config.max_wasm_stack)
-        .async_stack_size(config.max_wasm_stack + (1 << 20))
-        .parallel_compilation(true)
-        .cache(cache);
-    wasm_config
-}
-
-/// The pooling allocator of optimized code's instances.
-fn pool(config: &EngineConfig) -> wasmtime::PoolingAllocationConfig {
-    let mut pool = wasmtime::PoolingAllocationConfig::new();
-    let n = config.max_concurrent_instances;
-    pool.total_component_instances(n)
-        .total_core_instances(n.saturating_mul(4))
-        .total_memories(n.saturating_mul(2))
-        .total_tables(n.saturating_mul(4))
-        .total_stacks(n)
-        .max_memories_per_module(2)
-        .max_tables_per_module(4)
-        .table_elements(200_000)
-        .max_component_instance_size(4 << 20)
-        .max_core_instance_size(4 << 20)
-        .max_memory_size(4 << 30)
-        .linear_memory_keep_resident(config.keep_resident)
-        .table_keep_resident(config.keep_resident)
-        .async_stack_keep_resident(config.keep_resident)
-        // Reset only the pages a call dirtied (Linux 6.7+), not the
-        // whole resident region; elsewhere the region is memset.
-        .pagemap_scan(wasmtime::Enabled::Auto);
-    pool
-}
-
-/// wasmtime's cache of compiled code under `dir`, shared by both tiers (its
-/// key tells their code apart).
-fn code_cache(dir: &Path) -> Result<wasmtime::Cache, EngineError> {
-    let failed = |e: &dyn std::fmt::Display| EngineError::Cache {
-        dir: dir.to_owned(),
-        reason: e.to_string(),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
-    let dir = std::path::absolute(dir).map_err(|e| failed(&e))?;
-    // wasmtime's cache gets a directory of its own: its cleanup removes
-    // whatever it does not recognize in its tree, such as the plugin
-    // manifests kept beside it.
-    let mut cache_config = wasmtime::CacheConfig::new();
-    cache_config.with_directory(dir.join("code"));
-    wasmtime::Cache::new(cache_config).map_err(|e| failed(&e))
-}
-
-/// A linker with everything a plugin may import, for stores of `wasm`.
-fn new_linker(wasm: &wasmtime::Engine) -> Result<Linker<PluginState>, EngineError> {
-    let config = |e: wasmtime::Error| EngineError::Config(e.to_string());
-    let mut linker = Linker::new(wasm);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(config)?;
-    crate::policy::http::add_to_linker(&mut linker).map_err(config)?;
-    crate::plugin::abi::add_to_linker(&mut linker).map_err(config)?;
-    // Refusals of sockets are logged where a call hits them.
-    crate::policy::sockets::add_to_linker(&mut linker).map_err(config)?;
-    Ok(linker)
-}
-
-fn spawn_epoch_ticker<'a>(
-    engines: impl IntoIterator<Item = &'a wasmtime::Engine>,
-    tick: Duration,
-) -> std::io::Result<()> {
-    // The ticker holds only weak handles, so it ends when the engine is dropped.
-    let weak: Vec<_> = engines.into_iter().map(wasmtime::Engine::weak).collect();
-    std::thread::Builder::new()
-        .name("toolhost-epoch".into())
-        .spawn(move || {
-            loop {
-                let mut alive = false;
-                for engine in weak.iter().filter_map(wasmtime::EngineWeak::upgrade) {
-                    engine.increment_epoch();
-                    alive = true;
-                }
-                if !alive {
-                    return;
-                }
-                std::thread::sleep(tick);
-            }
-        })
-        .map(drop)
 }
 
 const _: () = {

@@ -1,0 +1,103 @@
+//! The wasmtime side of the engine: the settings both compilation tiers
+//! share, the pool, the code cache, the linker and the epoch ticker.
+
+use std::path::Path;
+use std::time::Duration;
+
+use wasmtime::component::Linker;
+
+use super::{EngineConfig, EngineError};
+use crate::plugin::state::PluginState;
+
+/// The wasmtime settings both tiers share.
+pub(super) fn wasm_config(
+    config: &EngineConfig,
+    cache: Option<wasmtime::Cache>,
+) -> wasmtime::Config {
+    let mut wasm_config = wasmtime::Config::new();
+    wasm_config
+        .epoch_interruption(true)
+        .consume_fuel(true)
+        .max_wasm_stack(config.max_wasm_stack)
+        .async_stack_size(config.max_wasm_stack + (1 << 20))
+        .parallel_compilation(true)
+        .cache(cache);
+    wasm_config
+}
+
+/// The pooling allocator of optimized code's instances.
+pub(super) fn pool(config: &EngineConfig) -> wasmtime::PoolingAllocationConfig {
+    let mut pool = wasmtime::PoolingAllocationConfig::new();
+    let n = config.max_concurrent_instances;
+    pool.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(4))
+        .total_memories(n.saturating_mul(2))
+        .total_tables(n.saturating_mul(4))
+        .total_stacks(n)
+        .max_memories_per_module(2)
+        .max_tables_per_module(4)
+        .table_elements(200_000)
+        .max_component_instance_size(4 << 20)
+        .max_core_instance_size(4 << 20)
+        .max_memory_size(4 << 30)
+        .linear_memory_keep_resident(config.keep_resident)
+        .table_keep_resident(config.keep_resident)
+        .async_stack_keep_resident(config.keep_resident)
+        // Reset only the pages a call dirtied (Linux 6.7+), not the
+        // whole resident region; elsewhere the region is memset.
+        .pagemap_scan(wasmtime::Enabled::Auto);
+    pool
+}
+
+/// wasmtime's cache of compiled code under `dir`, shared by both tiers (its
+/// key tells their code apart).
+pub(super) fn code_cache(dir: &Path) -> Result<wasmtime::Cache, EngineError> {
+    let failed = |e: &dyn std::fmt::Display| EngineError::Cache {
+        dir: dir.to_owned(),
+        reason: e.to_string(),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
+    let dir = std::path::absolute(dir).map_err(|e| failed(&e))?;
+    // wasmtime's cache gets a directory of its own: its cleanup removes
+    // whatever it does not recognize in its tree, such as the plugin
+    // manifests kept beside it.
+    let mut cache_config = wasmtime::CacheConfig::new();
+    cache_config.with_directory(dir.join("code"));
+    wasmtime::Cache::new(cache_config).map_err(|e| failed(&e))
+}
+
+/// A linker with everything a plugin may import, for stores of `wasm`.
+pub(super) fn new_linker(wasm: &wasmtime::Engine) -> Result<Linker<PluginState>, EngineError> {
+    let config = |e: wasmtime::Error| EngineError::Config(e.to_string());
+    let mut linker = Linker::new(wasm);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(config)?;
+    crate::policy::http::add_to_linker(&mut linker).map_err(config)?;
+    crate::plugin::abi::add_to_linker(&mut linker).map_err(config)?;
+    // Refusals of sockets are logged where a call hits them.
+    crate::policy::sockets::add_to_linker(&mut linker).map_err(config)?;
+    Ok(linker)
+}
+
+pub(super) fn spawn_epoch_ticker<'a>(
+    engines: impl IntoIterator<Item = &'a wasmtime::Engine>,
+    tick: Duration,
+) -> std::io::Result<()> {
+    // The ticker holds only weak handles, so it ends when the engine is dropped.
+    let weak: Vec<_> = engines.into_iter().map(wasmtime::Engine::weak).collect();
+    std::thread::Builder::new()
+        .name("toolhost-epoch".into())
+        .spawn(move || {
+            loop {
+                let mut alive = false;
+                for engine in weak.iter().filter_map(wasmtime::EngineWeak::upgrade) {
+                    engine.increment_epoch();
+                    alive = true;
+                }
+                if !alive {
+                    return;
+                }
+                std::thread::sleep(tick);
+            }
+        })
+        .map(drop)
+}
