@@ -3,6 +3,11 @@
 //! a call (`Plugin::invoke` of `greet`: validation, fresh instance, call, result
 //! checks), with the fuel each call burns; then the same calls on an instance
 //! reused within one invocation (`Reuse::PerInvocation`), and the speed-up.
+//! Then the memory of a call in flight: [`HELD`] instances each held for its
+//! invocation's next call, as a running call holds its instance (less the
+//! call's stack): the resident memory they add to the process, the guest
+//! linear memory they count against the engine's budget (which sizes the
+//! pool), and what the pool keeps resident of their slots once they are gone.
 //!
 //! Run: `cargo xtask guests && cargo bench -p toolhost --bench languages`
 //! (`BENCH_ITERS` sets the number of calls; 200 by default).
@@ -28,7 +33,8 @@ async fn main() -> anyhow::Result<()> {
     let mut config = EngineConfig::default();
     config
         .cache_dir(None)
-        .compilation(toolhost::engine::Compilation::Optimized);
+        .compilation(toolhost::engine::Compilation::Optimized)
+        .max_idle_instances(HELD);
     let engine = Engine::new(&config)?;
     let builds = [
         ("Rust", toolhost_test_plugins::CONFORMANCE),
@@ -46,6 +52,7 @@ async fn main() -> anyhow::Result<()> {
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     let mut reusing = PluginOptions::default();
     reusing.reuse(Reuse::PerInvocation);
+    let mut held = Vec::new();
     for (language, path) in builds {
         let found = guests::polyglot(path);
         let path = found.as_deref().and_then(|p| p.to_str()).unwrap_or(path);
@@ -87,8 +94,81 @@ async fn main() -> anyhow::Result<()> {
             us(shared.1),
             us(fresh.0) / us(shared.0),
         );
+        held.push((language, hold(&engine, &reused).await?));
+    }
+    let budget = engine.guest_memory().budget;
+    println!();
+    println!(
+        "memory of a call in flight ({HELD} instances held at once; guest memory budget {} MiB, pool of {} slots):",
+        budget >> 20,
+        engine.max_concurrent_instances()
+    );
+    println!(
+        "| language | resident per call | guest linear memory per call (budget) | calls the budget admits | kept resident per pool slot after |"
+    );
+    println!("| --- | --- | --- | --- | --- |");
+    for (language, m) in held {
+        println!(
+            "| {language} | {:.2} MiB | {:.2} MiB | {} | {:.2} MiB |",
+            mib(m.resident),
+            mib(m.linear),
+            (budget as f64 / m.linear.max(1.0)).floor(),
+            mib(m.kept),
+        );
     }
     Ok(())
+}
+
+/// How many instances [`hold`] keeps at once.
+const HELD: usize = 32;
+
+/// Memory per instance held, in bytes.
+struct Held {
+    /// Added to the process's resident set.
+    resident: f64,
+    /// Guest linear memory, as the engine's budget counts it.
+    linear: f64,
+    /// Still resident once the instances are dropped (the pool's slots keep
+    /// up to `keep_resident` of each memory, table and stack for their next use).
+    kept: f64,
+}
+
+/// Holds [`HELD`] instances of `plugin` at once (one per invocation, each
+/// kept for its invocation's next call) and reads what they take.
+async fn hold(engine: &Engine, plugin: &Plugin) -> anyhow::Result<Held> {
+    let (rss, linear) = (resident()?, engine.guest_memory().in_use);
+    for i in 0..HELD {
+        let call = ToolCall::new("greet", json!({"name": "Ann", "times": 2}))
+            .with_invocation_id(format!("held-{i}"));
+        plugin.invoke(call).await?;
+    }
+    anyhow::ensure!(engine.idle_instances() == HELD, "instances not held");
+    let per = |now: f64, before: f64| (now - before).max(0.0) / HELD as f64;
+    let (rss_held, linear_held) = (resident()?, engine.guest_memory().in_use);
+    for i in 0..HELD {
+        engine.end_invocation(&format!("held-{i}"));
+    }
+    anyhow::ensure!(engine.idle_instances() == 0, "instances not dropped");
+    Ok(Held {
+        resident: per(rss_held, rss),
+        linear: per(linear_held as f64, linear as f64),
+        kept: per(resident()?, rss),
+    })
+}
+
+/// This process's resident set, in bytes (`Rss` of `/proc/self/smaps_rollup`).
+fn resident() -> anyhow::Result<f64> {
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup")?;
+    let kib: f64 = rollup
+        .lines()
+        .find_map(|line| line.strip_prefix("Rss:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("cannot read /proc/self/smaps_rollup"))?;
+    Ok(kib * 1024.0)
+}
+
+fn mib(bytes: f64) -> f64 {
+    bytes / f64::from(1 << 20)
 }
 
 /// Median and p99.

@@ -341,6 +341,9 @@ fn engine(cli: &Cli, config: &Config) -> Result<Engine> {
     {
         engine_config.max_guest_memory(Some(mib.saturating_mul(1 << 20)));
     }
+    if let Some(n) = config.engine.max_concurrent_instances {
+        engine_config.max_concurrent_instances(n);
+    }
     if let Some(compilation) = config.engine.compilation {
         engine_config.compilation(compilation);
     }

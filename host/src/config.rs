@@ -195,6 +195,9 @@ pub struct EngineSettings {
     /// Guest linear memory all calls together may hold, in MiB [default: half
     /// the machine's memory]; past it a call waits briefly, then fails as busy.
     pub max_guest_memory_mib: Option<u64>,
+    /// How many plugin instances may be alive at once [default: sized from
+    /// the guest memory budget, at most 1000]; past it a call fails as busy.
+    pub max_concurrent_instances: Option<u32>,
     /// How plugins are compiled: `tiered` (baseline code first, optimized
     /// in the background; the default), `optimized` or `baseline` (see
     /// [`Compilation`](crate::engine::Compilation)).

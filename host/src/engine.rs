@@ -16,7 +16,7 @@ use crate::plugin::state::PluginState;
 use crate::state::{StateError, StateOptions, StateStore};
 use limits::MemoryBudget;
 use loader::Loader;
-use wasm::{code_cache, new_linker, pool, spawn_epoch_ticker, wasm_config};
+use wasm::{code_cache, new_linker, pool, pool_slots, spawn_epoch_ticker, wasm_config};
 
 pub use limits::Limits;
 pub(crate) use loader::LoaderFailed;
@@ -44,8 +44,9 @@ pub struct EngineConfig {
     pub epoch_tick: Duration,
     /// See [`EngineConfig::max_wasm_stack()`].
     pub max_wasm_stack: usize,
-    /// See [`EngineConfig::max_concurrent_instances()`].
-    pub max_concurrent_instances: u32,
+    /// See [`EngineConfig::max_concurrent_instances()`]; `None` sizes the
+    /// pool from the guest memory budget.
+    pub max_concurrent_instances: Option<u32>,
     /// See [`EngineConfig::keep_resident()`].
     pub keep_resident: usize,
     /// See [`EngineConfig::max_idle_instances()`].
@@ -141,7 +142,7 @@ impl Default for EngineConfig {
             pooling: true,
             epoch_tick: Duration::from_millis(10),
             max_wasm_stack: 1 << 20,
-            max_concurrent_instances: 1000,
+            max_concurrent_instances: None,
             keep_resident: 1 << 20,
             max_idle_instances: 16,
             max_guest_memory: None,
@@ -198,14 +199,23 @@ impl EngineConfig {
         self
     }
 
-    /// How many component instances may be alive at once (the pooling allocator's size).
+    /// How many component instances may be alive at once (the pooling
+    /// allocator's size); past it a call fails with the retryable
+    /// [`CallError::Busy`](crate::CallError::Busy). Unset, the pool is sized
+    /// from the guest memory budget ([`max_guest_memory`](Self::max_guest_memory())):
+    /// a slot keeps up to [`keep_resident`](Self::keep_resident()) of its memory,
+    /// table and stack resident once used, outside the budget, so the pool gets
+    /// as many slots as keep at most a quarter of the budget resident: 1000 (the
+    /// most) from a 12 GiB budget on, 42 for the 512 MiB budget of a 1 GiB
+    /// container. [`Engine::max_concurrent_instances`] tells the size in use.
     pub fn max_concurrent_instances(&mut self, n: u32) -> &mut Self {
-        self.max_concurrent_instances = n;
+        self.max_concurrent_instances = Some(n);
         self
     }
 
     /// How many bytes of each pooled linear memory, table and async stack stay
-    /// resident between calls (default 1 MiB). A slot's next call then finds
+    /// resident between calls (default 1 MiB; it sizes the pool, see
+    /// [`max_concurrent_instances`](Self::max_concurrent_instances())). A slot's next call then finds
     /// that much reset in place instead of faulting fresh pages in from the
     /// kernel: fast small calls for a little resident memory per slot used. On
     /// Linux 6.7+ only the pages a call dirtied are reset (`PAGEMAP_SCAN`);
@@ -363,6 +373,8 @@ struct Inner {
     loading: tokio::sync::watch::Sender<usize>,
     /// Where plugins are hashed and compiled.
     loader: Loader,
+    /// How many instances may be alive at once (per tier).
+    slots: u32,
     /// Guest linear memory, all stores together.
     memory: Arc<MemoryBudget>,
 }
@@ -396,9 +408,13 @@ impl Engine {
             Some(dir) => Some(code_cache(dir)?),
             None => None,
         };
+        let budget = config
+            .max_guest_memory
+            .unwrap_or_else(limits::default_memory_budget);
+        let slots = pool_slots(config, budget);
         let mut optimized = wasm_config(config, cache.clone());
         if config.pooling {
-            optimized.allocation_strategy(pool(config));
+            optimized.allocation_strategy(pool(config, slots));
         }
         let wasm =
             wasmtime::Engine::new(&optimized).map_err(|e| EngineError::Config(e.to_string()))?;
@@ -412,9 +428,7 @@ impl Engine {
                     Ok(wasm) => Some(Baseline {
                         linker: new_linker(&wasm)?,
                         wasm,
-                        slots: Arc::new(tokio::sync::Semaphore::new(
-                            config.max_concurrent_instances as usize,
-                        )),
+                        slots: Arc::new(tokio::sync::Semaphore::new(slots as usize)),
                     }),
                     // Not on this platform: every plugin gets optimized code.
                     Err(e) => {
@@ -449,12 +463,8 @@ impl Engine {
                 optimize: Arc::new(tokio::sync::Semaphore::new(1)),
                 loading: tokio::sync::watch::Sender::new(0),
                 loader,
-                memory: Arc::new(MemoryBudget::new(
-                    config
-                        .max_guest_memory
-                        .unwrap_or_else(limits::default_memory_budget),
-                    config.memory_wait,
-                )),
+                slots,
+                memory: Arc::new(MemoryBudget::new(budget, config.memory_wait)),
             }),
         })
     }
@@ -591,6 +601,13 @@ impl Engine {
             peak: memory.peak(),
             budget: memory.limit(),
         }
+    }
+
+    /// How many component instances may be alive at once: the configured
+    /// [`EngineConfig::max_concurrent_instances`], or the size derived from
+    /// the guest memory budget.
+    pub fn max_concurrent_instances(&self) -> u32 {
+        self.inner.slots
     }
 
     pub(crate) fn idle(&self) -> &IdleInstances {

@@ -46,6 +46,9 @@ fn the_compilation_is_one_of_three_names() {
         assert_eq!(compilation.as_str(), name);
     }
     assert_eq!(parse("").unwrap().engine.compilation, None);
+    let config = parse("[engine]\nmax_concurrent_instances = 64\n").unwrap();
+    assert_eq!(config.engine.max_concurrent_instances, Some(64));
+    assert_eq!(parse("").unwrap().engine.max_concurrent_instances, None);
     let err = parse("[engine]\ncompilation = \"fast\"\n").unwrap_err();
     let text = err.to_string();
     assert!(

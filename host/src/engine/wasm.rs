@@ -25,10 +25,32 @@ pub(super) fn wasm_config(
     wasm_config
 }
 
-/// The pooling allocator of optimized code's instances.
-pub(super) fn pool(config: &EngineConfig) -> wasmtime::PoolingAllocationConfig {
+/// The most instances a pool sized from the budget gets.
+const MAX_SLOTS: u64 = 1000;
+/// The fewest.
+const MIN_SLOTS: u64 = 4;
+/// The regions a slot keeps up to `keep_resident` of: a linear memory, a
+/// table and an async stack (most components have one of each; a second
+/// memory or more tables keep more).
+const RESIDENT_REGIONS: u64 = 3;
+
+/// How many instances may be alive at once: as configured, or as many as keep
+/// at most a quarter of the guest memory `budget` resident between calls, each
+/// used slot keeping up to `keep_resident` of its memory, table and stack
+/// (memory the budget does not count), within [`MIN_SLOTS`]..=[`MAX_SLOTS`].
+pub(super) fn pool_slots(config: &EngineConfig, budget: u64) -> u32 {
+    if let Some(n) = config.max_concurrent_instances {
+        return n;
+    }
+    let per_slot = (config.keep_resident as u64).saturating_mul(RESIDENT_REGIONS);
+    let slots = (budget / 4).checked_div(per_slot).unwrap_or(MAX_SLOTS);
+    // At most MAX_SLOTS, which fits a u32.
+    u32::try_from(slots.clamp(MIN_SLOTS, MAX_SLOTS)).unwrap_or(u32::MAX)
+}
+
+/// The pooling allocator of optimized code's instances, `n` of them.
+pub(super) fn pool(config: &EngineConfig, n: u32) -> wasmtime::PoolingAllocationConfig {
     let mut pool = wasmtime::PoolingAllocationConfig::new();
-    let n = config.max_concurrent_instances;
     pool.total_component_instances(n)
         .total_core_instances(n.saturating_mul(4))
         .total_memories(n.saturating_mul(2))

@@ -6,10 +6,11 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolhost::engine::Compilation;
 use toolhost::error::{Busy, Exhausted};
 use toolhost::tool::ToolCall;
 use toolhost::{CallError, Engine, EngineConfig, Plugin, PluginOptions, ToolOutput};
-use toolhost_test_plugins::GREEDY;
+use toolhost_test_plugins::{ECHO, GREEDY};
 
 use crate::caps::{log_lines, logs};
 use crate::{engine, plugin, plugin_with};
@@ -274,4 +275,53 @@ async fn invocation_state_caps_its_keys_and_frees_them_at_the_end() {
         .unwrap();
     assert_eq!(out.result.unwrap()["set"], 10);
     engine().end_invocation("other");
+}
+
+#[tokio::test]
+async fn instance_slots_are_sized_from_the_memory_budget() {
+    // Each used slot may keep 1 MiB of its memory, table and stack resident
+    // (`keep_resident`), outside the budget: a 60 MiB budget gets the slots
+    // that keep at most a quarter of it, 60 / 4 / 3 = 5, on either tier.
+    for compilation in [Compilation::Optimized, Compilation::Baseline] {
+        let mut config = EngineConfig::default();
+        config
+            .cache_dir(None)
+            .compilation(compilation)
+            .keep_resident(1 << 20)
+            .max_guest_memory(Some(60 * MIB));
+        let engine = Engine::new(&config).unwrap();
+        assert_eq!(engine.max_concurrent_instances(), 5);
+        let echo = Plugin::load(&engine, ECHO, &PluginOptions::default())
+            .await
+            .unwrap();
+        // A stream holds its instance until it ends.
+        let mut streams = Vec::new();
+        for _ in 0..5 {
+            let countdown = ToolCall::new("countdown", json!({"from": 3}));
+            streams.push(echo.stream(countdown).await.unwrap());
+        }
+        let err = call(&echo, "add", json!({"a": 1, "b": 1}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                CallError::Busy {
+                    reason: Busy::Instances,
+                    ..
+                }
+            ),
+            "{compilation:?}: {err:?}"
+        );
+        drop(streams.pop());
+        let out = call(&echo, "add", json!({"a": 2, "b": 3})).await.unwrap();
+        assert_eq!(out.result, Some(json!({"result": 5})), "{compilation:?}");
+    }
+    // Set, the pool's size is the operator's.
+    let mut config = EngineConfig::default();
+    config
+        .cache_dir(None)
+        .max_guest_memory(Some(60 * MIB))
+        .max_concurrent_instances(7);
+    assert_eq!(Engine::new(&config).unwrap().max_concurrent_instances(), 7);
 }
