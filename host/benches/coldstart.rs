@@ -34,8 +34,11 @@ use toolhost::{Engine, EngineConfig, Plugin, PluginOptions};
 mod guests;
 #[path = "support/rpc.rs"]
 mod rpc;
+#[path = "support/stats.rs"]
+mod stats;
 use guests::polyglot;
 use rpc::Server;
+use stats::{median, ms, us};
 
 /// One call of each example plugin, and what it needs.
 const EXAMPLE_CALLS: &[(&str, &str)] = &[
@@ -70,19 +73,6 @@ async fn cold(path: &str, compilation: Compilation) -> Result<(Duration, Plugin,
     let took = started.elapsed();
     ensure!(out.result == Some(json!({"text": "Hello, Ann! Hello, Ann!"})));
     Ok((took, plugin, engine))
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
 }
 
 /// The median per-call time of each plugin, calls interleaved so both see the same machine.

@@ -12,7 +12,7 @@
 //! Run: `cargo xtask guests && cargo bench -p toolhost --bench languages`
 //! (`BENCH_ITERS` sets the number of calls; 200 by default).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::json;
 use toolhost::plugin::Reuse;
@@ -21,6 +21,9 @@ use toolhost::{Engine, EngineConfig, Plugin, PluginOptions};
 
 #[path = "support/guests.rs"]
 mod guests;
+#[path = "support/stats.rs"]
+mod stats;
+use stats::{rss, stats, us};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
@@ -82,17 +85,17 @@ async fn main() -> anyhow::Result<()> {
             shared.push(started.elapsed());
         }
         engine.end_invocation("bench-turn");
-        let (fresh, shared) = (quantiles(fresh), quantiles(shared));
+        let (fresh, shared) = (stats(fresh), stats(shared));
         println!(
             "| {language} | {:.2} MB | {:.2} s | {:.0} / {:.0} µs | {} | {:.0} / {:.0} µs | {:.1}× |",
             size as f64 / 1e6,
             compile.as_secs_f64(),
-            us(fresh.0),
-            us(fresh.1),
+            us(fresh.median),
+            us(fresh.p99),
             out.usage.fuel,
-            us(shared.0),
-            us(shared.1),
-            us(fresh.0) / us(shared.0),
+            us(shared.median),
+            us(shared.p99),
+            us(fresh.median) / us(shared.median),
         );
         held.push((language, hold(&engine, &reused).await?));
     }
@@ -133,10 +136,15 @@ struct Held {
     kept: f64,
 }
 
+/// This process's resident set, in bytes.
+fn resident() -> anyhow::Result<f64> {
+    Ok(rss(std::process::id())? as f64)
+}
+
 /// Holds [`HELD`] instances of `plugin` at once (one per invocation, each
 /// kept for its invocation's next call) and reads what they take.
 async fn hold(engine: &Engine, plugin: &Plugin) -> anyhow::Result<Held> {
-    let (rss, linear) = (resident()?, engine.guest_memory().in_use);
+    let (before, linear) = (resident()?, engine.guest_memory().in_use);
     for i in 0..HELD {
         let call = ToolCall::new("greet", json!({"name": "Ann", "times": 2}))
             .with_invocation_id(format!("held-{i}"));
@@ -150,34 +158,12 @@ async fn hold(engine: &Engine, plugin: &Plugin) -> anyhow::Result<Held> {
     }
     anyhow::ensure!(engine.idle_instances() == 0, "instances not dropped");
     Ok(Held {
-        resident: per(rss_held, rss),
+        resident: per(rss_held, before),
         linear: per(linear_held as f64, linear as f64),
-        kept: per(resident()?, rss),
+        kept: per(resident()?, before),
     })
-}
-
-/// This process's resident set, in bytes (`Rss` of `/proc/self/smaps_rollup`).
-fn resident() -> anyhow::Result<f64> {
-    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup")?;
-    let kib: f64 = rollup
-        .lines()
-        .find_map(|line| line.strip_prefix("Rss:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("cannot read /proc/self/smaps_rollup"))?;
-    Ok(kib * 1024.0)
 }
 
 fn mib(bytes: f64) -> f64 {
     bytes / f64::from(1 << 20)
-}
-
-/// Median and p99.
-fn quantiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
-    (at(0.5), at(0.99))
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
 }

@@ -12,14 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolhost::{Context, Engine, EngineConfig, PluginDir, PluginOptions, Toolset, ToolsetExt};
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+#[path = "support/stats.rs"]
+mod stats;
+use stats::{median, ms};
 
 /// Writes `from` into `dir` as `name` atomically (temp file + rename).
 fn install(from: &str, dir: &Path, name: &str) -> std::io::Result<()> {

@@ -38,8 +38,11 @@ use toolhost::{Context, Engine, EngineConfig, PluginDir, PluginOptions, ToolsetE
 mod guests;
 #[path = "support/rpc.rs"]
 mod rpc;
+#[path = "support/stats.rs"]
+mod stats;
 use guests::polyglot;
-use rpc::{Server, rss};
+use rpc::Server;
+use stats::{median, ms, rss};
 
 const PLUGINS: usize = 50;
 const MIB: f64 = 1024.0 * 1024.0;
@@ -146,15 +149,6 @@ async fn start(dir: &Path, cache: &Path, first: &str) -> Result<(Duration, Durat
         plugin.ready().await?;
     }
     Ok((opened, first_call, started.elapsed()))
-}
-
-fn median<T: Ord + Copy>(mut v: Vec<T>) -> T {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 fn serve(dir: &Path, cache: &Path, extra: &[&str]) -> Command {

@@ -119,15 +119,3 @@ impl Server {
         Ok(())
     }
 }
-
-/// The resident set size of a process, in bytes (`VmRSS` in `/proc/<pid>/status`).
-#[allow(dead_code, reason = "not every bench binary reads RSS")]
-pub(crate) fn rss(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS in /proc/<pid>/status (Linux only)")?;
-    Ok(kib * 1024)
-}

@@ -1,4 +1,6 @@
-//! Sample statistics shared by the bench binaries.
+//! Sample statistics shared by the bench binaries, and the process's memory.
+
+#![allow(dead_code, reason = "each bench binary uses part of it")]
 
 use std::time::Duration;
 
@@ -21,4 +23,26 @@ pub(crate) fn stats(mut samples: Vec<Duration>) -> Stats {
 /// A duration in microseconds.
 pub(crate) fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
+}
+
+/// A duration in milliseconds.
+pub(crate) fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The median of a set of samples (the upper one of an even count).
+pub(crate) fn median<T: Ord + Copy>(mut v: Vec<T>) -> T {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// The resident set size of a process, in bytes (`VmRSS` in `/proc/<pid>/status`).
+pub(crate) fn rss(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no VmRSS in /proc/{pid}/status (Linux only)"))?;
+    Ok(kib * 1024)
 }
