@@ -1,8 +1,10 @@
 //! Per-call cost of the full host path against the raw wasmtime floor, in one run.
 //!
-//! - floor: a fresh `Store` (deny-all WASI context, same limits) + instantiate from
-//!   the `InstancePre` + a call of the trivial tool's `invoke` export, through
-//!   wasmtime's own bindings, on the very same engine;
+//! - floor: a fresh `Store` (deny-all WASI context, the same per-call limits:
+//!   fuel, an epoch deadline, and wasmtime's own `StoreLimits` for memory,
+//!   tables and instances) + instantiate from the `InstancePre` + a call of
+//!   the trivial tool's `invoke` export, through wasmtime's own bindings, on
+//!   the very same engine;
 //! - host: `Plugin::invoke` of the same tool (argument coercion and validation,
 //!   fresh sandboxed instance, call, result checking and wrapping).
 //!
@@ -14,7 +16,7 @@ use serde_json::json;
 use toolhost::tool::ToolCall;
 use toolhost::{Engine, EngineConfig, Plugin, PluginOptions};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::{Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 mod raw {
@@ -29,6 +31,7 @@ mod raw {
 struct State {
     wasi: WasiCtx,
     table: ResourceTable,
+    limits: StoreLimits,
 }
 
 impl WasiView for State {
@@ -97,8 +100,16 @@ async fn measure(keep_resident: usize, iters: usize) -> wasmtime::Result<(Stats,
         let state = State {
             wasi: WasiCtxBuilder::new().build(),
             table: ResourceTable::new(),
+            limits: StoreLimitsBuilder::new()
+                .memory_size(usize::try_from(limits.memory_bytes)?)
+                .table_elements(usize::try_from(limits.table_elements)?)
+                .instances(limits.instances as usize)
+                .memories(limits.instances as usize)
+                .tables(limits.instances as usize)
+                .build(),
         };
         let mut store = Store::new(wasm, state);
+        store.limiter(|s| &mut s.limits);
         store.set_fuel(limits.fuel)?;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
