@@ -457,11 +457,9 @@ async fn a_slow_redis_times_out_only_the_calls_that_need_it() {
     let stalled = redis.stall(Duration::from_secs(2));
     tokio::time::sleep(Duration::from_millis(200)).await;
     let cx = Context::new().with_invocation_id("inv");
-    let started = Instant::now();
     let err = call(&a, &cx, "remember", json!({"key": "k"}))
         .await
         .unwrap_err();
-    let waited = started.elapsed();
     match &err {
         CallError::State {
             reason: StateError::Timeout { limit },
@@ -469,7 +467,8 @@ async fn a_slow_redis_times_out_only_the_calls_that_need_it() {
         } => assert_eq!(*limit, Duration::from_millis(500)),
         other => panic!("a typed timeout: {other:?}"),
     }
-    assert!(waited < Duration::from_millis(1500), "waited {waited:?}");
+    // The call gave up while Redis still stalled, not after.
+    assert!(!stalled.is_finished(), "the call waited out the stall");
     let out = call(&a, &cx, "add", json!({"a": 2, "b": 3})).await.unwrap();
     assert_eq!(out.result.unwrap()["result"], 5);
     tokio::task::spawn_blocking(move || stalled.join().unwrap())
