@@ -27,7 +27,19 @@ mod versions;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use toolhost::{Engine, EngineConfig, Plugin, PluginOptions};
+use toolhost::error::Busy;
+use toolhost::{CallError, Engine, EngineConfig, Plugin, PluginOptions};
+
+/// Whether a call was refused because every instance slot is taken.
+pub(crate) fn is_busy_instances(err: &CallError) -> bool {
+    matches!(
+        err,
+        CallError::Busy {
+            reason: Busy::Instances,
+            ..
+        }
+    )
+}
 
 /// One engine for the whole test binary (as a real process has).
 pub(crate) fn engine() -> &'static Engine {
