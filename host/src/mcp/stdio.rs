@@ -37,7 +37,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use output::{Output, drain};
+use output::Output;
 
 /// The longest line read (one JSON-RPC message), like rmcp's own limit.
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -101,8 +101,7 @@ impl<R: AsyncRead + Send + Unpin> StdioTransport<R> {
     where
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let out = Output::new(Box::new(write));
-        let writer = tokio::spawn(drain(Arc::clone(&out)));
+        let (out, writer) = Output::start(Box::new(write));
         let transport = Self {
             read: BufReader::new(read),
             line: Vec::new(),

@@ -62,22 +62,19 @@ impl OutputState {
                 Poll::Pending => return Poll::Pending,
             }
         }
-        if self.broken {
-            self.queue.clear();
-            self.written = 0;
-        } else {
-            self.written = 0;
-            self.queue.clear();
-            // A burst's buffer is not kept for ever.
-            if self.queue.capacity() > QUEUE_BYTES {
-                self.queue = Vec::new();
-            }
-            if self.unflushed {
-                match Pin::new(&mut self.write).poll_flush(cx) {
-                    Poll::Ready(Ok(())) => self.unflushed = false,
-                    Poll::Ready(Err(err)) => self.fail(err),
-                    Poll::Pending => return Poll::Pending,
-                }
+        // All written, or nothing more can be.
+        self.queue.clear();
+        self.written = 0;
+        // A burst's buffer is not kept for ever.
+        if self.queue.capacity() > QUEUE_BYTES {
+            self.queue = Vec::new();
+        }
+        // `fail` clears `unflushed`: a broken pipe is not flushed.
+        if self.unflushed {
+            match Pin::new(&mut self.write).poll_flush(cx) {
+                Poll::Ready(Ok(())) => self.unflushed = false,
+                Poll::Ready(Err(err)) => self.fail(err),
+                Poll::Pending => return Poll::Pending,
             }
         }
         for waiting in self.waiting.drain(..) {
@@ -94,9 +91,13 @@ impl OutputState {
 }
 
 impl Output {
-    /// The client's end over `write`, with nothing queued.
-    pub(super) fn new(write: Box<dyn AsyncWrite + Send + Unpin>) -> Arc<Self> {
-        Arc::new(Self {
+    /// The client's end over `write`, with nothing queued, and its writer
+    /// task: it ends once the output is closed and all queued is written
+    /// (or the client's end is gone).
+    pub(super) fn start(
+        write: Box<dyn AsyncWrite + Send + Unpin>,
+    ) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
+        let out = Arc::new(Self {
             state: Mutex::new(OutputState {
                 write,
                 queue: Vec::new(),
@@ -107,7 +108,9 @@ impl Output {
                 writer: None,
                 waiting: Vec::new(),
             }),
-        })
+        });
+        let writer = tokio::spawn(drain(Arc::clone(&out)));
+        (out, writer)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, OutputState> {
@@ -170,7 +173,7 @@ pub(super) fn broken_pipe(why: &'static str) -> std::io::Error {
 
 /// The writer task: writes what the pipe did not take at once, until the
 /// transport is closed and all is written (or the client's end is gone).
-pub(super) async fn drain(out: Arc<Output>) {
+async fn drain(out: Arc<Output>) {
     std::future::poll_fn(|cx| {
         let mut state = out.lock();
         let done = state.poll_write(cx).is_ready();
