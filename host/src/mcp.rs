@@ -506,6 +506,7 @@ impl McpServer {
         let closed = CancellationToken::new();
         let session = Session::new(self.shared.clone(), "stdio", closed.clone());
         let (transport, writer) = stdio::StdioTransport::new(read, write, closed.clone());
+        let transport = transport.calling(session.clone());
         let served = async {
             let running = session
                 .serve(transport)

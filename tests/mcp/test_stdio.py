@@ -199,6 +199,42 @@ async def test_every_request_gets_an_answer(
             assert await process.wait() == 0
 
 
+async def test_a_cancelled_call_is_not_answered(
+    toolhost_bin: Path, make_plugins: PluginsFactory, cache_dir: Path, tmp_path: Path
+) -> None:
+    """A call the client cancelled stops and gets no answer (MCP: the receiver
+    should not respond to a cancelled request); the session goes on."""
+    flags = ["--timeout-ms", "3600000", "--fuel", "10000000000000000"]
+    process = await _raw_server(toolhost_bin, make_plugins("hostile"), cache_dir, tmp_path, *flags)
+    async with process:
+        raw = RawStdio(process)
+        await raw.initialize()
+        await raw.send(json.dumps(_request(1, "tools/call", {"name": "ok", "arguments": {}})))
+        assert (await raw.next_answer())["id"] == 1  # compiled and running
+        await raw.send(json.dumps(_request(2, "tools/call", {"name": "spin", "arguments": {}})))
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "no"}}
+        await raw.send(json.dumps(cancel))
+        # Logged by the call as it stops, just before it would answer.
+        stderr = tmp_path / "stderr.log"
+        with anyio.fail_after(CALL_S):
+            while "call cancelled: the client cancelled it" not in stderr.read_text():
+                await anyio.sleep(0.05)
+        await raw.send(json.dumps(_request(3, "tools/call", {"name": "ok", "arguments": {}})))
+        answer = await raw.next_answer()
+        assert answer["id"] == 3 and answer["result"]["structuredContent"] == {"ok": True}, answer
+        await process.stdin.aclose()
+        rest = raw.buffer
+        with anyio.fail_after(CALL_S):
+            try:
+                while True:
+                    rest += await raw.stdout.receive()
+            except anyio.EndOfStream:
+                pass
+            assert await process.wait() == 0
+        ids = [json.loads(line).get("id") for line in rest.splitlines() if line.strip()]
+        assert 2 not in ids, rest
+
+
 async def test_eof_cancels_running_calls_and_answers_them(
     toolhost_bin: Path, make_plugins: PluginsFactory, cache_dir: Path, tmp_path: Path
 ) -> None:

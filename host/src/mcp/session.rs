@@ -78,6 +78,8 @@ struct SessionState {
     transport: &'static str,
     /// Set once the client has initialized: the identity its calls carry.
     identity: OnceLock<Identity>,
+    /// Set once the client has initialized: the session's client.
+    peer: OnceLock<Peer<RoleServer>>,
     /// Cancelled when the session ends: stops its change forwarder.
     ended: CancellationToken,
     /// Cancelled when the client's end closes (stdio): stops running calls.
@@ -114,6 +116,7 @@ impl Session {
             id: format!("mcp-{transport}-{}", random_id()),
             transport,
             identity: OnceLock::new(),
+            peer: OnceLock::new(),
             ended: CancellationToken::new(),
             disconnected,
             engine: shared.engine.clone(),
@@ -123,6 +126,11 @@ impl Session {
             shared,
             state: Arc::new(state),
         }
+    }
+
+    /// The session's client, once it has initialized (2025-11-25 and before).
+    pub(super) fn peer(&self) -> Option<&Peer<RoleServer>> {
+        self.state.peer.get()
     }
 
     /// The identity calls carry: set once the client has initialized
@@ -456,6 +464,7 @@ impl ServerHandler for Session {
         let client = identity.attributes.get("client").cloned();
         // Set once; a second initialized notification changes nothing.
         let _ = self.state.identity.set(identity);
+        let _ = self.state.peer.set(context.peer.clone());
         tracing::info!(session = %self.state.id, client = client.as_deref().unwrap_or("?"), "MCP session initialized");
         self.forward_changes(context.peer.clone());
     }

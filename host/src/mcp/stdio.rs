@@ -37,7 +37,10 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use inline::Inline;
 use output::Output;
+
+use super::session::Session;
 
 /// The longest line read (one JSON-RPC message), like rmcp's own limit.
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -88,6 +91,8 @@ pub(crate) struct StdioTransport<R> {
     discarding: bool,
     out: Option<Arc<Output>>,
     closed: CancellationToken,
+    /// Runs the session's `tools/call`s as they are read (see `inline.rs`).
+    inline: Option<Inline>,
 }
 
 impl<R: AsyncRead + Send + Unpin> StdioTransport<R> {
@@ -108,8 +113,19 @@ impl<R: AsyncRead + Send + Unpin> StdioTransport<R> {
             discarding: false,
             out: Some(out),
             closed,
+            inline: None,
         };
         (transport, writer)
+    }
+
+    /// Runs `session`'s plain `tools/call`s on the reading task instead of
+    /// through rmcp's session loop, which serves `session` too.
+    pub(crate) fn calling(mut self, session: Session) -> Self {
+        self.inline = self
+            .out
+            .as_ref()
+            .map(|out| Inline::new(session, Arc::clone(out)));
+        self
     }
 
     /// Reads one line into `self.line`; `Ok(false)` at the end of input.
@@ -174,12 +190,7 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioTransport<R> {
                 std::io::ErrorKind::NotConnected,
                 "the transport is closed",
             )),
-            Some(out) => serde_json::to_vec(&item)
-                .map_err(std::io::Error::from)
-                .and_then(|mut bytes| {
-                    bytes.push(b'\n');
-                    out.push(&bytes)
-                }),
+            Some(out) => out.send(&item),
         };
         async move {
             sent?;
@@ -224,14 +235,23 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioTransport<R> {
                 }
             };
             match verdict {
-                Verdict::Deliver(message) => return Some(*message),
+                Verdict::Deliver(message) => {
+                    let Some(inline) = &self.inline else {
+                        return Some(*message);
+                    };
+                    let more = !self.read.buffer().is_empty();
+                    if let Some(message) = inline.handle(*message, more) {
+                        return Some(message);
+                    }
+                    // Run here: its answer may be queued behind a client
+                    // that does not read; read no more until it does.
+                    self.out.as_ref()?.room().await;
+                }
                 Verdict::Answer(answer) => {
-                    let mut bytes = serde_json::to_vec(&answer).unwrap_or_default();
-                    bytes.push(b'\n');
                     let out = self.out.as_ref()?;
                     // Written before the next line is read; a client that
                     // reads nothing is held back here.
-                    out.push(&bytes).ok()?;
+                    out.send(&answer).ok()?;
                     out.room().await;
                 }
                 Verdict::Skip => {}
@@ -524,6 +544,7 @@ pub(crate) fn stdio() -> (Reader, Writer) {
     }
 }
 
+mod inline;
 mod output;
 #[cfg(test)]
 mod tests;

@@ -142,6 +142,13 @@ impl Output {
         Ok(())
     }
 
+    /// Writes one message, as a line of JSON.
+    pub(super) fn send(&self, message: &impl serde::Serialize) -> std::io::Result<()> {
+        let mut bytes = serde_json::to_vec(message).map_err(std::io::Error::from)?;
+        bytes.push(b'\n');
+        self.push(&bytes)
+    }
+
     /// Waits while more than [`QUEUE_BYTES`] are queued (a client that does
     /// not read holds the server back).
     pub(super) async fn room(&self) {

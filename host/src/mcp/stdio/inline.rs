@@ -1,0 +1,154 @@
+//! `tools/call`s run on the task that reads them.
+//!
+//! rmcp's session loop spawns a task for each request, hands its answer back
+//! to the loop through a channel, and spawns another task to send it: three
+//! task hand-offs, often across threads, on every call. For a trivial tool
+//! they cost more than the sandboxed call itself. Here a `tools/call` of an
+//! initialized session goes to the same handler (rmcp's `handle_request`,
+//! with its checks) straight from the line it was read from: the call is
+//! polled once in place, and one that finishes then (most do) is answered at
+//! once into [`Output`]; one that does not is spawned and answers when it
+//! ends. Answers go through the same [`Output`] as rmcp's, so messages stay
+//! whole and in order.
+//!
+//! rmcp still gets every other message, and a `tools/call` that names its
+//! protocol version in `_meta` (2026-07-28, sessionless): rmcp scopes the
+//! handler with that version, which decides whether it may send the client
+//! requests. A `notifications/cancelled` for a call running here cancels it,
+//! and its answer is not sent, as rmcp does for its own.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Waker};
+
+use rmcp::model::{
+    CallToolRequest, ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions,
+    GetMeta, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject,
+};
+use rmcp::service::{RequestContext, TxJsonRpcMessage};
+use rmcp::{RoleServer, Service};
+use tokio_util::sync::CancellationToken;
+
+use super::output::Output;
+use crate::mcp::session::Session;
+
+/// The `_meta` key a 2026-07-28 request names its protocol version with.
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Runs a session's plain `tools/call`s where they are read.
+pub(super) struct Inline {
+    session: Session,
+    out: Arc<Output>,
+    /// Calls still running after their first poll, by request id.
+    running: Arc<Mutex<HashMap<RequestId, CancellationToken>>>,
+}
+
+impl Inline {
+    pub(super) fn new(session: Session, out: Arc<Output>) -> Self {
+        Self {
+            session,
+            out,
+            running: Arc::default(),
+        }
+    }
+
+    /// Runs `message` if it is a call this can run, and gives it back (for
+    /// rmcp) if not. A cancellation is seen here and handed on. `more`: more
+    /// input is already read; the call then goes to a task of its own at once,
+    /// so that calls sent together run in parallel.
+    pub(super) fn handle(
+        &self,
+        message: ClientJsonRpcMessage,
+        more: bool,
+    ) -> Option<ClientJsonRpcMessage> {
+        match message {
+            JsonRpcMessage::Request(JsonRpcRequest {
+                id,
+                request: ClientRequest::CallToolRequest(call),
+                ..
+            }) if !names_version(&call) => match self.session.peer() {
+                Some(_) => {
+                    self.run(id, call, more);
+                    None
+                }
+                None => Some(JsonRpcMessage::request(
+                    ClientRequest::CallToolRequest(call),
+                    id,
+                )),
+            },
+            JsonRpcMessage::Notification(JsonRpcNotification {
+                notification: ClientNotification::CancelledNotification(ref cancelled),
+                ..
+            }) => {
+                if let Some(id) = &cancelled.params.request_id
+                    && let Some(token) = lock(&self.running).remove(id)
+                {
+                    tracing::info!(%id, reason = cancelled.params.reason.as_deref().unwrap_or(""), "cancelled");
+                    token.cancel();
+                }
+                Some(message)
+            }
+            other => Some(other),
+        }
+    }
+
+    /// Runs one call: to its end here if it ends in its first poll (and
+    /// nothing else waits to be read), else on a task of its own.
+    fn run(&self, id: RequestId, call: CallToolRequest, more: bool) {
+        let Some(peer) = self.session.peer().cloned() else {
+            return;
+        };
+        let mut request = ClientRequest::CallToolRequest(call);
+        // As rmcp hands a request to its handler: `_meta` and the
+        // extensions move into the context.
+        let mut context = RequestContext::new(id.clone(), peer);
+        context.meta = std::mem::take(request.get_meta_mut());
+        context.extensions = std::mem::take(request.extensions_mut());
+        let token = context.ct.clone();
+        let cancelled = token.clone();
+        let session = self.session.clone();
+        let out = Arc::clone(&self.out);
+        let answer_id = id.clone();
+        let mut answer: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+            let result = session.handle_request(request, context).await;
+            if cancelled.is_cancelled() {
+                // The client said it no longer wants the answer.
+                return;
+            }
+            let message: TxJsonRpcMessage<RoleServer> = match result {
+                Ok(result) => JsonRpcMessage::response(result, answer_id),
+                Err(error) => {
+                    tracing::debug!(id = %answer_id, ?error, "response error");
+                    JsonRpcMessage::error(error, Some(answer_id))
+                }
+            };
+            if out.send(&message).is_ok() {
+                out.room().await;
+            }
+        });
+        // A future polled once may move to a task: it is pinned in its box,
+        // and the task's first poll registers its own waker.
+        let mut cx = Context::from_waker(Waker::noop());
+        if !more && answer.as_mut().poll(&mut cx).is_ready() {
+            return;
+        }
+        lock(&self.running).insert(id.clone(), token);
+        let running = Arc::clone(&self.running);
+        tokio::spawn(async move {
+            answer.await;
+            lock(&running).remove(&id);
+        });
+    }
+}
+
+/// Whether a call names its protocol version in `_meta`.
+fn names_version(call: &CallToolRequest) -> bool {
+    call.extensions
+        .get::<RequestMetaObject>()
+        .is_some_and(|meta| meta.contains_key(PROTOCOL_VERSION_META))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
