@@ -44,7 +44,7 @@ use tokio::process::{Child, Command};
 mod report;
 #[path = "support/stats.rs"]
 mod stats;
-use stats::{stats, us};
+use stats::{cpu_time, stats, us};
 
 /// The header each replica names itself in.
 const REPLICA_HEADER: &str = "x-toolhost-replica";
@@ -116,18 +116,6 @@ impl Drop for Service {
 
 fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// CPU time (user + system) a process has used so far.
-fn cpu_time(pid: u32) -> Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command name (which may hold spaces): state is field 3,
-    // utime and stime are fields 14 and 15.
-    let rest = stat.rsplit_once(')').context("malformed /proc stat")?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
-    let hz = rustix::param::clock_ticks_per_second().max(1);
-    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
 }
 
 /// The processes whose parent is `pid` (nginx's workers).

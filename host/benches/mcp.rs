@@ -10,7 +10,9 @@
 //! Both servers are driven by the same lean JSON-RPC client (one line per
 //! message, no SDK): sequentially, interleaved so drift in machine load hits
 //! all alike, then with 32 requests in flight for throughput (alternating
-//! rounds, median of the rounds).
+//! rounds, median of the rounds), with the CPU time each call cost the
+//! server and the client (from `/proc/<pid>/stat`): on a 2-core machine the
+//! calls/s of a server are bounded by the CPU both spend per call.
 //!
 //! The pipe floor: the same client sends a line as long as a `tools/call` to
 //! `cat`, which writes it back: two pipes, two processes, two wake-ups, no
@@ -23,7 +25,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -39,7 +41,7 @@ mod rpc;
 #[path = "support/stats.rs"]
 mod stats;
 use rpc::Server;
-use stats::{stats, us};
+use stats::{cpu_time, stats, us};
 
 /// One MCP server under test: how to call its trivial tool and check the answer.
 struct Target {
@@ -60,8 +62,11 @@ impl Target {
         Ok(())
     }
 
-    /// Calls per second with `in_flight` requests outstanding, over `total` calls.
-    async fn pipelined(&mut self, total: u64, in_flight: usize) -> Result<f64> {
+    /// Calls per second with `in_flight` requests outstanding, over `total`
+    /// calls, and the CPU time each call cost the server and this client.
+    async fn pipelined(&mut self, total: u64, in_flight: usize) -> Result<Round> {
+        let pid = self.server.pid().context("the server has exited")?;
+        let cpu = (cpu_time(pid)?, cpu_time(std::process::id())?);
         let start = Instant::now();
         let mut outstanding = HashSet::new();
         let (mut sent, mut done) = (0u64, 0u64);
@@ -81,8 +86,21 @@ impl Target {
             }
             done += 1;
         }
-        Ok(total as f64 / start.elapsed().as_secs_f64())
+        let rate = total as f64 / start.elapsed().as_secs_f64();
+        let per_call = |spent: Duration| us(spent) / total as f64;
+        Ok(Round {
+            rate,
+            server_cpu: per_call(cpu_time(pid)?.saturating_sub(cpu.0)),
+            client_cpu: per_call(cpu_time(std::process::id())?.saturating_sub(cpu.1)),
+        })
     }
+}
+
+/// One round of pipelined calls: calls per second, and CPU µs per call.
+struct Round {
+    rate: f64,
+    server_cpu: f64,
+    client_cpu: f64,
 }
 
 /// The pipe floor: `cat` echoing lines over its stdin and stdout.
@@ -235,7 +253,8 @@ async fn main() -> Result<()> {
 
     // Throughput: 32 requests in flight, rounds alternating between servers.
     let in_flight = 32;
-    let total = iters.max(in_flight as u64) * 2;
+    // Long enough rounds for the CPU figures (10 ms clock ticks).
+    let total = iters.max(in_flight as u64) * 10;
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         ours.push(toolhost.pipelined(total, in_flight).await?);
@@ -243,9 +262,11 @@ async fn main() -> Result<()> {
             theirs.push(node.pipelined(total, in_flight).await?);
         }
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
+    // The round of median rate.
+    let median = |mut v: Vec<Round>| {
+        v.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+        let at = v.len() / 2;
+        (at < v.len()).then(|| v.swap_remove(at))
     };
 
     let direct = stats(direct);
@@ -284,14 +305,24 @@ async fn main() -> Result<()> {
             &floor,
         );
     }
-    let ours = median(ours).unwrap_or(0.0);
-    println!("  throughput, {in_flight} requests in flight ({total} calls, median of 3 rounds):");
-    println!("  (e) toolhost serve                           {ours:>8.0} calls/s");
-    if let Some(theirs) = median(theirs) {
-        println!("  (f) node server-everything                   {theirs:>8.0} calls/s");
+    let Some(ours) = median(ours) else {
+        bail!("no throughput round");
+    };
+    println!("  throughput, {in_flight} requests in flight ({total} calls, median of 3 rounds;");
+    println!("  CPU per call from /proc, server and this client, 10 ms clock ticks):");
+    let round = |name: &str, r: &Round| {
         println!(
-            "  (g) toolhost / node throughput               {:>8.2}×",
-            ours / theirs
+            "  {name:<44} {:>8.0} calls/s   CPU per call: server {:>5.1} µs, client {:>5.1} µs",
+            r.rate, r.server_cpu, r.client_cpu
+        );
+    };
+    round("(e) toolhost serve", &ours);
+    if let Some(theirs) = median(theirs) {
+        round("(f) node server-everything", &theirs);
+        println!(
+            "  (g) toolhost / node throughput               {:>8.2}×            server CPU per call {:>5.2}×",
+            ours.rate / theirs.rate,
+            ours.server_cpu / theirs.server_cpu
         );
     }
     toolhost.server.stop().await?;

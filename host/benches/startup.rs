@@ -42,7 +42,7 @@ mod rpc;
 mod stats;
 use guests::polyglot;
 use rpc::Server;
-use stats::{median, ms, rss};
+use stats::{cpu_time, median, ms, rss};
 
 const PLUGINS: usize = 50;
 const MIB: f64 = 1024.0 * 1024.0;
@@ -105,23 +105,6 @@ fn populate(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
         files.push((stem, path));
     }
     Ok(files)
-}
-
-/// This process's CPU time (user + system), from `/proc/self/stat` (USER_HZ = 100).
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // Fields 14 and 15 of stat(5); `rest` starts at field 3.
-    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
 /// Opens `dir` on a new engine with `cache`, calls `add`, then waits until
@@ -199,7 +182,7 @@ async fn main() -> Result<()> {
     config.cache_dir(Some(cache.path().to_owned()));
     let engine = Engine::new(&config)?;
     let mut per_file = Duration::ZERO;
-    let (cpu, wall) = (cpu_time(), Instant::now());
+    let (cpu, wall) = (cpu_time(std::process::id())?, Instant::now());
     let set = toolhost::PluginSet::load_dir_with(
         &engine,
         dir.path(),
@@ -207,7 +190,7 @@ async fn main() -> Result<()> {
         |loaded| per_file += loaded.elapsed,
     )
     .await?;
-    let (cold_open, cold_cpu) = (wall.elapsed(), cpu_time() - cpu);
+    let (cold_open, cold_cpu) = (wall.elapsed(), cpu_time(std::process::id())? - cpu);
     anyhow::ensure!(set.failures().is_empty(), "{:?}", set.failures());
     let plugin = set
         .plugins()

@@ -46,3 +46,25 @@ pub(crate) fn rss(pid: u32) -> anyhow::Result<u64> {
         .ok_or_else(|| anyhow::anyhow!("no VmRSS in /proc/{pid}/status (Linux only)"))?;
     Ok(kib * 1024)
 }
+
+/// CPU time (user + system) a process has used so far, from `/proc/<pid>/stat`
+/// (Linux; in clock ticks, 10 ms each on most systems).
+pub(crate) fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which may hold spaces): state is field 3,
+    // utime and stime are fields 14 and 15.
+    let rest = stat
+        .rsplit_once(')')
+        .ok_or_else(|| anyhow::anyhow!("malformed /proc/{pid}/stat"))?
+        .1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| -> anyhow::Result<u64> {
+        Ok(fields
+            .get(i)
+            .ok_or_else(|| anyhow::anyhow!("short /proc/{pid}/stat"))?
+            .parse()?)
+    };
+    let ticks = field(11)? + field(12)?;
+    let hz = rustix::param::clock_ticks_per_second().max(1);
+    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
