@@ -27,7 +27,7 @@ use rmcp::model::{
     GetMeta, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject,
 };
 use rmcp::service::{RequestContext, TxJsonRpcMessage};
-use rmcp::{RoleServer, Service};
+use rmcp::{Peer, RoleServer, Service};
 use tokio_util::sync::CancellationToken;
 
 use super::output::Output;
@@ -68,8 +68,8 @@ impl Inline {
                 request: ClientRequest::CallToolRequest(call),
                 ..
             }) if !names_version(&call) => match self.session.peer() {
-                Some(_) => {
-                    self.run(id, call, more);
+                Some(peer) => {
+                    self.run(id, call, peer.clone(), more);
                     None
                 }
                 None => Some(JsonRpcMessage::request(
@@ -95,10 +95,7 @@ impl Inline {
 
     /// Runs one call: to its end here if it ends in its first poll (and
     /// nothing else waits to be read), else on a task of its own.
-    fn run(&self, id: RequestId, call: CallToolRequest, more: bool) {
-        let Some(peer) = self.session.peer().cloned() else {
-            return;
-        };
+    fn run(&self, id: RequestId, call: CallToolRequest, peer: Peer<RoleServer>, more: bool) {
         let mut request = ClientRequest::CallToolRequest(call);
         // As rmcp hands a request to its handler: `_meta` and the
         // extensions move into the context.
