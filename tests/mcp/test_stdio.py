@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -199,11 +201,13 @@ async def test_every_request_gets_an_answer(
             assert await process.wait() == 0
 
 
-async def test_a_cancelled_call_is_not_answered(
+@asynccontextmanager
+async def _hostile(
     toolhost_bin: Path, make_plugins: PluginsFactory, cache_dir: Path, tmp_path: Path
-) -> None:
-    """A call the client cancelled stops and gets no answer (MCP: the receiver
-    should not respond to a cancelled request); the session goes on."""
+) -> AsyncIterator[tuple[Any, RawStdio]]:
+    """A raw `serve` of the hostile plugin with limits far away (only a
+    cancellation or the end of input stops its calls), initialized, its code
+    compiled and running (call 1 answered)."""
     flags = ["--timeout-ms", "3600000", "--fuel", "10000000000000000"]
     process = await _raw_server(toolhost_bin, make_plugins("hostile"), cache_dir, tmp_path, *flags)
     async with process:
@@ -211,6 +215,15 @@ async def test_a_cancelled_call_is_not_answered(
         await raw.initialize()
         await raw.send(json.dumps(_request(1, "tools/call", {"name": "ok", "arguments": {}})))
         assert (await raw.next_answer())["id"] == 1  # compiled and running
+        yield process, raw
+
+
+async def test_a_cancelled_call_is_not_answered(
+    toolhost_bin: Path, make_plugins: PluginsFactory, cache_dir: Path, tmp_path: Path
+) -> None:
+    """A call the client cancelled stops and gets no answer (MCP: the receiver
+    should not respond to a cancelled request); the session goes on."""
+    async with _hostile(toolhost_bin, make_plugins, cache_dir, tmp_path) as (process, raw):
         await raw.send(json.dumps(_request(2, "tools/call", {"name": "spin", "arguments": {}})))
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "no"}}
         await raw.send(json.dumps(cancel))
@@ -240,13 +253,7 @@ async def test_eof_cancels_running_calls_and_answers_them(
 ) -> None:
     """Closing stdin while guests run stops them and answers their calls (the
     server does not wait for them to finish, nor give up on their answers)."""
-    flags = ["--timeout-ms", "3600000", "--fuel", "10000000000000000"]
-    process = await _raw_server(toolhost_bin, make_plugins("hostile"), cache_dir, tmp_path, *flags)
-    async with process:
-        raw = RawStdio(process)
-        await raw.initialize()
-        await raw.send(json.dumps(_request(1, "tools/call", {"name": "ok", "arguments": {}})))
-        assert (await raw.next_answer())["id"] == 1  # compiled and running
+    async with _hostile(toolhost_bin, make_plugins, cache_dir, tmp_path) as (process, raw):
         await raw.send(json.dumps(_request(2, "tools/call", {"name": "spin", "arguments": {}})))
         await raw.send(json.dumps(_request(3, "tools/call", {"name": "sleep_forever", "arguments": {}})))
         # Lines before the end of input are all read (and their calls started) first.

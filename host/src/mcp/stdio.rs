@@ -260,6 +260,10 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioTransport<R> {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        // rmcp has let its own calls answer; now the ones run here.
+        if let Some(inline) = &self.inline {
+            inline.finish().await;
+        }
         if let Some(out) = self.out.take() {
             out.close();
         }

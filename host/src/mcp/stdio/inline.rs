@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Waker};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions,
@@ -29,9 +30,13 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, TxJsonRpcMessage};
 use rmcp::{Peer, RoleServer, Service};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::output::Output;
 use crate::mcp::session::Session;
+
+/// How long the session's end waits for the answers of calls still running.
+const FINISH: Duration = Duration::from_secs(5);
 
 /// The `_meta` key a 2026-07-28 request names its protocol version with.
 const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
@@ -42,6 +47,8 @@ pub(super) struct Inline {
     out: Arc<Output>,
     /// Calls still running after their first poll, by request id.
     running: Arc<Mutex<HashMap<RequestId, CancellationToken>>>,
+    /// Their tasks: the session's end waits for their answers.
+    tasks: TaskTracker,
 }
 
 impl Inline {
@@ -50,6 +57,23 @@ impl Inline {
             session,
             out,
             running: Arc::default(),
+            tasks: TaskTracker::new(),
+        }
+    }
+
+    /// Waits (up to [`FINISH`]) for the calls still running to answer, as
+    /// rmcp does for its own when the client's end closes: those calls are
+    /// cancelled by then, and answer at once.
+    pub(super) async fn finish(&self) {
+        self.tasks.close();
+        if tokio::time::timeout(FINISH, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                running = self.tasks.len(),
+                "gave up waiting for the answers of running MCP calls"
+            );
         }
     }
 
@@ -132,7 +156,7 @@ impl Inline {
         }
         lock(&self.running).insert(id.clone(), token);
         let running = Arc::clone(&self.running);
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             answer.await;
             lock(&running).remove(&id);
         });
