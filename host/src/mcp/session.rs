@@ -239,17 +239,20 @@ impl Session {
         let Some(ready) = &self.shared.ready else {
             return found;
         };
-        if found.is_some() || *ready.borrow() {
+        if found.is_some() {
             return found;
         }
         let mut ready = ready.clone();
         // Subscribed before the loop's first resolve: no change is missed.
         let mut changes = self.shared.changes.as_ref().map(|c| c.resubscribe());
         loop {
+            // Read before the resolve: a load that ends between the two
+            // (the tool joining with it) is then seen by the resolve.
+            let loaded = *ready.borrow_and_update();
             if let Some(tool) = self.resolve(cx, name) {
                 return Some(tool);
             }
-            if *ready.borrow_and_update() {
+            if loaded {
                 return None;
             }
             tokio::select! {

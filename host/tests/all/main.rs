@@ -10,6 +10,7 @@ mod examples;
 mod hostile;
 mod layers;
 mod loading;
+mod mcp;
 mod network;
 mod oci;
 mod oci_wkg;
