@@ -38,9 +38,6 @@ use crate::mcp::session::Session;
 /// How long the session's end waits for the answers of calls still running.
 const FINISH: Duration = Duration::from_secs(5);
 
-/// The `_meta` key a 2026-07-28 request names its protocol version with.
-const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
-
 /// Runs a session's plain `tools/call`s where they are read.
 pub(super) struct Inline {
     session: Session,
@@ -86,21 +83,19 @@ impl Inline {
         message: ClientJsonRpcMessage,
         more: bool,
     ) -> Option<ClientJsonRpcMessage> {
+        // Before the client has initialized, nothing runs here.
+        let Some(peer) = self.session.peer() else {
+            return Some(message);
+        };
         match message {
             JsonRpcMessage::Request(JsonRpcRequest {
                 id,
                 request: ClientRequest::CallToolRequest(call),
                 ..
-            }) if !names_version(&call) => match self.session.peer() {
-                Some(peer) => {
-                    self.run(id, call, peer.clone(), more);
-                    None
-                }
-                None => Some(JsonRpcMessage::request(
-                    ClientRequest::CallToolRequest(call),
-                    id,
-                )),
-            },
+            }) if !names_version(&call) => {
+                self.run(id, call, peer.clone(), more);
+                None
+            }
             JsonRpcMessage::Notification(JsonRpcNotification {
                 notification: ClientNotification::CancelledNotification(ref cancelled),
                 ..
@@ -163,11 +158,12 @@ impl Inline {
     }
 }
 
-/// Whether a call names its protocol version in `_meta`.
+/// Whether a call names its protocol version in `_meta` (read as rmcp reads
+/// it to scope the handler).
 fn names_version(call: &CallToolRequest) -> bool {
     call.extensions
         .get::<RequestMetaObject>()
-        .is_some_and(|meta| meta.contains_key(PROTOCOL_VERSION_META))
+        .is_some_and(|meta| meta.protocol_version().is_some())
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
