@@ -56,6 +56,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 mod approval;
+mod auth;
 mod calls;
 mod convert;
 mod http;
@@ -65,6 +66,7 @@ mod stdio;
 mod tasks;
 
 pub use approval::{ApprovalKeys, KeyRingError};
+pub use auth::{AuthError, Authenticator, StaticToken, Unverified};
 use calls::Calls;
 use session::Session;
 
@@ -115,7 +117,8 @@ pub enum McpError {
 pub struct HttpOptions {
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
-    bearer_token: Option<String>,
+    /// Who requests act for; [`Unverified`] when unset.
+    authenticator: Option<Arc<dyn Authenticator>>,
     max_connections: usize,
     header_read_timeout: Duration,
     idle_timeout: Duration,
@@ -129,7 +132,7 @@ impl Default for HttpOptions {
         Self {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
-            bearer_token: None,
+            authenticator: None,
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
@@ -146,8 +149,8 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field(
-                "bearer_token",
-                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+                "authenticator",
+                &self.authenticator.as_ref().map(|_| "<set>"),
             )
             .field("max_connections", &self.max_connections)
             .field("header_read_timeout", &self.header_read_timeout)
@@ -173,9 +176,21 @@ impl HttpOptions {
         self
     }
 
-    /// Requires `Authorization: Bearer <token>` on every request.
+    /// Requires `Authorization: Bearer <token>` on every request
+    /// ([`StaticToken`]; replaces any [`HttpOptions::authenticator`]).
     pub fn bearer_token(&mut self, token: impl Into<String>) -> &mut Self {
-        self.bearer_token = Some(token.into());
+        self.authenticator(StaticToken::new(token))
+    }
+
+    /// Authenticates every request with `authenticator`: a request it refuses
+    /// is answered `401` before MCP sees it, and the [`Principal`] it names
+    /// is the caller of that request's calls (their
+    /// [`Identity`](crate::toolset::Identity), the owner of their tasks).
+    /// Unset, every request is accepted ([`Unverified`]).
+    ///
+    /// [`Principal`]: crate::toolset::Principal
+    pub fn authenticator(&mut self, authenticator: impl Authenticator) -> &mut Self {
+        self.authenticator = Some(Arc::new(authenticator));
         self
     }
 
@@ -585,7 +600,10 @@ impl McpServer {
             Arc::new(sessions),
             config,
         );
-        let token: Option<Arc<str>> = options.bearer_token.as_deref().map(Arc::from);
+        let authenticator = options
+            .authenticator
+            .clone()
+            .unwrap_or_else(|| Arc::new(Unverified));
         let ready = self.shared.clone();
         let answers = self.shared.clone();
         // Probes for load balancers and orchestrators: no token, no session.
@@ -609,7 +627,7 @@ impl McpServer {
                 http::watch_disconnect(answers.clone(), request, next)
             }))
             .layer(axum::middleware::from_fn(move |request, next| {
-                http::authorize(token.clone(), request, next)
+                http::authorize(Arc::clone(&authenticator), request, next)
             }))
             .merge(probes);
         let app = match options.replica.clone() {

@@ -26,7 +26,7 @@ use serde_json::Value;
 pub use alias::{AliasError, Aliases, ToolAliases};
 pub use call::{ApproveAll, Approver, NoApprover, Started, call, start};
 pub use confirm::{Confirm, ConfirmationHint, ConfirmationRequest, DEFAULT_REMEMBERED_DECISIONS};
-pub use context::{Context, Decision, Identity};
+pub use context::{Context, Decision, Identity, Principal};
 pub use dir::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};
 pub use executor::{
     ArgumentsHook, BatchCall, BatchOutcome, Executor, Logging, Metrics, Middleware, Next,

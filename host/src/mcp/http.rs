@@ -16,11 +16,12 @@ use bytes::Bytes;
 use http_body::Frame;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use subtle::ConstantTimeEq as _;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+
+use super::auth::Authenticator;
 
 /// The connection limits of the HTTP server.
 #[derive(Debug, Clone, Copy)]
@@ -401,31 +402,17 @@ impl Drop for Guarded {
     }
 }
 
-/// Refuses a request without the expected bearer token; answers a session's
-/// end the way clients expect.
+/// Authenticates a request (its principal goes into its extensions, or it is
+/// answered `401`); answers a session's end the way clients expect.
 pub(super) async fn authorize(
-    token: Option<Arc<str>>,
+    authenticator: Arc<dyn Authenticator>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    if let Some(expected) = token {
-        let given = request
-            .headers()
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if !constant_time_eq(given.as_bytes(), expected.as_bytes()) {
-            tracing::warn!("refused an MCP HTTP request without the right bearer token");
-            return (
-                axum::http::StatusCode::UNAUTHORIZED,
-                [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-                "missing or wrong bearer token",
-            )
-                .into_response();
-        }
-    }
+    let request = match super::auth::authenticate(&*authenticator, request).await {
+        Ok(request) => request,
+        Err(refused) => return refused,
+    };
     let ending = request.method() == axum::http::Method::DELETE;
     let mut response = next.run(request).await;
     // rmcp answers a session's DELETE with 202; clients (the Python SDK among
@@ -477,11 +464,6 @@ pub(super) fn metrics(shared: &super::Shared) -> axum::response::Response {
         .into_response()
 }
 
-/// Compares secrets without leaking where they differ through timing.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    bool::from(a.ct_eq(b))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -523,13 +505,5 @@ mod tests {
         assert!(watch.nodelay().unwrap());
         stop.cancel();
         served.await.unwrap();
-    }
-
-    #[test]
-    fn bearer_tokens_compare_exactly() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
-        assert!(!constant_time_eq(b"", b"secret"));
     }
 }

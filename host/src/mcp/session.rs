@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::approval::{approval_form, not_approved, question, random_id, unanswered};
 use super::convert::{error_result, mcp_error_names, mcp_names, mcp_tool, output_result};
 use super::tasks::{self, CreateTaskOr};
-use super::{Shared, http, progress};
+use super::{Shared, auth, http, progress};
 use crate::Engine;
 use crate::error::CallError;
 use crate::toolset::{
@@ -135,11 +135,17 @@ impl Session {
 
     /// The identity calls carry: set once the client has initialized
     /// (2025-11-25), else made from what this request says (2026-07-28).
+    /// Each carries the request's principal (`auth.rs`), its roles among the
+    /// identity's.
     fn identity(&self, request: &RequestContext<RoleServer>) -> Identity {
-        if let Some(identity) = self.state.identity.get() {
-            return identity.clone();
-        }
-        self.new_identity(request.client_info().map(|info| info.name))
+        let mut identity = match self.state.identity.get() {
+            Some(identity) => identity.clone(),
+            None => self.new_identity(request.client_info().map(|info| info.name)),
+        };
+        let principal = auth::principal(request);
+        identity.roles.extend(principal.roles.iter().cloned());
+        identity.principal = Some(principal);
+        identity
     }
 
     fn new_identity(&self, client: Option<String>) -> Identity {
@@ -543,7 +549,7 @@ impl ServerHandler for Session {
                 tool,
                 cx,
                 arguments,
-                principal: tasks::principal(&context),
+                principal: auth::principal(&context).key(),
                 running: self.shared.calls.enter()?,
                 guard: Box::new(own_invocation),
             };
@@ -591,7 +597,7 @@ impl ServerHandler for Session {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let principal = tasks::principal(&context);
+        let principal = auth::principal(&context).key();
         self.shared.tasks.get(&request.task_id, &principal).await
     }
 
@@ -600,7 +606,7 @@ impl ServerHandler for Session {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let principal = tasks::principal(&context);
+        let principal = auth::principal(&context).key();
         self.shared
             .tasks
             .update(&request.task_id, &principal, &request.input_responses)
@@ -612,7 +618,7 @@ impl ServerHandler for Session {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let principal = tasks::principal(&context);
+        let principal = auth::principal(&context).key();
         self.shared.tasks.cancel(&request.task_id, &principal).await
     }
 

@@ -13,10 +13,10 @@
 //! [`STALE_AFTER`] is reported failed by whichever replica reads it: its
 //! owner stopped, and a call cannot move to another replica.
 //!
-//! Who may see a task is its principal: a digest of the `Authorization`
-//! header its `tools/call` carried (HTTP), else `anonymous` (stdio, and
-//! HTTP without a token). A task of another principal is as unknown as one
-//! that never existed. Task IDs are 128 random bits, so they also act as
+//! Who may see a task is its principal: the key of the `Principal` the
+//! server's authenticator made of its `tools/call`'s credentials (`auth.rs`;
+//! stdio's calls are anonymous). A task of another principal is as unknown as
+//! one that never existed. Task IDs are 128 random bits, so they also act as
 //! capabilities where every client shares one principal (one server token).
 //!
 //! The 2025-11-25 experimental tasks (`tasks/result`, `tasks/list`) are not
@@ -35,7 +35,6 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 use tokio::sync::mpsc;
 
 use super::Shared;
@@ -43,7 +42,6 @@ use super::approval::{self, random_id};
 use super::calls::Counted;
 use super::convert::{error_result, output_result, stream_result};
 use crate::error::CallError;
-use crate::hex::hex;
 use crate::state::StateError;
 use crate::state::tasks::{TaskRecord, TaskStatus, TaskStore, Transition, now_ms};
 use crate::toolset::{
@@ -516,20 +514,6 @@ pub(super) fn declared(context: &RequestContext<RoleServer>) -> bool {
     context
         .client_capabilities()
         .is_some_and(|caps| caps.supports_tasks())
-}
-
-/// The principal of a request: a digest of its `Authorization` header, else
-/// `anonymous` (stdio has no credentials: its one client is whoever started
-/// the process).
-pub(super) fn principal(context: &RequestContext<RoleServer>) -> String {
-    let authorization = context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION));
-    match authorization {
-        Some(value) => format!("authorization:{}", hex(&Sha256::digest(value.as_bytes()))),
-        None => "anonymous".to_owned(),
-    }
 }
 
 fn no_such_task(id: &str) -> ErrorData {

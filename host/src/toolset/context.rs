@@ -13,12 +13,87 @@ use crate::tool::next_call_id;
 pub struct Identity {
     /// The user, if known.
     pub user: Option<String>,
-    /// The user's roles (for allowlists by role).
+    /// The user's roles (for allowlists by role). A front end that
+    /// authenticates its caller adds the [`Principal`]'s roles here.
     pub roles: BTreeSet<String>,
     /// The session or conversation.
     pub session: Option<String>,
     /// Anything else an embedder wants to filter on.
     pub attributes: BTreeMap<String, String>,
+    /// Who the front end authenticated, when it authenticates its callers
+    /// (the MCP server's HTTP transport); `None` for a library call that
+    /// names none.
+    pub principal: Option<Arc<Principal>>,
+}
+
+/// Who a request's credentials say is calling: what an authenticator
+/// (the MCP server's [`Authenticator`](crate::mcp::Authenticator)) makes of
+/// them. What a caller owns (an MCP task) belongs to its
+/// [`Principal::key`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Principal {
+    /// Who vouches for the subject: an OAuth issuer, or `toolhost:…` for the
+    /// host's own schemes. Empty for the anonymous caller.
+    pub issuer: String,
+    /// The caller, unique under its issuer.
+    pub subject: String,
+    /// The scopes the credentials grant.
+    pub scopes: BTreeSet<String>,
+    /// The caller's roles (filters and confirmation rules by role see them
+    /// as [`Identity::roles`]).
+    pub roles: BTreeSet<String>,
+    /// Anything else the credentials said (a token's claims).
+    pub claims: serde_json::Map<String, Value>,
+}
+
+impl Principal {
+    /// The subject the anonymous principal has.
+    pub const ANONYMOUS: &str = "anonymous";
+
+    /// A caller `subject` vouched for by `issuer`, with no scopes, roles or claims.
+    pub fn new(issuer: impl Into<String>, subject: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            subject: subject.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A caller nobody vouches for: no credentials (stdio, whose one client
+    /// is whoever started the process, or HTTP without any).
+    pub fn anonymous() -> Self {
+        Self::new("", Self::ANONYMOUS)
+    }
+
+    /// Whether nobody vouches for this caller.
+    pub fn is_anonymous(&self) -> bool {
+        self.issuer.is_empty() && self.subject == Self::ANONYMOUS
+    }
+
+    /// Adds roles.
+    pub fn with_roles(mut self, roles: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.roles.extend(roles.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds scopes.
+    pub fn with_scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// What identifies this caller wherever it is stored (the owner of an
+    /// MCP task): issuer and subject, unambiguously joined; `anonymous` for
+    /// the anonymous caller.
+    pub fn key(&self) -> String {
+        if self.is_anonymous() {
+            return Self::ANONYMOUS.to_owned();
+        }
+        // JSON quoting keeps "a b" + "c" apart from "a" + "b c".
+        serde_json::to_string(&[&self.issuer, &self.subject])
+            .unwrap_or_else(|_| format!("{}\n{}", self.issuer, self.subject))
+    }
 }
 
 /// A human's answer to a confirmation request (ADK's `ToolConfirmation`).

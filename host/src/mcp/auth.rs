@@ -1,0 +1,262 @@
+//! Who is calling over HTTP: an [`Authenticator`] turns a request's
+//! credentials into a [`Principal`], or refuses the request.
+//!
+//! The HTTP transport runs the server's authenticator on every request before
+//! MCP sees it, and puts the principal in the request's extensions; the
+//! session reads it from there ([`principal`]) into each call's
+//! [`Identity`](crate::toolset::Identity), and tasks belong to its key. stdio
+//! has no credentials: its one client is whoever started the process, the
+//! anonymous principal.
+//!
+//! Two schemes are built in: [`StaticToken`] (`[serve] token`, one shared
+//! bearer token) and, when none is configured, [`Unverified`].
+
+use std::sync::{Arc, LazyLock};
+
+use axum::http::HeaderMap;
+use axum::http::header::AUTHORIZATION;
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
+
+use crate::hex::hex;
+use crate::toolset::{BoxFuture, Principal};
+
+/// Turns a request's credentials into the [`Principal`] it acts for.
+///
+/// # Examples
+/// ```
+/// use toolhost::mcp::{AuthError, Authenticator, HttpOptions};
+/// use toolhost::toolset::{BoxFuture, Principal};
+///
+/// /// Trusts a header a gateway in front of the server sets.
+/// struct Gateway;
+///
+/// impl Authenticator for Gateway {
+///     fn authenticate<'a>(
+///         &'a self,
+///         headers: &'a http::HeaderMap,
+///     ) -> BoxFuture<'a, Result<Principal, AuthError>> {
+///         let user = headers.get("x-user").and_then(|v| v.to_str().ok());
+///         let principal = user
+///             .map(|user| Principal::new("gateway", user).with_roles(["staff"]))
+///             .ok_or(AuthError::Missing);
+///         Box::pin(std::future::ready(principal))
+///     }
+/// }
+///
+/// let mut options = HttpOptions::default();
+/// options.authenticator(Gateway);
+/// ```
+pub trait Authenticator: Send + Sync + 'static {
+    /// The principal `headers` (a request's) act for.
+    ///
+    /// # Errors
+    /// [`AuthError`]: the request is answered `401` without reaching MCP.
+    fn authenticate<'a>(
+        &'a self,
+        headers: &'a HeaderMap,
+    ) -> BoxFuture<'a, Result<Principal, AuthError>>;
+}
+
+/// Why an [`Authenticator`] refused a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// The request carries no credentials the scheme accepts.
+    #[error("missing bearer token")]
+    Missing,
+    /// The request's credentials are not valid.
+    #[error("wrong bearer token")]
+    Invalid,
+}
+
+/// One bearer token every client shares (`[serve] token`): every holder of
+/// it is one principal, `toolhost:static-token` / `bearer`.
+pub struct StaticToken {
+    token: Box<str>,
+}
+
+impl StaticToken {
+    /// The issuer of the principal this scheme vouches for.
+    pub const ISSUER: &str = "toolhost:static-token";
+
+    /// Accepts `Authorization: Bearer <token>`, compared in constant time.
+    pub fn new(token: impl Into<String>) -> Self {
+        Self {
+            token: token.into().into_boxed_str(),
+        }
+    }
+}
+
+impl std::fmt::Debug for StaticToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StaticToken(<redacted>)")
+    }
+}
+
+impl Authenticator for StaticToken {
+    fn authenticate<'a>(
+        &'a self,
+        headers: &'a HeaderMap,
+    ) -> BoxFuture<'a, Result<Principal, AuthError>> {
+        let outcome = match bearer(headers) {
+            None => Err(AuthError::Missing),
+            Some(given) if constant_time_eq(given.as_bytes(), self.token.as_bytes()) => {
+                Ok(Principal::new(Self::ISSUER, "bearer"))
+            }
+            Some(_) => Err(AuthError::Invalid),
+        };
+        Box::pin(std::future::ready(outcome))
+    }
+}
+
+/// No scheme (HTTP without `[serve] token`): every request is accepted. A
+/// request without an `Authorization` header is the anonymous principal; one
+/// with it acts for whoever holds that exact header, unverified
+/// (`toolhost:unverified` / a digest of it), so clients that present
+/// different credentials still do not see each other's tasks.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Unverified;
+
+impl Unverified {
+    /// The issuer of the principals this scheme names.
+    pub const ISSUER: &str = "toolhost:unverified";
+}
+
+impl Authenticator for Unverified {
+    fn authenticate<'a>(
+        &'a self,
+        headers: &'a HeaderMap,
+    ) -> BoxFuture<'a, Result<Principal, AuthError>> {
+        let principal = match headers.get(AUTHORIZATION) {
+            Some(value) => Principal::new(
+                Self::ISSUER,
+                format!("authorization:{}", hex(&Sha256::digest(value.as_bytes()))),
+            ),
+            None => Principal::anonymous(),
+        };
+        Box::pin(std::future::ready(Ok(principal)))
+    }
+}
+
+/// The token of `Authorization: Bearer <token>`, if the request has one.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
+/// Compares secrets without leaking where they differ through timing.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    bool::from(a.ct_eq(b))
+}
+
+/// The anonymous principal, shared (stdio's every call carries it).
+static ANONYMOUS: LazyLock<Arc<Principal>> = LazyLock::new(|| Arc::new(Principal::anonymous()));
+
+/// The principal a request acts for: the one the HTTP transport's
+/// authenticator put in its extensions, else (stdio) the anonymous one.
+pub(super) fn principal(context: &RequestContext<RoleServer>) -> Arc<Principal> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Arc<Principal>>())
+        .map_or_else(|| Arc::clone(&ANONYMOUS), Arc::clone)
+}
+
+/// Authenticates `request` with `authenticator`: its principal goes into the
+/// request's extensions, or the request is answered `401`.
+pub(super) async fn authenticate(
+    authenticator: &dyn Authenticator,
+    mut request: axum::extract::Request,
+) -> Result<axum::extract::Request, axum::response::Response> {
+    use axum::response::IntoResponse;
+    match authenticator.authenticate(request.headers()).await {
+        Ok(principal) => {
+            request.extensions_mut().insert(Arc::new(principal));
+            Ok(request)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "refused an MCP HTTP request without the right bearer token");
+            Err((
+                axum::http::StatusCode::UNAUTHORIZED,
+                [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+                "missing or wrong bearer token",
+            )
+                .into_response())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(authorization: Option<&str>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(value) = authorization {
+            headers.insert(AUTHORIZATION, value.parse().unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn bearer_tokens_compare_exactly() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(!constant_time_eq(b"", b"secret"));
+    }
+
+    #[tokio::test]
+    async fn a_static_token_is_one_principal_and_refuses_the_rest() {
+        let scheme = StaticToken::new("secret");
+        let ok = scheme
+            .authenticate(&headers(Some("Bearer secret")))
+            .await
+            .unwrap();
+        assert_eq!(ok, Principal::new(StaticToken::ISSUER, "bearer"));
+        assert!(!ok.is_anonymous());
+        for (given, refused) in [
+            (None, AuthError::Missing),
+            (Some("Basic secret"), AuthError::Missing),
+            (Some("Bearer secreT"), AuthError::Invalid),
+            (Some("Bearer secret "), AuthError::Invalid),
+        ] {
+            let err = scheme.authenticate(&headers(given)).await.unwrap_err();
+            assert_eq!(err, refused, "{given:?}");
+        }
+        assert_eq!(format!("{scheme:?}"), "StaticToken(<redacted>)");
+    }
+
+    #[tokio::test]
+    async fn unverified_credentials_keep_their_holders_apart() {
+        let alice = Unverified
+            .authenticate(&headers(Some("Bearer alice")))
+            .await
+            .unwrap();
+        let bob = Unverified
+            .authenticate(&headers(Some("Bearer bob")))
+            .await
+            .unwrap();
+        let nobody = Unverified.authenticate(&headers(None)).await.unwrap();
+        assert_eq!(alice.issuer, Unverified::ISSUER);
+        assert_ne!(alice.key(), bob.key());
+        assert!(nobody.is_anonymous());
+        assert_eq!(nobody.key(), "anonymous");
+        assert!(!alice.subject.contains("alice"), "a digest, not the secret");
+    }
+
+    #[test]
+    fn keys_join_issuer_and_subject_unambiguously() {
+        assert_ne!(
+            Principal::new("a b", "c").key(),
+            Principal::new("a", "b c").key()
+        );
+        // A subject called `anonymous` under an issuer is not the anonymous caller.
+        assert_ne!(Principal::new("x", "anonymous").key(), "anonymous");
+    }
+}
