@@ -27,6 +27,8 @@
 //! `toolhost.toml`), following tags as they move.
 
 use std::fmt;
+use std::io::Write as _;
+use std::path::Path;
 use std::str::FromStr;
 
 use sha2::{Digest as _, Sha256};
@@ -39,7 +41,7 @@ mod signature;
 mod sources;
 
 pub use artifact::{ComponentError, ComponentNames, check_component};
-pub use auth::{Auth, docker_config_auth};
+pub use auth::{Auth, docker_config_auth, registry_auth};
 pub use client::{Client, ClientOptions, Pulled, Pushed};
 pub use reference::{Reference, ReferenceError};
 pub use signature::{
@@ -189,6 +191,14 @@ pub enum OciError {
         #[source]
         source: ComponentError,
     },
+    /// A bearer token file cannot be read, or is empty.
+    #[error("the token file {}: {reason}", path.display())]
+    TokenFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why it could not be used.
+        reason: String,
+    },
     /// The Docker credentials file cannot be read or parsed.
     #[error("Docker credentials {path}: {reason}")]
     DockerConfig {
@@ -268,6 +278,34 @@ pub fn insecure_allowed(registry: &str, allowed: &[String]) -> bool {
         || allowed
             .iter()
             .any(|a| a.eq_ignore_ascii_case(registry) || a.eq_ignore_ascii_case(host))
+}
+
+/// Writes `bytes` to `file` in `dir` whole or not at all: a hidden
+/// temporary file in `dir` (`.NAME.….partial`, not `*.wasm`, so a plugins
+/// directory's watcher ignores it), synced, then renamed over `file`. A
+/// reader sees the old file or the new one, never part of it; `dir` must
+/// exist.
+///
+/// # Errors
+/// The I/O error; the temporary file is removed.
+pub fn write_atomically(dir: &Path, file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = dir.join(format!(".{name}.{}.{n}.partial", std::process::id()));
+    let written = (|| {
+        let mut out = std::fs::File::create(&temp)?;
+        out.write_all(bytes)?;
+        out.sync_all()?;
+        std::fs::rename(&temp, file)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use toolhost::Config;
 use toolhost::oci::{
-    Auth, Client, ClientOptions, OciError, PublicKeys, Reference, SigningKey, check_component,
-    insecure_allowed,
+    Client, OciError, PublicKeys, Reference, SigningKey, check_component, insecure_allowed,
+    registry_auth, write_atomically,
 };
 
 /// The flags push and pull share: how to reach the registry.
@@ -27,41 +27,18 @@ pub(super) struct RegistryArgs {
     token_file: Option<PathBuf>,
 }
 
-/// The credentials: `--token-file`, else `$TOOLHOST_REGISTRY_TOKEN`, else
-/// basic auth from the Docker `config.json`, else none.
-fn auth(args: &RegistryArgs, reference: &Reference) -> Result<Auth> {
-    if let Some(file) = &args.token_file {
-        let token = std::fs::read_to_string(file)
-            .with_context(|| format!("reading the token file {}", file.display()))?;
-        let token = token.trim();
-        if token.is_empty() {
-            bail!("the token file {} is empty", file.display());
-        }
-        return Ok(Auth::Bearer(token.to_owned()));
-    }
-    if let Ok(token) = std::env::var("TOOLHOST_REGISTRY_TOKEN")
-        && !token.trim().is_empty()
-    {
-        return Ok(Auth::Bearer(token.trim().to_owned()));
-    }
-    Ok(toolhost::oci::docker_config_auth(reference.registry())?.unwrap_or_default())
-}
-
 fn client(
     args: &RegistryArgs,
     config: &Config,
     reference: &Reference,
     max_bytes: Option<u64>,
 ) -> Result<Client> {
-    let mut options = ClientOptions::default();
-    options.auth = auth(args, reference)?;
-    options
-        .insecure_registries
-        .clone_from(&config.oci.insecure_registries);
+    let mut options = config.oci_client_options();
+    options.auth = registry_auth(args.token_file.as_deref(), reference.registry())?;
     if args.insecure {
         options.plain_http.push(reference.registry().to_owned());
     }
-    if let Some(max) = max_bytes.or(config.oci.max_bytes) {
+    if let Some(max) = max_bytes {
         options.max_bytes = max;
     }
     Ok(Client::new(&options)?)
@@ -170,7 +147,9 @@ pub(super) async fn pull(
     let pulled = pulled.map_err(|e| plain_http_hint(e, args, &reference))?;
 
     let file = dir.join(format!("{}.wasm", reference.name()));
-    write_atomically(dir, &file, &pulled.bytes)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    write_atomically(dir, &file, &pulled.bytes)
+        .with_context(|| format!("writing {}", file.display()))?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "pulled:  {}", pulled.reference)?;
     writeln!(
@@ -208,29 +187,6 @@ pub(super) async fn sign(
         "in:      {} ({} signature(s))",
         signed.signatures_at, signed.signatures
     )?;
-    Ok(())
-}
-
-/// Writes `bytes` to `file` in `dir` whole or not at all: a hidden
-/// temporary file in `dir` (not `*.wasm`, so a plugins directory's watcher
-/// ignores it), synced, then renamed over `file`.
-fn write_atomically(dir: &Path, file: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.{}.partial", std::process::id()));
-    let written = (|| {
-        let mut out = std::fs::File::create(&temp)?;
-        out.write_all(bytes)?;
-        out.sync_all()?;
-        std::fs::rename(&temp, file)
-    })();
-    if let Err(err) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(err).with_context(|| format!("writing {}", file.display()));
-    }
     Ok(())
 }
 

@@ -15,3 +15,20 @@ pub struct OciConfig {
     /// The largest component a pull takes, in bytes (256 MiB).
     pub max_bytes: Option<u64>,
 }
+
+#[cfg(feature = "oci")]
+impl super::Config {
+    /// The registry client options `[oci]` asks for (its insecure registries
+    /// and size limit), with no credentials: what `pull`, `push` and
+    /// `[[sources]]` start from.
+    pub fn oci_client_options(&self) -> crate::oci::ClientOptions {
+        let mut options = crate::oci::ClientOptions::default();
+        options
+            .insecure_registries
+            .clone_from(&self.oci.insecure_registries);
+        if let Some(max) = self.oci.max_bytes {
+            options.max_bytes = max;
+        }
+        options
+    }
+}

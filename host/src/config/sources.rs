@@ -215,6 +215,27 @@ impl Config {
     }
 }
 
+// Here rather than in `oci`: the configuration builds what it configures,
+// and `oci` need not know `Config`.
+#[cfg(feature = "oci")]
+impl crate::oci::Sources {
+    /// The `[[sources]]` of `config`, reached as its `[oci]` section says.
+    ///
+    /// # Errors
+    /// As [`Sources::new`](crate::oci::Sources::new), and
+    /// [`SourceError::Config`](crate::oci::SourceError::Config) for invalid entries.
+    pub fn from_config(
+        config: &Config,
+        cache_dir: Option<&Path>,
+    ) -> Result<Self, crate::oci::SourceError> {
+        Self::new(
+            config.oci_sources()?,
+            &config.oci_client_options(),
+            cache_dir,
+        )
+    }
+}
+
 /// Whether `name` can name a plugin (and a file `NAME.wasm`).
 #[cfg(feature = "oci")]
 fn valid_name(name: &str) -> bool {

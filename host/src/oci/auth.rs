@@ -92,6 +92,36 @@ pub fn docker_config_auth(registry: &str) -> Result<Option<Auth>, OciError> {
     }
 }
 
+/// The credentials for `registry`, in the order `pull`, `push` and
+/// `[[sources]]` share: a bearer token read from `token_file`, else
+/// `$TOOLHOST_REGISTRY_TOKEN`, else basic auth from the Docker `config.json`
+/// ([`docker_config_auth`]), else anonymous.
+///
+/// # Errors
+///
+/// [`OciError::TokenFile`] when `token_file` cannot be read or holds no
+/// token; [`OciError::DockerConfig`] as [`docker_config_auth`].
+pub fn registry_auth(token_file: Option<&Path>, registry: &str) -> Result<Auth, OciError> {
+    if let Some(path) = token_file {
+        let failed = |reason: String| OciError::TokenFile {
+            path: path.to_owned(),
+            reason,
+        };
+        let token = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(failed("empty".to_owned()));
+        }
+        return Ok(Auth::Bearer(token.to_owned()));
+    }
+    if let Ok(token) = std::env::var("TOOLHOST_REGISTRY_TOKEN")
+        && !token.trim().is_empty()
+    {
+        return Ok(Auth::Bearer(token.trim().to_owned()));
+    }
+    Ok(docker_config_auth(registry)?.unwrap_or_default())
+}
+
 fn auth_from_file(path: &Path, registry: &str) -> Result<Option<Auth>, OciError> {
     let error = |reason: String| OciError::DockerConfig {
         path: path.to_owned(),

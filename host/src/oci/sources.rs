@@ -34,13 +34,13 @@ use std::time::Duration;
 
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::log::LOAD_TARGET;
 use crate::oci::{
-    Auth, Client, ClientOptions, Digest, OciError, PublicKeys, Reference, docker_config_auth,
+    Auth, Client, ClientOptions, Digest, OciError, PublicKeys, Reference, registry_auth,
 };
 use crate::toolset::{LoadState, PluginDir};
-use crate::{Config, Engine, Plugin, PluginOptions};
+use crate::{Engine, Plugin, PluginOptions};
 
 mod source;
 mod store;
@@ -235,21 +235,6 @@ impl Sources {
         })
     }
 
-    /// The `[[sources]]` of `config`, reached as its `[oci]` section says.
-    ///
-    /// # Errors
-    /// As [`Sources::new`], and [`SourceError::Config`] for invalid entries.
-    pub fn from_config(config: &Config, cache_dir: Option<&Path>) -> Result<Self, SourceError> {
-        let mut options = ClientOptions::default();
-        options
-            .insecure_registries
-            .clone_from(&config.oci.insecure_registries);
-        if let Some(max) = config.oci.max_bytes {
-            options.max_bytes = max;
-        }
-        Self::new(config.oci_sources()?, &options, cache_dir)
-    }
-
     /// Whether there are no sources.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
@@ -383,33 +368,21 @@ impl Drop for Sources {
     }
 }
 
-/// A source's credentials: its token file, else `$TOOLHOST_REGISTRY_TOKEN`,
-/// else the Docker `config.json`, else anonymous.
+/// A source's credentials ([`registry_auth`]: its token file first).
 fn auth(source: &Source) -> Result<Auth, SourceError> {
-    if let Some(path) = &source.token_file {
-        let failed = |reason: String| SourceError::TokenFile {
-            name: source.name.clone(),
-            path: path.clone(),
-            reason,
-        };
-        let token = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
-        let token = token.trim();
-        if token.is_empty() {
-            return Err(failed("empty".to_owned()));
+    registry_auth(source.token_file.as_deref(), source.reference.registry()).map_err(|error| {
+        match error {
+            OciError::TokenFile { path, reason } => SourceError::TokenFile {
+                name: source.name.clone(),
+                path,
+                reason,
+            },
+            error => SourceError::Client {
+                name: source.name.clone(),
+                error,
+            },
         }
-        return Ok(Auth::Bearer(token.to_owned()));
-    }
-    if let Ok(token) = std::env::var("TOOLHOST_REGISTRY_TOKEN")
-        && !token.trim().is_empty()
-    {
-        return Ok(Auth::Bearer(token.trim().to_owned()));
-    }
-    docker_config_auth(source.reference.registry())
-        .map(Option::unwrap_or_default)
-        .map_err(|error| SourceError::Client {
-            name: source.name.clone(),
-            error,
-        })
+    })
 }
 
 impl Entry {

@@ -4,12 +4,11 @@
 //! The files are content-addressed and written whole (a temporary file, then
 //! a rename), so processes sharing a cache directory can share them.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::SourceError;
-use crate::oci::{Digest, Pulled, Reference};
+use crate::oci::{Digest, Pulled, Reference, write_atomically};
 
 /// The directory of pulled components.
 #[derive(Debug, Clone)]
@@ -160,28 +159,6 @@ impl Store {
         let digest: Digest = text.trim().parse().ok()?;
         self.verified(&digest).await.map(|_| digest)
     }
-}
-
-/// Writes `bytes` to `file` in `dir` whole or not at all: a hidden
-/// temporary file in `dir`, synced, then renamed over `file`.
-fn write_atomically(dir: &Path, file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temp = dir.join(format!(".{name}.{}.{n}.partial", std::process::id()));
-    let written = (|| {
-        let mut out = std::fs::File::create(&temp)?;
-        out.write_all(bytes)?;
-        out.sync_all()?;
-        std::fs::rename(&temp, file)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
 }
 
 /// A directory only this process uses (mode 0700), removed when dropped.
