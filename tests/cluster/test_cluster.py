@@ -205,15 +205,18 @@ async def test_a_plugin_dropped_in_the_shared_directory_reaches_every_replica(cl
     started = time.monotonic()
     shutil.copyfile(f"{guests}/text.wasm", cluster.plugins / "text.wasm")
     took: dict[str, float] = {}
+    answered: dict[str, Any] = {}
     for replica in cluster.replicas:
         async with connect(replica.url) as (client, _seen):
             with anyio.fail_after(30):
-                while True:
-                    listed = {t.name for t in (await client.list_tools()).tools}
-                    if "word_count" in listed:
-                        break
+                while "word_count" not in {t.name for t in (await client.list_tools()).tools}:
                     await anyio.sleep(0.1)
-        took[replica.name] = time.monotonic() - started
+            took[replica.name] = time.monotonic() - started
+            # Listed is not enough: the new plugin runs there.
+            with anyio.fail_after(CALL_S):
+                result = await client.call_tool("word_count", {"text": "one two three"})
+            answered[replica.name] = ok(result)["words"]
+    assert answered == {r.name: 3 for r in cluster.replicas}, answered
     print(f"seconds until each replica listed the new plugin: {took}")
 
 

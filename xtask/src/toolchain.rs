@@ -79,6 +79,14 @@ pub(crate) fn ensure_redis() -> Result<()> {
     ensure_debian_packages("the shared-state tests", &REDIS_PACKAGES)
 }
 
+/// The Debian package whose `script` gives the CLI's prompt tests a terminal.
+const TERMINAL_PACKAGES: [&str; 1] = ["bsdutils"];
+
+/// Installs `script` (util-linux, Debian's `bsdutils`) if missing.
+pub(crate) fn ensure_script() -> Result<()> {
+    ensure_debian_packages("the CLI's terminal tests", &TERMINAL_PACKAGES)
+}
+
 /// The Debian package the host's OCI tests run: `docker-registry` (CNCF
 /// distribution, the registry behind Docker Hub).
 const REGISTRY_PACKAGES: [&str; 1] = ["docker-registry"];

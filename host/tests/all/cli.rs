@@ -846,9 +846,9 @@ fn a_closed_stdout_ends_quietly() {
     }
 }
 
-/// Runs `toolhost ARGS` on a pseudo-terminal (with `script`), typing `typed`.
-/// None where `script` is not installed.
-fn on_a_terminal(config: &Path, args: &str, typed: &str) -> Option<(bool, String)> {
+/// Runs `toolhost ARGS` on a pseudo-terminal (with `script`, which `cargo
+/// xtask test` installs), typing `typed`: whether it succeeded, and the screen.
+fn on_a_terminal(config: &Path, args: &str, typed: &str) -> (bool, String) {
     use std::io::Write as _;
     let command = format!(
         "{} --config {} --no-cache {args}",
@@ -864,17 +864,19 @@ fn on_a_terminal(config: &Path, args: &str, typed: &str) -> Option<(bool, String
         .spawn()
     {
         Ok(child) => child,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => panic!("script: {e}"),
+        Err(e) => panic!(
+            "cannot run `script` ({e}); these tests need it: `cargo xtask test` installs it \
+             (Debian: apt-get install bsdutils)"
+        ),
     };
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(typed.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     drop(stdin);
-    Some((
+    (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
-    ))
+    )
 }
 
 #[test]
@@ -883,14 +885,11 @@ fn the_confirmation_prompt_asks_once_and_a_no_declines() {
     let config = dir.path().join("toolhost.toml");
     std::fs::write(&config, "plugins = \".\"\n[confirm]\ntools = [\"add\"]\n").unwrap();
     let call = r#"call add '{"a": 40, "b": 2}'"#;
-    let Some((ok, screen)) = on_a_terminal(&config, call, "y\n") else {
-        eprintln!("skipped: `script` (util-linux) is not installed");
-        return;
-    };
+    let (ok, screen) = on_a_terminal(&config, call, "y\n");
     assert!(ok, "{screen}");
     assert_eq!(screen.matches("Run it?").count(), 1, "{screen}");
     assert!(screen.contains("\"result\": 42"), "{screen}");
-    let (ok, screen) = on_a_terminal(&config, call, "n\n").unwrap();
+    let (ok, screen) = on_a_terminal(&config, call, "n\n");
     assert!(!ok, "{screen}");
     assert_eq!(screen.matches("Run it?").count(), 1, "{screen}");
     assert!(screen.contains("declined: `add` was not run"), "{screen}");
