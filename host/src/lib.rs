@@ -60,7 +60,7 @@ pub use log::escape_control;
 #[cfg(feature = "mcp")]
 pub use mcp::McpServer;
 pub use plugin::{Plugin, PluginOptions};
-pub use tool::{ToolHints, ToolOutput, ToolSpec};
+pub use tool::{Prepared, ToolHints, ToolOutput, ToolSpec};
 pub use toolset::{Context, PluginDir, PluginSet, Tool, Toolset, ToolsetExt};
 
 /// The Rust of `docs/library.md`, compiled as a doc test so the page stays

@@ -186,7 +186,7 @@ impl ToolSpec {
     /// # Errors
     /// [`CallError::InvalidArguments`] listing every violation, or
     /// [`CallError::Host`] if the input schema itself is not a valid schema.
-    pub fn prepare(&self, mut arguments: Value) -> Result<Value, CallError> {
+    pub fn prepare(&self, mut arguments: Value) -> Result<Prepared, CallError> {
         if arguments.is_null() {
             arguments = Value::Object(Default::default());
         }
@@ -207,7 +207,7 @@ impl ToolSpec {
         schema.coerce(&mut arguments);
         let problems = schema.problems(&arguments);
         if problems.is_empty() {
-            Ok(arguments)
+            Ok(Prepared(arguments))
         } else {
             Err(CallError::InvalidArguments {
                 tool: self.name.clone(),
@@ -290,6 +290,32 @@ pub(crate) fn next_call_id() -> String {
     // Writing into a String cannot fail.
     let _ = write!(id, "{n}");
     id
+}
+
+/// A call's arguments, ready to run: rewritten by the layers that rewrite
+/// arguments, coerced and checked against the tool's input schema
+/// ([`ToolSpec::prepare`] is the only way to make one). A tool runs only
+/// with these ([`Tool::run`](crate::Tool::run)), so no call skips the check,
+/// and a call is prepared once however many layers it passes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared(Value);
+
+impl Prepared {
+    /// Arguments a tool takes as they were sent, unchecked (the unknown-tool
+    /// handler, which has no schema).
+    pub(crate) fn as_sent(arguments: Value) -> Self {
+        Self(arguments)
+    }
+
+    /// The arguments.
+    pub fn arguments(&self) -> &Value {
+        &self.0
+    }
+
+    /// The arguments, taken.
+    pub fn into_arguments(self) -> Value {
+        self.0
+    }
 }
 
 /// One call of one tool.

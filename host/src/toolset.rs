@@ -24,7 +24,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use alias::{AliasError, Aliases, ToolAliases};
-pub use call::{ApproveAll, Approver, NoApprover, Started, call, start};
+pub use call::{ApproveAll, Approver, NoApprover, Started, call, start, start_prepared};
 pub use confirm::{Confirm, ConfirmationHint, ConfirmationRequest, DEFAULT_REMEMBERED_DECISIONS};
 pub use context::{Context, Decision, Identity, Principal};
 pub use dir::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};
@@ -41,7 +41,7 @@ pub use unknown::{OnUnknown, UnknownFuture};
 
 use crate::error::CallError;
 use crate::tool::ToolStream;
-use crate::tool::{ToolOutput, ToolSpec};
+use crate::tool::{Prepared, ToolOutput, ToolSpec};
 
 /// A boxed, `Send` future: what object-safe async trait methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -49,7 +49,11 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// One tool: its spec, and how to run it.
 ///
 /// Implement it for tools written natively in Rust; plugin tools implement it
-/// through [`PluginTool`].
+/// through [`PluginTool`]; layers (confirmation, aliases, middlewares) wrap
+/// another tool and forward what they do not change. Front ends run tools
+/// through the call driver ([`start`], [`ToolsetExt`]), which prepares the
+/// arguments once, runs the tool, and asks an [`Approver`] when a layer
+/// pauses the call.
 pub trait Tool: Send + Sync {
     /// Info and declaration: what the model sees.
     fn spec(&self) -> &ToolSpec;
@@ -57,43 +61,31 @@ pub trait Tool: Send + Sync {
     /// The arguments this call will run with: rewritten by the layers that
     /// rewrite arguments (aliases, argument hooks), coerced and checked
     /// against the input schema. It runs before anything else, so a human
-    /// asked to confirm a call sees, and approves, exactly these; and preparing
-    /// prepared arguments again changes nothing.
+    /// asked to confirm a call sees, and approves, exactly these.
     ///
-    /// [`Tool::invoke`] and [`Tool::stream`] take prepared arguments: call
-    /// tools through [`ToolsetExt`] or [`start`], which prepare
-    /// first. The default is [`ToolSpec::prepare`]; layers forward it to the
-    /// tool they wrap.
+    /// The default is [`ToolSpec::prepare`]; layers forward it to the tool
+    /// they wrap (after rewriting the arguments, for those that do).
     ///
     /// # Errors
     /// [`CallError::InvalidArguments`] listing every violation, or a layer's refusal.
-    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Value, CallError> {
+    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Prepared, CallError> {
         let _ = cx;
         self.spec().prepare(arguments)
     }
 
-    /// Runs the tool to completion, with arguments from [`Tool::prepare`].
-    /// `cx` carries the call and invocation IDs, the caller's identity and any
-    /// confirmation decisions.
-    fn invoke<'a>(
+    /// Runs the tool with prepared arguments: its whole output, a stream of
+    /// its parts when it streams ([`ToolSpec::streaming`]), or a pause when a
+    /// layer needs a human's approval first ([`Started::NeedsApproval`]; the
+    /// tool has not run). `cx` carries the call and invocation IDs, the
+    /// caller's identity and any confirmation decisions.
+    ///
+    /// # Errors
+    /// The call's failure: a refusal, the tool's own error, an exhausted budget.
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>>;
-
-    /// Runs the tool as a stream of parts, with arguments from
-    /// [`Tool::prepare`]. The default runs [`Tool::invoke`] and
-    /// yields its result (JSON first, then parts).
-    fn stream<'a>(
-        &'a self,
-        cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
-        Box::pin(async move {
-            let output = self.invoke(cx, arguments).await?;
-            Ok(ToolStream::from_output(output))
-        })
-    }
+        arguments: Prepared,
+    ) -> BoxFuture<'a, Result<Started, CallError>>;
 }
 
 /// A set of tools whose contents may differ per context (user, roles, session).
@@ -205,12 +197,14 @@ pub trait ToolsetExt: Toolset {
             .ok_or_else(|| self.not_found(cx, name))
     }
 
-    /// Finds a tool by name, prepares the arguments and invokes it. A tool
-    /// that needs confirmation ends with [`CallError::ConfirmationRequired`];
-    /// [`start`] also asks and resumes.
+    /// Finds a tool by name and runs it through the call driver
+    /// ([`start`], with nobody to ask), to its whole output. A call that
+    /// needs a human's approval ends with [`CallError::ConfirmationRequired`],
+    /// to resume with a [`Decision`] in the context; [`start`] with an
+    /// [`Approver`] asks and resumes.
     ///
     /// # Errors
-    /// As [`ToolsetExt::find`], [`Tool::prepare`] and [`Tool::invoke`].
+    /// As [`ToolsetExt::find`], [`start`] and [`Started::collect`].
     fn invoke<'a>(
         &'a self,
         cx: &'a Context,
@@ -222,15 +216,18 @@ pub trait ToolsetExt: Toolset {
     {
         Box::pin(async move {
             let tool = self.find(cx, name)?;
-            let arguments = tool.prepare(cx, arguments)?;
-            tool.invoke(cx, arguments).await
+            start(&*tool, cx, arguments, &NoApprover)
+                .await?
+                .collect()
+                .await
         })
     }
 
-    /// Finds a tool by name, prepares the arguments and streams it.
+    /// As [`ToolsetExt::invoke`], as a stream of parts (a tool that does not
+    /// stream gives its whole output as the stream's parts).
     ///
     /// # Errors
-    /// As [`ToolsetExt::find`], [`Tool::prepare`] and [`Tool::stream`].
+    /// As [`ToolsetExt::find`], [`start`] and [`Started::into_stream`].
     fn stream<'a>(
         &'a self,
         cx: &'a Context,
@@ -242,8 +239,9 @@ pub trait ToolsetExt: Toolset {
     {
         Box::pin(async move {
             let tool = self.find(cx, name)?;
-            let arguments = tool.prepare(cx, arguments)?;
-            tool.stream(cx, arguments).await
+            start(&*tool, cx, arguments, &NoApprover)
+                .await?
+                .into_stream()
         })
     }
 }

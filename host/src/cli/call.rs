@@ -197,7 +197,7 @@ impl toolhost::toolset::Approver for Terminal {
         &'a self,
         _cx: &'a Cx,
         request: &'a toolhost::toolset::ConfirmationRequest,
-    ) -> toolhost::toolset::BoxFuture<'a, Result<Decision, CallError>> {
+    ) -> toolhost::toolset::BoxFuture<'a, Result<Option<Decision>, CallError>> {
         let unavailable = |reason: String| CallError::ConfirmationUnavailable {
             tool: request.tool.clone(),
             hint: request.hint.clone(),
@@ -208,8 +208,8 @@ impl toolhost::toolset::Approver for Terminal {
         } else {
             ask(request)
         } {
-            Ok(Answer::Yes) => Ok(Decision::approve(request)),
-            Ok(Answer::No) => Ok(Decision::reject("declined")),
+            Ok(Answer::Yes) => Ok(Some(Decision::approve(request))),
+            Ok(Answer::No) => Ok(Some(Decision::reject("declined"))),
             Ok(Answer::NoTerminal) => Err(unavailable(
                 "there is no terminal to ask on; run again with --yes to approve it".to_owned(),
             )),

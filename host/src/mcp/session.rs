@@ -23,9 +23,10 @@ use super::tasks::{self, CreateTaskOr};
 use super::{Shared, auth, http, progress};
 use crate::Engine;
 use crate::error::CallError;
+use crate::tool::Prepared;
 use crate::toolset::{
     Approver, BoxFuture, ConfirmationRequest, Context, Decision, Identity, NoApprover, Started,
-    Tool, start,
+    Tool, start_prepared,
 };
 
 /// The request `_meta` key a client names its invocation with: calls that
@@ -292,32 +293,34 @@ impl Session {
         &self,
         tool: Arc<dyn Tool>,
         cx: Context,
-        arguments: Value,
+        arguments: Result<Prepared, CallError>,
         request: &RequestContext<RoleServer>,
         wrote_state: &AtomicBool,
     ) -> Result<CallToolResponse, ErrorData> {
         let metrics = self.shared.metrics.call(&tool.spec().name);
-        let started = if is_modern(request) {
-            match start(&*tool, &cx, arguments, &NoApprover).await {
-                Err(CallError::ConfirmationRequired(ask)) => {
-                    // Not an ended call: its retry with the answer is counted.
-                    // The tool did not run.
-                    metrics.asked();
-                    wrote_state.store(false, Ordering::Relaxed);
-                    return self.ask(&ask, request).map_or_else(
-                        |err| error_result(err).map(Into::into),
-                        |asked| Ok(asked.into()),
-                    );
-                }
-                started => started,
+        let started = match arguments {
+            Err(err) => Err(err),
+            Ok(arguments) if is_modern(request) => {
+                start_prepared(&*tool, &cx, arguments, &NoApprover).await
             }
-        } else {
-            let approver = Elicit {
-                peer: &request.peer,
-            };
-            start(&*tool, &cx, arguments, &approver).await
+            Ok(arguments) => {
+                let approver = Elicit {
+                    peer: &request.peer,
+                };
+                start_prepared(&*tool, &cx, arguments, &approver).await
+            }
         };
         let result = match started {
+            Ok(Started::NeedsApproval(ask)) => {
+                // Not an ended call: its retry with the answer is counted.
+                // The tool did not run.
+                metrics.asked();
+                wrote_state.store(false, Ordering::Relaxed);
+                return self.ask(&ask, request).map_or_else(
+                    |err| error_result(err).map(Into::into),
+                    |asked| Ok(asked.into()),
+                );
+            }
             Ok(Started::Output(output)) => {
                 metrics.succeeded(&output.usage);
                 wrote_state.store(output.usage.wrote_state, Ordering::Relaxed);
@@ -361,7 +364,7 @@ impl Session {
         &self,
         tool: &dyn Tool,
         cx: Context,
-        arguments: &Value,
+        arguments: &Result<Prepared, CallError>,
         params: &CallToolRequestParams,
     ) -> Result<Context, CallToolResult> {
         let Some(state) = &params.request_state else {
@@ -371,14 +374,14 @@ impl Session {
             tracing::info!(tool = %tool.spec().name, call = %cx.call_id(), "approval refused: {message}");
             CallToolResult::error(vec![ContentBlock::text(message)])
         };
-        // The arguments as they would run, so the digest matches what was asked.
-        let prepared = match tool.prepare(&cx, arguments.clone()) {
-            Ok(prepared) => prepared,
+        // The arguments as they will run, so the digest matches what was asked.
+        let prepared = match arguments {
+            Ok(prepared) => prepared.arguments(),
             Err(err) => return Err(refuse(err.to_string())),
         };
         match self.shared.approvals.resume(
             &tool.spec().name,
-            &prepared,
+            prepared,
             state,
             params.input_responses.as_ref(),
         ) {
@@ -412,7 +415,7 @@ impl Approver for Elicit<'_> {
         &'a self,
         _cx: &'a Context,
         ask: &'a ConfirmationRequest,
-    ) -> BoxFuture<'a, Result<Decision, CallError>> {
+    ) -> BoxFuture<'a, Result<Option<Decision>, CallError>> {
         Box::pin(async move {
             if self.peer.supported_elicitation_modes().is_empty() {
                 return Err(cannot_ask(ask));
@@ -429,7 +432,7 @@ impl Approver for Elicit<'_> {
                 Ok(answer) => answer,
                 Err(err) => {
                     tracing::warn!(tool = %ask.tool, %err, "elicitation failed");
-                    return Ok(Decision::reject(unanswered(&err)));
+                    return Ok(Some(Decision::reject(unanswered(&err))));
                 }
             };
             let approved = answer.action == ElicitationAction::Accept
@@ -439,11 +442,11 @@ impl Approver for Elicit<'_> {
                     .and_then(|c| c.get("approve"))
                     .and_then(Value::as_bool)
                     == Some(true);
-            Ok(if approved {
+            Ok(Some(if approved {
                 Decision::approve(ask)
             } else {
                 Decision::reject(not_approved(Some(&answer.action)))
-            })
+            }))
         })
     }
 }
@@ -524,6 +527,8 @@ impl ServerHandler for Session {
             return Err(ErrorData::invalid_params(err.to_string(), None));
         };
         let arguments = Value::Object(request.arguments.take().unwrap_or_default());
+        // Prepared once: a resumed approval is checked against them, and they run.
+        let arguments = tool.prepare(&cx, arguments);
         // A 2026-07-28 retry after an approval question resumes that call.
         let cx = if is_modern(&context) {
             match self.resume(&*tool, cx, &arguments, &request) {

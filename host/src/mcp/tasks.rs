@@ -34,7 +34,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::Shared;
@@ -44,8 +43,9 @@ use super::convert::{error_result, output_result, stream_result};
 use crate::error::CallError;
 use crate::state::StateError;
 use crate::state::tasks::{TaskRecord, TaskStatus, TaskStore, Transition, now_ms};
+use crate::tool::Prepared;
 use crate::toolset::{
-    Approver, BoxFuture, ConfirmationRequest, Context, Decision, Started, Tool, start,
+    Approver, BoxFuture, ConfirmationRequest, Context, Decision, Started, Tool, start_prepared,
 };
 
 /// How often the owner of a running task beats.
@@ -180,7 +180,9 @@ impl Tasks {
 pub(super) struct Job {
     pub(super) tool: Arc<dyn Tool>,
     pub(super) cx: Context,
-    pub(super) arguments: Value,
+    /// The arguments, prepared (or why they could not be: the task fails
+    /// with it, as a plain call would).
+    pub(super) arguments: Result<Prepared, CallError>,
     pub(super) principal: String,
     /// Counts the call as running, so a stop drains it.
     pub(super) running: Counted,
@@ -288,25 +290,30 @@ async fn run_call(
     shared: &Shared,
     tool: &dyn Tool,
     cx: &Context,
-    arguments: Value,
+    arguments: Result<Prepared, CallError>,
     approver: &TaskApprover,
 ) -> Result<CallToolResult, ErrorData> {
     let metrics = shared.metrics.call(&tool.spec().name);
-    match start(tool, cx, arguments, approver).await {
-        Ok(Started::Output(output)) => {
+    let started = match arguments {
+        Ok(arguments) => start_prepared(tool, cx, arguments, approver).await,
+        Err(err) => Err(err),
+    };
+    let output = match started {
+        Ok(Started::Output(output)) => Ok((output, false)),
+        Ok(Started::Stream(stream)) => stream.collect().await.map(|output| (output, true)),
+        // The task's approver always decides (or fails).
+        Ok(Started::NeedsApproval(ask)) => Err(approval::unavailable(&ask)),
+        Err(err) => Err(err),
+    };
+    match output {
+        Ok((output, streamed)) => {
             metrics.succeeded(&output.usage);
-            Ok(output_result(output, shared.result_text))
-        }
-        Ok(Started::Stream(stream)) => match stream.collect().await {
-            Ok(output) => {
-                metrics.succeeded(&output.usage);
+            if streamed {
                 Ok(stream_result(output, shared.result_text))
+            } else {
+                Ok(output_result(output, shared.result_text))
             }
-            Err(err) => {
-                metrics.failed(&err);
-                error_result(err)
-            }
-        },
+        }
         Err(err) => {
             metrics.failed(&err);
             error_result(err)
@@ -446,7 +453,7 @@ impl Approver for TaskApprover {
         &'a self,
         _cx: &'a Context,
         ask: &'a ConfirmationRequest,
-    ) -> BoxFuture<'a, Result<Decision, CallError>> {
+    ) -> BoxFuture<'a, Result<Option<Decision>, CallError>> {
         Box::pin(async move {
             let requests = approval::input_requests(ask)?;
             let requests = serde_json::to_string(&requests).map_err(|e| {
@@ -489,7 +496,7 @@ impl Approver for TaskApprover {
             if !matches!(resumed, Ok(Transition::Applied(_))) {
                 return Err(unasked(ask, resumed.err()));
             }
-            Ok(decision)
+            Ok(Some(decision))
         })
     }
 }

@@ -35,6 +35,23 @@ pub(super) fn exports(
         })
 }
 
+/// Whether a call's arguments are still to be checked against the tool's
+/// schema, or were (by the call driver, against the same schema).
+#[derive(Debug, Clone, Copy)]
+enum Check {
+    Arguments,
+    Done,
+}
+
+/// Arguments as JSON text for the guest.
+fn encode(tool: &str, arguments: &Value) -> Result<String, CallError> {
+    // Straight into a buffer: `Value`'s `Display` goes through `fmt`, and is slower.
+    serde_json::to_string(arguments).map_err(|e| CallError::Host {
+        tool: tool.to_owned(),
+        reason: format!("cannot encode the arguments: {e}"),
+    })
+}
+
 /// The most resources (streams, WASI handles) one call may hold at once.
 const MAX_RESOURCES: usize = 10_000;
 
@@ -52,11 +69,7 @@ impl Plugin {
                 problems,
             });
         }
-        // Straight into a buffer: `Value`'s `Display` goes through `fmt`, and is slower.
-        serde_json::to_string(&arguments).map_err(|e| CallError::Host {
-            tool: tool.spec.name.clone(),
-            reason: format!("cannot encode the arguments: {e}"),
-        })
+        encode(&tool.spec.name, &arguments)
     }
 
     /// Runs a tool to completion in a fresh instance.
@@ -65,14 +78,24 @@ impl Plugin {
     /// A [`CallError`]: unknown tool, invalid arguments (every violation listed),
     /// the tool's own failure, an exhausted budget, a panic or trap, or an invalid result.
     pub async fn invoke(&self, call: ToolCall) -> Result<ToolOutput, CallError> {
+        self.invoke_as(call, Check::Arguments).await
+    }
+
+    /// As [`Plugin::invoke`], with arguments already checked against the
+    /// tool's schema ([`Prepared`](crate::tool::Prepared), by the call driver).
+    pub(crate) async fn invoke_prepared(&self, call: ToolCall) -> Result<ToolOutput, CallError> {
+        self.invoke_as(call, Check::Done).await
+    }
+
+    async fn invoke_as(&self, call: ToolCall, check: Check) -> Result<ToolOutput, CallError> {
         let tool = self
             .find(&call.tool)
             .ok_or_else(|| self.unknown(&call.tool))?;
         if tool.spec.streaming {
-            return self.stream(call).await?.collect().await;
+            return self.stream_as(call, check).await?.collect().await;
         }
         let name = tool.spec.name.as_str();
-        let (mut store, instance, code, call) = self.begin(tool, call).await?;
+        let (mut store, instance, code, call) = self.begin(tool, call, check).await?;
         let deadline = store.data().deadline;
         let invoke = code
             .exports
@@ -112,8 +135,12 @@ impl Plugin {
         &self,
         tool: &LoadedTool,
         call: ToolCall,
+        check: Check,
     ) -> Result<(Store<PluginState>, Instance, Arc<Linked>, abi::Call), CallError> {
-        let arguments = self.prepare(tool, call.arguments)?;
+        let arguments = match check {
+            Check::Arguments => self.prepare(tool, call.arguments)?,
+            Check::Done => encode(&tool.spec.name, &call.arguments)?,
+        };
         // A stream keeps its instance to the end and does not return it, so it
         // never takes the invocation's idle one.
         let idle = match self.inner.reuse {
@@ -150,15 +177,25 @@ impl Plugin {
     /// # Errors
     /// As [`Plugin::invoke`]; errors while streaming come from [`ToolStream::next`].
     pub async fn stream(&self, call: ToolCall) -> Result<ToolStream, CallError> {
+        self.stream_as(call, Check::Arguments).await
+    }
+
+    /// As [`Plugin::stream`], with arguments already checked (see
+    /// [`Plugin::invoke_prepared`]).
+    pub(crate) async fn stream_prepared(&self, call: ToolCall) -> Result<ToolStream, CallError> {
+        self.stream_as(call, Check::Done).await
+    }
+
+    async fn stream_as(&self, call: ToolCall, check: Check) -> Result<ToolStream, CallError> {
         let tool = self
             .find(&call.tool)
             .ok_or_else(|| self.unknown(&call.tool))?;
         if !tool.spec.streaming {
-            let output = Box::pin(self.invoke(call)).await?;
+            let output = Box::pin(self.invoke_as(call, check)).await?;
             return Ok(ToolStream::from_output(output));
         }
         let name = tool.spec.name.as_str();
-        let (mut store, instance, code, call) = self.begin(tool, call).await?;
+        let (mut store, instance, code, call) = self.begin(tool, call, check).await?;
         let exports = exports(&code, &mut store, name, &instance)?;
         let deadline = store.data().deadline;
         let call_id = call.call_id.clone();

@@ -88,6 +88,21 @@ impl ToolStream {
         }
     }
 
+    /// The same stream, which calls `on_end` once when it ends: with what
+    /// producing it cost, or with the error it ended with. A stream dropped
+    /// before its end (a cancelled call) never calls it.
+    #[must_use]
+    pub fn on_end(self, on_end: impl FnOnce(Result<&Usage, &CallError>) + Send + 'static) -> Self {
+        let call_id = self.call_id.clone();
+        Self::from_source(
+            call_id,
+            Box::new(Watched {
+                stream: self,
+                on_end: Some(Box::new(on_end)),
+            }),
+        )
+    }
+
     /// The next part; `None` once the stream has ended or failed.
     ///
     /// # Errors
@@ -114,5 +129,40 @@ impl ToolStream {
         }
         let usage = self.usage();
         Ok(parts.finish(self.call_id, usage))
+    }
+}
+
+/// What [`ToolStream::on_end`] calls.
+type OnEnd = Box<dyn FnOnce(Result<&Usage, &CallError>) + Send>;
+
+/// A stream watched for its end.
+struct Watched {
+    stream: ToolStream,
+    on_end: Option<OnEnd>,
+}
+
+impl PartSource for Watched {
+    fn next(&mut self) -> NextPart<'_> {
+        Box::pin(async move {
+            let part = self.stream.next().await;
+            let ended = match &part {
+                None => Some(Ok(self.stream.usage())),
+                Some(Err(error)) => Some(Err(error)),
+                Some(Ok(_)) => None,
+            };
+            if let Some(outcome) = ended
+                && let Some(on_end) = self.on_end.take()
+            {
+                match &outcome {
+                    Ok(usage) => on_end(Ok(usage)),
+                    Err(error) => on_end(Err(error)),
+                }
+            }
+            part
+        })
+    }
+
+    fn usage(&self) -> Usage {
+        self.stream.usage()
     }
 }

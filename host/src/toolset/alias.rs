@@ -12,10 +12,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Tool, Toolset};
+use super::{BoxFuture, Context, Started, Tool, Toolset};
 use crate::error::CallError;
-use crate::tool::ToolStream;
-use crate::tool::{ToolOutput, ToolSpec};
+use crate::tool::{Prepared, ToolSpec};
 
 /// The aliases of one tool (Eino's `ToolAliasConfig`).
 ///
@@ -423,25 +422,17 @@ impl Tool for Aliased {
         self.tool.spec()
     }
 
-    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Value, CallError> {
+    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Prepared, CallError> {
         let arguments = self.keys.remap(self.tool.spec(), arguments);
         self.tool.prepare(cx, arguments)
     }
 
-    fn invoke<'a>(
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
-        self.tool.invoke(cx, arguments)
-    }
-
-    fn stream<'a>(
-        &'a self,
-        cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
-        self.tool.stream(cx, arguments)
+        arguments: Prepared,
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
+        self.tool.run(cx, arguments)
     }
 }
 

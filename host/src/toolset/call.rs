@@ -1,27 +1,29 @@
-//! The call driver: one call from the caller's side, the way the CLI, the MCP
-//! server and any other front end (a web page, a queue worker) run it.
+//! The call driver: one call from the caller's side, the one way the CLI,
+//! the MCP server, tasks, the executor and the library run a tool.
 //!
-//! [`start`] prepares the arguments ([`Tool::prepare`]: aliases, hooks,
-//! coercion, the schema check), starts the tool (a stream when it streams),
-//! and when a confirmation layer pauses the call
-//! ([`CallError::ConfirmationRequired`]) asks an [`Approver`] and resumes once
-//! with its [`Decision`]. The human is asked about the prepared arguments, and
-//! the resumed call runs exactly those. [`Collector`](crate::tool::Collector)
-//! gathers a stream into one output, as [`Started::collect`] does.
+//! [`start`] prepares the arguments once ([`Tool::prepare`]: aliases, hooks,
+//! coercion, the schema check), runs the tool ([`Tool::run`]), and when a
+//! layer pauses the call for a human's approval ([`Started::NeedsApproval`])
+//! asks an [`Approver`] and resumes once with its [`Decision`]: the same
+//! prepared arguments, so the human is asked about exactly what runs, and
+//! the resumed run re-checks only the approval's binding. An approver that
+//! cannot decide now ([`NoApprover`]) leaves the pause to the caller, who
+//! resumes it later with [`start_prepared`] and the decision in its context.
+//! [`Started::collect`] gathers a stream into one output.
 
 use serde_json::Value;
 
-use super::{BoxFuture, ConfirmationRequest, Context, Decision, Tool, Toolset, ToolsetExt};
+use super::{BoxFuture, ConfirmationRequest, Context, Decision, Tool};
 use crate::error::CallError;
-use crate::tool::ToolOutput;
-use crate::tool::ToolStream;
+use crate::tool::{Prepared, ToolOutput, ToolStream};
 
 /// Who decides a call that needs a human's approval: a terminal prompt, an
 /// MCP client's elicitation, a web page.
 pub trait Approver: Send + Sync {
-    /// The decision about `request`. Approve with the request's arguments
-    /// ([`Decision::approve`]); other arguments are refused by the
-    /// confirmation layer.
+    /// The decision about `request`, or `None` when it cannot be decided now
+    /// (the call pauses: [`Started::NeedsApproval`]). Approve with the
+    /// request's arguments ([`Decision::approve`]); other arguments are
+    /// refused by the confirmation layer.
     ///
     /// # Errors
     /// When nobody can be asked ([`CallError::ConfirmationUnavailable`]); the
@@ -30,13 +32,13 @@ pub trait Approver: Send + Sync {
         &'a self,
         cx: &'a Context,
         request: &'a ConfirmationRequest,
-    ) -> BoxFuture<'a, Result<Decision, CallError>>;
+    ) -> BoxFuture<'a, Result<Option<Decision>, CallError>>;
 }
 
-/// Nobody to ask: a call that needs approval ends with
-/// [`CallError::ConfirmationRequired`], for the caller to resume later with a
+/// Nobody to ask now: a call that needs approval pauses
+/// ([`Started::NeedsApproval`]), for the caller to resume later with a
 /// [`Decision`] in its [`Context`] (a queue worker, a web page that answers in
-/// another request).
+/// another request, an MCP client's retry).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoApprover;
 
@@ -44,10 +46,9 @@ impl Approver for NoApprover {
     fn decide<'a>(
         &'a self,
         _cx: &'a Context,
-        request: &'a ConfirmationRequest,
-    ) -> BoxFuture<'a, Result<Decision, CallError>> {
-        let paused = CallError::ConfirmationRequired(Box::new(request.clone()));
-        Box::pin(std::future::ready(Err(paused)))
+        _request: &'a ConfirmationRequest,
+    ) -> BoxFuture<'a, Result<Option<Decision>, CallError>> {
+        Box::pin(std::future::ready(Ok(None)))
     }
 }
 
@@ -60,12 +61,13 @@ impl Approver for ApproveAll {
         &'a self,
         _cx: &'a Context,
         request: &'a ConfirmationRequest,
-    ) -> BoxFuture<'a, Result<Decision, CallError>> {
-        Box::pin(std::future::ready(Ok(Decision::approve(request))))
+    ) -> BoxFuture<'a, Result<Option<Decision>, CallError>> {
+        Box::pin(std::future::ready(Ok(Some(Decision::approve(request)))))
     }
 }
 
-/// A call that started: its whole output, or a stream to pull.
+/// A call that started: its whole output, a stream to pull, or a pause for a
+/// human's approval.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Started {
@@ -73,6 +75,11 @@ pub enum Started {
     Output(ToolOutput),
     /// A streaming tool: its parts, as they come.
     Stream(ToolStream),
+    /// The call needs a human's approval and nobody could decide it now: the
+    /// tool has not run. Resume with the decision in the context
+    /// ([`Context::with_decision`], under the request's call ID) and the
+    /// request's arguments.
+    NeedsApproval(Box<ConfirmationRequest>),
 }
 
 impl Started {
@@ -80,22 +87,35 @@ impl Started {
     /// [`ToolStream::collect`] does.
     ///
     /// # Errors
-    /// The first error the stream gives.
+    /// The first error the stream gives; [`CallError::ConfirmationRequired`]
+    /// for a pause.
     pub async fn collect(self) -> Result<ToolOutput, CallError> {
         match self {
             Self::Output(output) => Ok(output),
             Self::Stream(stream) => stream.collect().await,
+            Self::NeedsApproval(request) => Err(CallError::ConfirmationRequired(request)),
+        }
+    }
+
+    /// The output as a stream of parts (a whole output's JSON result first).
+    ///
+    /// # Errors
+    /// [`CallError::ConfirmationRequired`] for a pause.
+    pub fn into_stream(self) -> Result<ToolStream, CallError> {
+        match self {
+            Self::Output(output) => Ok(ToolStream::from_output(output)),
+            Self::Stream(stream) => Ok(stream),
+            Self::NeedsApproval(request) => Err(CallError::ConfirmationRequired(request)),
         }
     }
 }
 
-/// Runs one call of `tool`: prepares the arguments, starts it (a stream when
-/// it streams), and when it needs confirmation asks `approver` and resumes
-/// once with the decision (under the call's own ID, so the approval is
-/// single-use).
+/// Runs one call of `tool`: prepares the arguments, runs it, and when it
+/// needs approval asks `approver` and resumes once with the decision (under
+/// the call's own ID, so the approval is single-use).
 ///
 /// # Errors
-/// Anything [`Tool::prepare`], [`Tool::invoke`] or [`Tool::stream`] returns;
+/// Anything [`Tool::prepare`] or [`Tool::run`] returns;
 /// [`CallError::ConfirmationRejected`] when the decision is a rejection; the
 /// approver's error when nobody could be asked.
 pub async fn start(
@@ -105,15 +125,36 @@ pub async fn start(
     approver: &dyn Approver,
 ) -> Result<Started, CallError> {
     let arguments = tool.prepare(cx, arguments)?;
-    match run(tool, cx, arguments).await {
-        Err(CallError::ConfirmationRequired(request)) => {
-            let decision = approver.decide(cx, &request).await?;
-            let request = *request;
+    start_prepared(tool, cx, arguments, approver).await
+}
+
+/// As [`start`], with arguments already prepared by `tool` (a front end
+/// that needed them first, to check a resumed approval against them).
+///
+/// # Errors
+/// As [`start`].
+pub async fn start_prepared(
+    tool: &dyn Tool,
+    cx: &Context,
+    arguments: Prepared,
+    approver: &dyn Approver,
+) -> Result<Started, CallError> {
+    // The arguments are kept for a resumption: cloning them costs less than
+    // preparing them again, and only a paused call is resumed.
+    let kept = tool.spec().confirm.then(|| arguments.clone());
+    match tool.run(cx, arguments).await? {
+        Started::NeedsApproval(request) => {
+            let Some(decision) = approver.decide(cx, &request).await? else {
+                return Ok(Started::NeedsApproval(request));
+            };
+            let arguments = match kept {
+                Some(arguments) => arguments,
+                None => tool.prepare(cx, request.arguments.clone())?,
+            };
             let decided = cx.clone().with_decision(request.call_id, decision);
-            // The layer asked about prepared arguments: they go as they are.
-            run(tool, &decided, request.arguments).await
+            tool.run(&decided, arguments).await
         }
-        other => other,
+        started => Ok(started),
     }
 }
 
@@ -121,27 +162,19 @@ pub async fn start(
 /// output.
 ///
 /// # Errors
-/// As [`ToolsetExt::find`], [`start`] and [`Started::collect`].
+/// As [`ToolsetExt::find`](super::ToolsetExt::find), [`start`] and [`Started::collect`].
 pub async fn call(
-    toolset: &(impl Toolset + ?Sized),
+    toolset: &(impl super::Toolset + ?Sized),
     cx: &Context,
     name: &str,
     arguments: Value,
     approver: &dyn Approver,
 ) -> Result<ToolOutput, CallError> {
-    let tool = toolset.find(cx, name)?;
+    let tool = super::ToolsetExt::find(toolset, cx, name)?;
     start(&*tool, cx, arguments, approver)
         .await?
         .collect()
         .await
-}
-
-async fn run(tool: &dyn Tool, cx: &Context, arguments: Value) -> Result<Started, CallError> {
-    if tool.spec().streaming {
-        tool.stream(cx, arguments).await.map(Started::Stream)
-    } else {
-        tool.invoke(cx, arguments).await.map(Started::Output)
-    }
 }
 
 #[cfg(test)]
@@ -152,7 +185,7 @@ mod tests {
 
     use super::*;
     use crate::toolset::filter::tests::{Native, Probe};
-    use crate::toolset::{ArgumentsHook, Confirm, WithMiddleware};
+    use crate::toolset::{ArgumentsHook, Confirm, ToolsetExt, WithMiddleware};
 
     /// A probe taking `{"count": integer}` (required), under a confirmation rule.
     fn guarded() -> (Arc<Probe>, Confirm<Native>) {
@@ -178,12 +211,12 @@ mod tests {
             &'a self,
             _cx: &'a Context,
             request: &'a ConfirmationRequest,
-        ) -> BoxFuture<'a, Result<Decision, CallError>> {
+        ) -> BoxFuture<'a, Result<Option<Decision>, CallError>> {
             self.0
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .push(request.clone());
-            Box::pin(std::future::ready(Ok(Decision::approve(request))))
+            Box::pin(std::future::ready(Ok(Some(Decision::approve(request)))))
         }
     }
 
@@ -250,8 +283,8 @@ mod tests {
                 &'a self,
                 _cx: &'a Context,
                 _request: &'a ConfirmationRequest,
-            ) -> BoxFuture<'a, Result<Decision, CallError>> {
-                Box::pin(std::future::ready(Ok(Decision::reject("no"))))
+            ) -> BoxFuture<'a, Result<Option<Decision>, CallError>> {
+                Box::pin(std::future::ready(Ok(Some(Decision::reject("no")))))
             }
         }
         let err = call(&set, &Context::new(), "order", json!({"count": 1}), &Reject)

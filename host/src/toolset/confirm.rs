@@ -8,12 +8,11 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Decision, Predicate, Tool, Toolset};
+use super::{BoxFuture, Context, Decision, Predicate, Started, Tool, Toolset};
 pub use crate::error::ConfirmationRequest;
 use crate::error::{CallError, StateError};
 use crate::state::StateStore;
-use crate::tool::ToolStream;
-use crate::tool::{ToolOutput, ToolSpec};
+use crate::tool::{Prepared, ToolSpec};
 
 /// What a UI shows when asking for approval: a hint, and anything else it needs.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -114,11 +113,13 @@ pub const DEFAULT_REMEMBERED_DECISIONS: usize = crate::state::DEFAULT_EMBEDDED_N
 /// set-wide rule or a provider, which may ask about any call) is listed with
 /// [`ToolSpec::confirm`] set, so a front end can tell before calling.
 ///
-/// A call that needs approval and carries no decision ends with
-/// [`CallError::ConfirmationRequired`] holding a [`ConfirmationRequest`]: the
-/// call ID, the tool, the exact arguments, a hint and a payload for the UI. The
-/// caller resumes by calling again with the **same call ID** and
-/// [`Context::with_decision`]:
+/// A call that needs approval and carries no decision pauses
+/// ([`Started::NeedsApproval`], which the call driver hands to its
+/// [`Approver`](super::Approver); [`ToolsetExt::invoke`](super::ToolsetExt::invoke)
+/// ends with [`CallError::ConfirmationRequired`]) with a
+/// [`ConfirmationRequest`]: the call ID, the tool, the exact arguments, a hint
+/// and a payload for the UI. The caller resumes by calling again with the
+/// **same call ID** and [`Context::with_decision`]:
 ///
 /// - [`Decision::Approve`] runs the call once, and only if the approved
 ///   arguments equal the call's arguments exactly;
@@ -375,12 +376,17 @@ struct Confirmed {
 }
 
 impl Confirmed {
-    /// Ok when the call may run now; the error otherwise. Runs before the
-    /// inner tool is touched, and marks an approval used before it runs.
-    async fn gate(&self, cx: &Context, arguments: &Value) -> Result<(), CallError> {
+    /// `None` when the call may run now; the request to ask when it needs
+    /// approval; the error when it may not run. Runs before the inner tool is
+    /// touched, and marks an approval used before it runs.
+    async fn gate(
+        &self,
+        cx: &Context,
+        arguments: &Value,
+    ) -> Result<Option<ConfirmationRequest>, CallError> {
         let spec = self.tool.spec();
         let Some(hint) = self.rules.required(cx, spec, arguments) else {
-            return Ok(());
+            return Ok(None);
         };
         let call_id = cx.call_id();
         let refuse = |reason: String| CallError::ConfirmationRejected {
@@ -411,15 +417,13 @@ impl Confirmed {
                         tracing::warn!(%error, call_id, "cannot tell whether the call was decided; asking");
                     }
                 }
-                Err(CallError::ConfirmationRequired(Box::new(
-                    ConfirmationRequest {
-                        call_id: call_id.to_owned(),
-                        tool: spec.name.clone(),
-                        arguments: arguments.clone(),
-                        hint: hint.hint,
-                        payload: hint.payload,
-                    },
-                )))
+                Ok(Some(ConfirmationRequest {
+                    call_id: call_id.to_owned(),
+                    tool: spec.name.clone(),
+                    arguments: arguments.clone(),
+                    hint: hint.hint,
+                    payload: hint.payload,
+                }))
             }
             Some(Decision::Reject { reason }) => {
                 // A rejection is final whether or not it could be recorded.
@@ -445,7 +449,7 @@ impl Confirmed {
                 // Check and mark in one step (in Redis, `SET NX`), so two
                 // racing replays cannot both run, even on two replicas.
                 if self.mark_decided(call_id).await.map_err(unavailable)? {
-                    Ok(())
+                    Ok(None)
                 } else {
                     Err(already())
                 }
@@ -473,34 +477,22 @@ impl Tool for Confirmed {
         &self.spec
     }
 
-    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Value, CallError> {
+    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Prepared, CallError> {
         self.tool.prepare(cx, arguments)
     }
 
-    // The gate prepares the arguments itself (preparing twice changes
-    // nothing), so what a human is asked about has been checked, and an
-    // approval binds the arguments the tool gets, however it was called.
-    fn invoke<'a>(
+    // Prepared arguments are checked already, so what a human is asked about
+    // is what runs, and an approval binds the arguments the tool gets.
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        arguments: Prepared,
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
         Box::pin(async move {
-            let arguments = self.tool.prepare(cx, arguments)?;
-            self.gate(cx, &arguments).await?;
-            self.tool.invoke(cx, arguments).await
-        })
-    }
-
-    fn stream<'a>(
-        &'a self,
-        cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
-        Box::pin(async move {
-            let arguments = self.tool.prepare(cx, arguments)?;
-            self.gate(cx, &arguments).await?;
-            self.tool.stream(cx, arguments).await
+            match self.gate(cx, arguments.arguments()).await? {
+                Some(request) => Ok(Started::NeedsApproval(Box::new(request))),
+                None => self.tool.run(cx, arguments).await,
+            }
         })
     }
 }

@@ -7,10 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Tool, Toolset, ToolsetExt};
+use super::{BoxFuture, Context, Started, Tool, Toolset, ToolsetExt};
 use crate::error::CallError;
-use crate::tool::ToolStream;
-use crate::tool::{ToolOutput, ToolSpec};
+use crate::tool::{Prepared, ToolOutput, ToolSpec, Usage};
 
 /// One tool call the model asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,13 +127,13 @@ pub struct Next<'a> {
 
 impl<'a> Next<'a> {
     /// Runs the rest of the chain with these arguments.
-    pub fn invoke(
+    pub fn run(
         self,
         cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        arguments: Prepared,
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
         match self.rest.split_first() {
-            Some((first, rest)) => first.invoke(
+            Some((first, rest)) => first.run(
                 cx,
                 self.tool.spec(),
                 arguments,
@@ -143,27 +142,7 @@ impl<'a> Next<'a> {
                     rest,
                 },
             ),
-            None => self.tool.invoke(cx, arguments),
-        }
-    }
-
-    /// Starts the rest of the chain as a stream.
-    pub fn stream(
-        self,
-        cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
-        match self.rest.split_first() {
-            Some((first, rest)) => first.stream(
-                cx,
-                self.tool.spec(),
-                arguments,
-                Next {
-                    tool: self.tool,
-                    rest,
-                },
-            ),
-            None => self.tool.stream(cx, arguments),
+            None => self.tool.run(cx, arguments),
         }
     }
 }
@@ -188,29 +167,47 @@ pub trait Middleware: Send + Sync {
         let _ = (cx, spec, error);
     }
 
-    /// Around `invoke`: call `next.invoke(cx, arguments)` to go on (or don't).
-    /// By default it just goes on.
-    fn invoke<'a>(
+    /// Around the run: call `next.run(cx, arguments)` to go on (or don't).
+    /// What it gives is the whole output, a stream (watch its end with
+    /// [`ToolStream::on_end`](crate::tool::ToolStream::on_end)), or a pause for approval (the tool has not
+    /// run; the resumed call comes through again). By default it just goes on.
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
         spec: &'a ToolSpec,
-        arguments: Value,
+        arguments: Prepared,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
         let _ = spec;
-        next.invoke(cx, arguments)
+        next.run(cx, arguments)
     }
+}
 
-    /// Around the start of a stream; by default it just goes on.
-    fn stream<'a>(
-        &'a self,
-        cx: &'a Context,
-        spec: &'a ToolSpec,
-        arguments: Value,
-        next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
-        let _ = spec;
-        next.stream(cx, arguments)
+/// What a call that ran came to, as a middleware that watches it sees it:
+/// its usage, or its error. `None` while it has not ended (a stream) or did
+/// not run (a pause).
+fn ended(result: &Result<Started, CallError>) -> Option<Result<&Usage, &CallError>> {
+    match result {
+        Ok(Started::Output(output)) => Some(Ok(&output.usage)),
+        Err(error) => Some(Err(error)),
+        Ok(_) => None,
+    }
+}
+
+/// Calls `on_end` once the call ends: now for a whole output or an error, at
+/// the stream's end for a stream; never for a pause.
+fn watch(
+    result: Result<Started, CallError>,
+    on_end: impl FnOnce(Result<&Usage, &CallError>) + Send + 'static,
+) -> Result<Started, CallError> {
+    match result {
+        Ok(Started::Stream(stream)) => Ok(Started::Stream(stream.on_end(on_end))),
+        result => {
+            if let Some(outcome) = ended(&result) {
+                on_end(outcome);
+            }
+            result
+        }
     }
 }
 
@@ -240,7 +237,7 @@ impl Tool for Chained {
         self.tool.spec()
     }
 
-    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Value, CallError> {
+    fn prepare(&self, cx: &Context, arguments: Value) -> Result<Prepared, CallError> {
         let spec = self.tool.spec();
         let prepared = self
             .chain
@@ -255,28 +252,16 @@ impl Tool for Chained {
         prepared
     }
 
-    fn invoke<'a>(
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        arguments: Prepared,
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
         Next {
             tool: &*self.tool,
             rest: &self.chain,
         }
-        .invoke(cx, arguments)
-    }
-
-    fn stream<'a>(
-        &'a self,
-        cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
-        Next {
-            tool: &*self.tool,
-            rest: &self.chain,
-        }
-        .stream(cx, arguments)
+        .run(cx, arguments)
     }
 }
 
@@ -315,9 +300,8 @@ type ArgumentsFn = dyn Fn(&Context, &ToolSpec, Value) -> Result<Value, CallError
 /// Rewrites (or refuses) the arguments of every call before the tool sees them
 /// (Eino's `ToolArgumentsHandler`). It runs when the call is prepared
 /// ([`Tool::prepare`]), so the tool's schema check runs after it and a human
-/// asked to confirm sees the rewritten arguments. Put it outside the
-/// confirmation layer, which prepares again (only a layer outside it runs
-/// once).
+/// asked to confirm sees the rewritten arguments, wherever it is in the
+/// stack; it runs once a call (a resumed approval is not prepared again).
 pub struct ArgumentsHook {
     hook: Box<ArgumentsFn>,
 }
@@ -348,35 +332,37 @@ impl Middleware for Logging {
         tracing::warn!(tool = %spec.name, call = cx.call_id(), %error, "tool call refused");
     }
 
-    fn invoke<'a>(
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
         spec: &'a ToolSpec,
-        arguments: Value,
+        arguments: Prepared,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
         Box::pin(async move {
             let start = Instant::now();
-            let result = next.invoke(cx, arguments).await;
-            let elapsed = start.elapsed();
-            match &result {
-                Ok(output) => tracing::info!(
-                    tool = %spec.name,
-                    call = cx.call_id(),
-                    ?elapsed,
-                    fuel = output.usage.fuel,
-                    peak_memory = output.usage.peak_memory_bytes,
-                    "tool call succeeded"
-                ),
-                Err(err) => tracing::warn!(
-                    tool = %spec.name,
-                    call = cx.call_id(),
-                    ?elapsed,
-                    error = %err,
-                    "tool call failed"
-                ),
-            }
-            result
+            let result = next.run(cx, arguments).await;
+            let (tool, call) = (spec.name.clone(), cx.call_id().to_owned());
+            watch(result, move |outcome| {
+                let elapsed = start.elapsed();
+                match outcome {
+                    Ok(usage) => tracing::info!(
+                        %tool,
+                        %call,
+                        ?elapsed,
+                        fuel = usage.fuel,
+                        peak_memory = usage.peak_memory_bytes,
+                        "tool call succeeded"
+                    ),
+                    Err(err) => tracing::warn!(
+                        %tool,
+                        %call,
+                        ?elapsed,
+                        error = %err,
+                        "tool call failed"
+                    ),
+                }
+            })
         })
     }
 }
@@ -419,16 +405,16 @@ impl Metrics {
             .clone()
     }
 
-    fn record(&self, tool: &str, elapsed: Duration, result: &Result<ToolOutput, CallError>) {
+    fn record(&self, tool: &str, elapsed: Duration, result: Result<&Usage, &CallError>) {
         let mut tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = tools.entry(tool.to_owned()).or_default();
         entry.calls += 1;
         entry.total_time += elapsed;
         entry.max_time = entry.max_time.max(elapsed);
         match result {
-            Ok(output) => {
-                entry.total_fuel += output.usage.fuel;
-                entry.max_memory_bytes = entry.max_memory_bytes.max(output.usage.peak_memory_bytes);
+            Ok(usage) => {
+                entry.total_fuel += usage.fuel;
+                entry.max_memory_bytes = entry.max_memory_bytes.max(usage.peak_memory_bytes);
             }
             Err(_) => entry.errors += 1,
         }
@@ -444,18 +430,20 @@ impl Middleware for Metrics {
         entry.errors += 1;
     }
 
-    fn invoke<'a>(
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
         spec: &'a ToolSpec,
-        arguments: Value,
+        arguments: Prepared,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
         Box::pin(async move {
             let start = Instant::now();
-            let result = next.invoke(cx, arguments).await;
-            self.record(&spec.name, start.elapsed(), &result);
-            result
+            let result = next.run(cx, arguments).await;
+            let (metrics, tool) = (self.clone(), spec.name.clone());
+            watch(result, move |outcome| {
+                metrics.record(&tool, start.elapsed(), outcome);
+            })
         })
     }
 }

@@ -286,8 +286,8 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::error::CallError;
-    use crate::tool::ToolOutput;
-    use crate::toolset::{BoxFuture, Identity, ToolsetExt};
+    use crate::tool::{Prepared, ToolOutput};
+    use crate::toolset::{BoxFuture, Identity, Started, ToolsetExt};
 
     /// A native tool that counts its runs and answers `{"tool", "arguments"}`.
     pub(crate) struct Probe {
@@ -329,18 +329,19 @@ pub(crate) mod tests {
             &self.spec
         }
 
-        fn invoke<'a>(
+        fn run<'a>(
             &'a self,
             cx: &'a Context,
-            arguments: Value,
-        ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+            arguments: Prepared,
+        ) -> BoxFuture<'a, Result<Started, CallError>> {
             self.runs.fetch_add(1, Ordering::SeqCst);
+            let arguments = arguments.into_arguments();
             Box::pin(async move {
-                Ok(ToolOutput {
+                Ok(Started::Output(ToolOutput {
                     result: Some(json!({"tool": self.spec.name, "arguments": arguments})),
                     call_id: cx.call_id().to_owned(),
                     ..ToolOutput::default()
-                })
+                }))
             })
         }
     }

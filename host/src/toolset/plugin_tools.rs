@@ -4,11 +4,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Tool, Toolset, find_named};
+use super::{BoxFuture, Context, Started, Tool, Toolset, find_named};
 use crate::error::CallError;
 use crate::plugin::Plugin;
-use crate::tool::ToolStream;
-use crate::tool::{ToolCall, ToolOutput, ToolSpec};
+use crate::tool::{Prepared, ToolCall, ToolSpec};
 
 /// One tool of a loaded plugin. Holds its plugin version: a call that started
 /// keeps running on it even if the plugin is replaced meanwhile.
@@ -62,20 +61,22 @@ impl Tool for PluginTool {
         &self.spec
     }
 
-    fn invoke<'a>(
+    // The stream-or-output choice is made here, once: a streaming tool
+    // gives its parts as they come. The arguments were checked against this
+    // spec's schema, the plugin's own, so the plugin does not check again.
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
-        Box::pin(self.plugin.invoke(self.call(cx, arguments)))
-    }
-
-    fn stream<'a>(
-        &'a self,
-        cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolStream, CallError>> {
-        Box::pin(self.plugin.stream(self.call(cx, arguments)))
+        arguments: Prepared,
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
+        let call = self.call(cx, arguments.into_arguments());
+        Box::pin(async move {
+            if self.spec.streaming {
+                self.plugin.stream_prepared(call).await.map(Started::Stream)
+            } else {
+                self.plugin.invoke_prepared(call).await.map(Started::Output)
+            }
+        })
     }
 }
 

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Context, Tool, Toolset};
+use super::{BoxFuture, Context, Started, Tool, Toolset};
 use crate::error::CallError;
-use crate::tool::{ToolOutput, ToolSpec};
+use crate::tool::{Prepared, ToolOutput, ToolSpec};
 
 /// What an unknown-tool handler returns: a call it answers, owning what it needs.
 pub type UnknownFuture = BoxFuture<'static, Result<ToolOutput, CallError>>;
@@ -119,17 +119,17 @@ impl Tool for Fallback {
     }
 
     /// The handler gets the arguments as the model sent them.
-    fn prepare(&self, _cx: &Context, arguments: Value) -> Result<Value, CallError> {
-        Ok(arguments)
+    fn prepare(&self, _cx: &Context, arguments: Value) -> Result<Prepared, CallError> {
+        Ok(Prepared::as_sent(arguments))
     }
 
-    fn invoke<'a>(
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
-        match (self.handler)(cx, &self.spec.name, arguments) {
-            Some(answer) => answer,
+        arguments: Prepared,
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
+        match (self.handler)(cx, &self.spec.name, arguments.into_arguments()) {
+            Some(answer) => Box::pin(async move { answer.await.map(Started::Output) }),
             None => Box::pin(std::future::ready(Err(CallError::UnknownTool {
                 tool: self.spec.name.clone(),
                 available: self.available.clone(),

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use toolhost::mcp::{AuthError, Authenticator, HttpOptions, McpServer};
-use toolhost::toolset::{BoxFuture, Filter, Predicate, Principal, SinglePlugin};
-use toolhost::{CallError, Context, Tool, ToolOutput, ToolSpec, Toolset};
+use toolhost::toolset::{BoxFuture, Filter, Predicate, Principal, SinglePlugin, Started};
+use toolhost::{CallError, Context, Prepared, Tool, ToolOutput, ToolSpec, Toolset};
 use toolhost_test_plugins::ECHO;
 
 use crate::plugin;
@@ -44,11 +44,11 @@ impl Tool for Caller {
         &self.0
     }
 
-    fn invoke<'a>(
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
-        _arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        _arguments: Prepared,
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
         let identity = cx.identity();
         let principal = identity.principal.as_deref();
         let result = json!({
@@ -60,7 +60,7 @@ impl Tool for Caller {
             result: Some(result),
             ..ToolOutput::default()
         };
-        Box::pin(std::future::ready(Ok(output)))
+        Box::pin(std::future::ready(Ok(Started::Output(output))))
     }
 }
 

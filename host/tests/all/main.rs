@@ -32,6 +32,30 @@ use std::sync::{Mutex, OnceLock};
 use toolhost::error::Busy;
 use toolhost::{CallError, Engine, EngineConfig, Plugin, PluginOptions};
 
+/// Runs one tool taken from a listing through the call driver, to its whole
+/// output (nobody to approve).
+pub(crate) async fn run_tool(
+    tool: &dyn toolhost::Tool,
+    cx: &toolhost::Context,
+    arguments: serde_json::Value,
+) -> Result<toolhost::ToolOutput, CallError> {
+    use toolhost::toolset::{NoApprover, start};
+    start(tool, cx, arguments, &NoApprover)
+        .await?
+        .collect()
+        .await
+}
+
+/// As [`run_tool`], as a stream of parts.
+pub(crate) async fn stream_tool(
+    tool: &dyn toolhost::Tool,
+    cx: &toolhost::Context,
+    arguments: serde_json::Value,
+) -> Result<toolhost::tool::ToolStream, CallError> {
+    use toolhost::toolset::{NoApprover, start};
+    start(tool, cx, arguments, &NoApprover).await?.into_stream()
+}
+
 /// Whether a call was refused because every instance slot is taken.
 pub(crate) fn is_busy_instances(err: &CallError) -> bool {
     matches!(

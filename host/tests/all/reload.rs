@@ -299,7 +299,7 @@ fn probe(set: Arc<PluginDir>, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<
                     "word_count" => json!({"text": "a b"}),
                     _ => continue,
                 };
-                let output = tool.invoke(&cx, arguments).await;
+                let output = crate::run_tool(&*tool, &cx, arguments).await;
                 let output = output.unwrap_or_else(|e| panic!("a listed tool failed: {e}"));
                 assert!(output.result.is_some());
                 calls += 1;
@@ -373,7 +373,9 @@ async fn a_call_in_flight_finishes_on_its_version() {
     let cx = Context::new();
     let countdown = set.find(&cx, "countdown").unwrap();
     let add = set.find(&cx, "add").unwrap();
-    let mut stream = countdown.stream(&cx, json!({"from": 20})).await.unwrap();
+    let mut stream = crate::stream_tool(&*countdown, &cx, json!({"from": 20}))
+        .await
+        .unwrap();
     let mut lines = Vec::new();
     for _ in 0..5 {
         match stream.next().await.unwrap().unwrap() {
@@ -396,7 +398,9 @@ async fn a_call_in_flight_finishes_on_its_version() {
     let expected: Vec<String> = (0..=20).rev().map(|i| format!("{i}\n")).collect();
     assert_eq!(lines, expected);
     // A tool taken before the swap still calls the version it came from.
-    let out = add.invoke(&cx, json!({"a": 2, "b": 3})).await.unwrap();
+    let out = crate::run_tool(&*add, &cx, json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
     assert_eq!(out.result, Some(json!({"result": 5})));
     // A call that starts after the swap sees the new version.
     let err = set
@@ -485,13 +489,17 @@ async fn caller(id: usize, set: Arc<PluginDir>, tally: Arc<Tally>, stop: Arc<Ato
         match held {
             Some(tool) if tool.spec().name == "echo" => {
                 tokio::task::yield_now().await;
-                let out = tool.invoke(&cx, json!({"message": message})).await.unwrap();
+                let out = crate::run_tool(&**tool, &cx, json!({"message": message}))
+                    .await
+                    .unwrap();
                 assert_eq!(out.result.unwrap()["message"], message.as_str());
                 count(&tally.held_ok);
             }
             Some(tool) => {
                 tokio::task::yield_now().await;
-                let out = tool.invoke(&cx, json!({"text": "a b"})).await.unwrap();
+                let out = crate::run_tool(&**tool, &cx, json!({"text": "a b"}))
+                    .await
+                    .unwrap();
                 assert_eq!(out.result.unwrap()["words"], 2);
                 count(&tally.held_ok);
             }

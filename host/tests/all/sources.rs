@@ -117,7 +117,9 @@ async fn a_moved_tag_is_swapped_in_while_a_call_in_flight_finishes_on_the_old() 
     // A call in flight when the tag moves.
     let mut changes = plugins.subscribe();
     let countdown = plugins.find(&cx, "countdown").unwrap();
-    let mut stream = countdown.stream(&cx, json!({"from": 20})).await.unwrap();
+    let mut stream = crate::stream_tool(&*countdown, &cx, json!({"from": 20}))
+        .await
+        .unwrap();
     let mut lines = Vec::new();
     for _ in 0..5 {
         match stream.next().await.unwrap().unwrap() {

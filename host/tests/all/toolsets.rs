@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost::tool::Part;
-use toolhost::toolset::{BoxFuture, SinglePlugin};
-use toolhost::{CallError, Context, PluginSet, Tool, ToolOutput, ToolSpec, Toolset, ToolsetExt};
+use toolhost::toolset::{BoxFuture, SinglePlugin, Started};
+use toolhost::{
+    CallError, Context, PluginSet, Prepared, Tool, ToolOutput, ToolSpec, Toolset, ToolsetExt,
+};
 use toolhost_test_plugins::{CALC, ECHO};
 
 use crate::{engine, plugin};
@@ -32,22 +34,22 @@ impl Tool for Upper {
         &self.spec
     }
 
-    fn invoke<'a>(
+    fn run<'a>(
         &'a self,
         cx: &'a Context,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        arguments: Prepared,
+    ) -> BoxFuture<'a, Result<Started, CallError>> {
         Box::pin(async move {
-            let text = arguments["text"]
+            let text = arguments.arguments()["text"]
                 .as_str()
                 .unwrap_or_default()
                 .to_uppercase();
-            Ok(ToolOutput {
+            Ok(Started::Output(ToolOutput {
                 result: Some(json!({"text": text})),
                 parts: Vec::new(),
                 call_id: cx.call_id().to_owned(),
                 usage: Default::default(),
-            })
+            }))
         })
     }
 }

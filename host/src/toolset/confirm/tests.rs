@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::tool::Part;
+use crate::tool::{Part, ToolOutput};
 use crate::toolset::ToolsetExt;
 use crate::toolset::filter::tests::{Native, Probe};
 
