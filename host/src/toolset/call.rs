@@ -338,4 +338,104 @@ mod tests {
         assert_eq!(output.result.unwrap()["arguments"], json!({"count": 20}));
         assert_eq!(probe.runs(), 1);
     }
+
+    #[tokio::test]
+    async fn a_hook_inside_the_confirmation_layer_runs_once_too() {
+        let probe = Probe::with_schema(
+            "order",
+            json!({"type": "object", "properties": {"count": {"type": "integer"}}}),
+        );
+        // Middleware inside `Confirm`: the resumed run is not prepared again.
+        let hooked = WithMiddleware::new(
+            Native(vec![probe.clone() as Arc<dyn Tool>]),
+            vec![Arc::new(ArgumentsHook::new(|_, _, mut arguments| {
+                if let Some(count) = arguments.get("count").and_then(Value::as_i64) {
+                    arguments["count"] = json!(count * 10);
+                }
+                Ok(arguments)
+            }))],
+        );
+        let set = Confirm::new(hooked).require("order");
+        let output = call(
+            &set,
+            &Context::new(),
+            "order",
+            json!({"count": 2}),
+            &ApproveAll,
+        )
+        .await
+        .unwrap();
+        assert_eq!(output.result.unwrap()["arguments"], json!({"count": 20}));
+        assert_eq!(probe.runs(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_pause_is_a_start_not_an_error_and_resumes_with_the_decision() {
+        let (probe, set) = guarded();
+        let cx = Context::new().with_call_id("c-9");
+        let tool = set.find(&cx, "order").unwrap();
+        let started = start(&*tool, &cx, json!({"count": "4"}), &NoApprover)
+            .await
+            .unwrap();
+        let Started::NeedsApproval(request) = started else {
+            panic!("expected a pause, got {started:?}");
+        };
+        assert_eq!(request.arguments, json!({"count": 4}));
+        assert_eq!(probe.runs(), 0);
+        // The caller decides later, in another request: the same call ID.
+        let decided = cx.with_decision("c-9", Decision::approve(&request));
+        let output = start(&*tool, &decided, json!({"count": 4}), &NoApprover)
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        assert_eq!(output.result.unwrap()["arguments"], json!({"count": 4}));
+        assert_eq!(probe.runs(), 1);
+    }
+
+    /// A native tool that streams three text parts.
+    struct Lines(crate::tool::ToolSpec);
+
+    impl Tool for Lines {
+        fn spec(&self) -> &crate::tool::ToolSpec {
+            &self.0
+        }
+
+        fn run<'a>(
+            &'a self,
+            cx: &'a Context,
+            _arguments: Prepared,
+        ) -> BoxFuture<'a, Result<Started, CallError>> {
+            let (parts, stream) = ToolStream::channel(cx.call_id(), 4);
+            Box::pin(async move {
+                for line in ["a", "b", "c"] {
+                    let _ = parts.send(Ok(crate::tool::Part::Text(line.into()))).await;
+                }
+                Ok(Started::Stream(stream))
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn metrics_count_a_stream_when_it_ends() {
+        let mut spec =
+            crate::tool::ToolSpec::new("lines", "three lines", json!({"type": "object"}));
+        spec.streaming = true;
+        let metrics = crate::toolset::Metrics::new();
+        let set = WithMiddleware::new(
+            Native(vec![Arc::new(Lines(spec)) as Arc<dyn Tool>]),
+            vec![Arc::new(metrics.clone())],
+        );
+        let mut stream = set
+            .stream(&Context::new(), "lines", json!({}))
+            .await
+            .unwrap();
+        assert!(stream.next().await.is_some());
+        assert!(metrics.snapshot().is_empty(), "not ended yet");
+        while stream.next().await.is_some() {}
+        let figures = metrics.snapshot();
+        assert_eq!(figures["lines"].calls, 1);
+        assert_eq!(figures["lines"].errors, 0);
+    }
 }
