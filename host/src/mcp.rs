@@ -312,7 +312,9 @@ struct Shared {
     /// The `tools/call`s running now, and whether a stop is draining them.
     calls: Calls,
     /// What `GET /metrics` reports.
-    metrics: Metrics,
+    metrics: Arc<Metrics>,
+    /// What watches every call: the metrics.
+    observers: Arc<[Arc<dyn crate::toolset::CallObserver>]>,
     /// Long-running calls run as tasks, and where their records live.
     tasks: tasks::Tasks,
 }
@@ -361,6 +363,7 @@ impl Shared {
 impl McpServer {
     /// A server for this set of tools.
     pub fn new(toolset: impl Toolset + 'static) -> Self {
+        let metrics = Arc::new(Metrics::new());
         Self {
             shared: Arc::new(Shared {
                 toolset: Box::new(toolset),
@@ -377,7 +380,8 @@ impl McpServer {
                     Self::DEFAULT_APPROVAL_TTL,
                 ),
                 calls: Calls::default(),
-                metrics: Metrics::new(),
+                metrics: Arc::clone(&metrics),
+                observers: Arc::new([Arc::new(crate::metrics::Observer(metrics)) as _]),
                 tasks: tasks::Tasks::new(crate::state::StateStore::embedded().tasks()),
             }),
         }

@@ -8,6 +8,7 @@
 //! resolve to no tool are not recorded (a client chooses them, and each would
 //! be a new series).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -19,8 +20,8 @@ use prometheus_client::registry::Registry;
 
 use crate::Engine;
 use crate::error::{CallError, Exhausted};
-use crate::tool::Usage;
-use crate::toolset::ToolsetChange;
+use crate::tool::{ToolSpec, Usage};
+use crate::toolset::{CallObserver, CallWatch, Context, Outcome, ToolsetChange};
 
 /// The `Content-Type` of [`Metrics::encode`]'s text, which Prometheus scrapes.
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -179,9 +180,9 @@ impl Metrics {
 
     /// Starts recording one call of `tool`: end it with [`Call::succeeded`]
     /// or [`Call::failed`]; dropped before either, it counts as cancelled.
-    pub(crate) fn call(&self, tool: &str) -> Call<'_> {
+    pub(crate) fn call(self: &Arc<Self>, tool: &str) -> Call {
         Call {
-            metrics: self,
+            metrics: Arc::clone(self),
             tool: tool.to_owned(),
             start: Instant::now(),
             ended: false,
@@ -249,16 +250,26 @@ fn gauge(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
+/// The metrics as the observer of every call the driver runs (added to the
+/// context of each MCP call, so stdio, HTTP and tasks count alike).
+pub(crate) struct Observer(pub(crate) Arc<Metrics>);
+
+impl CallObserver for Observer {
+    fn begin(&self, _cx: &Context, spec: &ToolSpec) -> Box<dyn CallWatch> {
+        Box::new(self.0.call(&spec.name))
+    }
+}
+
 /// One call being recorded (see [`Metrics::call`]).
 #[derive(Debug)]
-pub(crate) struct Call<'a> {
-    metrics: &'a Metrics,
+pub(crate) struct Call {
+    metrics: Arc<Metrics>,
     tool: String,
     start: Instant,
     ended: bool,
 }
 
-impl Call<'_> {
+impl Call {
     /// The call succeeded at this cost.
     pub(crate) fn succeeded(mut self, usage: &Usage) {
         self.end(Ok(usage));
@@ -269,8 +280,8 @@ impl Call<'_> {
         self.end(Err(kind(error)));
     }
 
-    /// The call asked the client for an approval and ends here; its retry
-    /// with the answer is recorded as a call of its own.
+    /// The call paused for an approval and ends here; its resumption is
+    /// recorded as a call of its own.
     pub(crate) fn asked(mut self) {
         self.ended = true;
     }
@@ -282,7 +293,17 @@ impl Call<'_> {
     }
 }
 
-impl Drop for Call<'_> {
+impl CallWatch for Call {
+    fn ended(self: Box<Self>, outcome: Outcome<'_>) {
+        match outcome {
+            Outcome::Succeeded(usage) => self.succeeded(usage),
+            Outcome::Failed(error) => self.failed(error),
+            Outcome::Paused(_) => self.asked(),
+        }
+    }
+}
+
+impl Drop for Call {
     fn drop(&mut self) {
         if !self.ended {
             self.end(Err("cancelled"));
@@ -325,7 +346,7 @@ mod tests {
 
     #[test]
     fn calls_errors_and_cancellations_are_counted_by_tool_and_kind() {
-        let metrics = Metrics::new();
+        let metrics = Arc::new(Metrics::new());
         metrics.call("echo").succeeded(&Usage {
             fuel: 50_000,
             peak_memory_bytes: 1 << 20,

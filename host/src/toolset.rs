@@ -13,6 +13,7 @@ pub(crate) mod context;
 mod dir;
 mod executor;
 mod filter;
+mod observe;
 mod plugin_set;
 mod plugin_tools;
 mod unknown;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use alias::{AliasError, Aliases, ToolAliases};
+pub(crate) use call::drive;
 pub use call::{ApproveAll, Approver, NoApprover, Started, call, start, start_prepared};
 pub use confirm::{Confirm, ConfirmationHint, ConfirmationRequest, DEFAULT_REMEMBERED_DECISIONS};
 pub use context::{Context, Decision, Identity, Principal};
@@ -34,6 +36,7 @@ pub use executor::{
 };
 pub(crate) use filter::glob_matches;
 pub use filter::{Filter, Predicate};
+pub use observe::{CallObserver, CallWatch, Outcome};
 pub use plugin_set::{ListedTool, Loaded, PluginSet};
 pub(crate) use plugin_set::{log_failed, log_loaded, plugin_name, warn_clash};
 pub use plugin_tools::{PluginTool, SinglePlugin};

@@ -13,15 +13,14 @@ use crate::tool::{Collector, Part};
 
 /// Pulls a stream to its end, reporting it in progress notifications when the
 /// client asked for progress (at most one per `interval`; see the module
-/// docs); the result holds the whole output. The call's metrics are recorded
-/// when the stream ends.
+/// docs); the result holds the whole output. (The call's observers are told
+/// by the stream itself when it ends.)
 pub(super) async fn pump(
     mut stream: ToolStream,
     tool: &str,
     request: &RequestContext<RoleServer>,
     interval: Duration,
     result_text: bool,
-    metrics: crate::metrics::Call<'_>,
 ) -> Result<CallToolResult, ErrorData> {
     let mut progress = request
         .meta
@@ -45,10 +44,7 @@ pub(super) async fn pump(
         let Some(part) = next else { break };
         let part = match part {
             Ok(part) => part,
-            Err(err) => {
-                metrics.failed(&err);
-                return error_result(err);
-            }
+            Err(err) => return error_result(err),
         };
         if let Some(progress) = &mut progress {
             progress.add(&part);
@@ -66,7 +62,6 @@ pub(super) async fn pump(
         progress.flush(tool, &request.peer).await;
     }
     let usage = stream.usage();
-    metrics.succeeded(&usage);
     let output = parts.finish(stream.call_id(), usage);
     Ok(stream_result(output, result_text))
 }

@@ -26,7 +26,7 @@ use crate::error::CallError;
 use crate::tool::Prepared;
 use crate::toolset::{
     Approver, BoxFuture, ConfirmationRequest, Context, Decision, Identity, NoApprover, Started,
-    Tool, start_prepared,
+    Tool, drive,
 };
 
 /// The request `_meta` key a client names its invocation with: calls that
@@ -180,7 +180,8 @@ impl Session {
         Ok(Context::new()
             .with_call_id(call_id)
             .with_invocation_id(invocation)
-            .with_identity(self.identity(request)))
+            .with_identity(self.identity(request))
+            .with_observers(Arc::clone(&self.shared.observers)))
     }
 
     /// The tool a `tools/call` name reaches: the name itself (original names
@@ -297,24 +298,17 @@ impl Session {
         request: &RequestContext<RoleServer>,
         wrote_state: &AtomicBool,
     ) -> Result<CallToolResponse, ErrorData> {
-        let metrics = self.shared.metrics.call(&tool.spec().name);
-        let started = match arguments {
-            Err(err) => Err(err),
-            Ok(arguments) if is_modern(request) => {
-                start_prepared(&*tool, &cx, arguments, &NoApprover).await
-            }
-            Ok(arguments) => {
-                let approver = Elicit {
-                    peer: &request.peer,
-                };
-                start_prepared(&*tool, &cx, arguments, &approver).await
-            }
+        let started = if is_modern(request) {
+            drive(&*tool, &cx, arguments, &NoApprover).await
+        } else {
+            let approver = Elicit {
+                peer: &request.peer,
+            };
+            drive(&*tool, &cx, arguments, &approver).await
         };
         let result = match started {
             Ok(Started::NeedsApproval(ask)) => {
-                // Not an ended call: its retry with the answer is counted.
                 // The tool did not run.
-                metrics.asked();
                 wrote_state.store(false, Ordering::Relaxed);
                 return self.ask(&ask, request).map_or_else(
                     |err| error_result(err).map(Into::into),
@@ -322,7 +316,6 @@ impl Session {
                 );
             }
             Ok(Started::Output(output)) => {
-                metrics.succeeded(&output.usage);
                 wrote_state.store(output.usage.wrote_state, Ordering::Relaxed);
                 Ok(output_result(output, self.shared.result_text))
             }
@@ -330,12 +323,9 @@ impl Session {
                 let name = &tool.spec().name;
                 let interval = self.shared.progress_interval;
                 let result_text = self.shared.result_text;
-                progress::pump(stream, name, request, interval, result_text, metrics).await
+                progress::pump(stream, name, request, interval, result_text).await
             }
-            Err(err) => {
-                metrics.failed(&err);
-                error_result(err)
-            }
+            Err(err) => error_result(err),
         };
         result.map(Into::into)
     }

@@ -45,7 +45,7 @@ use crate::state::StateError;
 use crate::state::tasks::{TaskRecord, TaskStatus, TaskStore, Transition, now_ms};
 use crate::tool::Prepared;
 use crate::toolset::{
-    Approver, BoxFuture, ConfirmationRequest, Context, Decision, Started, Tool, start_prepared,
+    Approver, BoxFuture, ConfirmationRequest, Context, Decision, Started, Tool, drive,
 };
 
 /// How often the owner of a running task beats.
@@ -293,12 +293,7 @@ async fn run_call(
     arguments: Result<Prepared, CallError>,
     approver: &TaskApprover,
 ) -> Result<CallToolResult, ErrorData> {
-    let metrics = shared.metrics.call(&tool.spec().name);
-    let started = match arguments {
-        Ok(arguments) => start_prepared(tool, cx, arguments, approver).await,
-        Err(err) => Err(err),
-    };
-    let output = match started {
+    let output = match drive(tool, cx, arguments, approver).await {
         Ok(Started::Output(output)) => Ok((output, false)),
         Ok(Started::Stream(stream)) => stream.collect().await.map(|output| (output, true)),
         // The task's approver always decides (or fails).
@@ -306,18 +301,9 @@ async fn run_call(
         Err(err) => Err(err),
     };
     match output {
-        Ok((output, streamed)) => {
-            metrics.succeeded(&output.usage);
-            if streamed {
-                Ok(stream_result(output, shared.result_text))
-            } else {
-                Ok(output_result(output, shared.result_text))
-            }
-        }
-        Err(err) => {
-            metrics.failed(&err);
-            error_result(err)
-        }
+        Ok((output, true)) => Ok(stream_result(output, shared.result_text)),
+        Ok((output, false)) => Ok(output_result(output, shared.result_text)),
+        Err(err) => error_result(err),
     }
 }
 

@@ -13,6 +13,7 @@
 
 use serde_json::Value;
 
+use super::observe::Watches;
 use super::{BoxFuture, ConfirmationRequest, Context, Decision, Tool};
 use crate::error::CallError;
 use crate::tool::{Prepared, ToolOutput, ToolStream};
@@ -124,8 +125,7 @@ pub async fn start(
     arguments: Value,
     approver: &dyn Approver,
 ) -> Result<Started, CallError> {
-    let arguments = tool.prepare(cx, arguments)?;
-    start_prepared(tool, cx, arguments, approver).await
+    drive(tool, cx, tool.prepare(cx, arguments), approver).await
 }
 
 /// As [`start`], with arguments already prepared by `tool` (a front end
@@ -134,6 +134,31 @@ pub async fn start(
 /// # Errors
 /// As [`start`].
 pub async fn start_prepared(
+    tool: &dyn Tool,
+    cx: &Context,
+    arguments: Prepared,
+    approver: &dyn Approver,
+) -> Result<Started, CallError> {
+    drive(tool, cx, Ok(arguments), approver).await
+}
+
+/// The driver itself: runs a call whose arguments were prepared (or could
+/// not be, which ends it), watched by the context's observers.
+pub(crate) async fn drive(
+    tool: &dyn Tool,
+    cx: &Context,
+    arguments: Result<Prepared, CallError>,
+    approver: &dyn Approver,
+) -> Result<Started, CallError> {
+    let watches = Watches::begin(cx, tool.spec());
+    let result = match arguments {
+        Ok(arguments) => run(tool, cx, arguments, approver).await,
+        Err(error) => Err(error),
+    };
+    watches.finish(result)
+}
+
+async fn run(
     tool: &dyn Tool,
     cx: &Context,
     arguments: Prepared,
@@ -437,5 +462,85 @@ mod tests {
         let figures = metrics.snapshot();
         assert_eq!(figures["lines"].calls, 1);
         assert_eq!(figures["lines"].errors, 0);
+    }
+
+    /// Notes how every call it watches ends.
+    #[derive(Default)]
+    struct Journal(Arc<Mutex<Vec<String>>>);
+
+    struct Entry(Arc<Mutex<Vec<String>>>, String);
+
+    impl crate::toolset::CallObserver for Journal {
+        fn begin(
+            &self,
+            cx: &Context,
+            spec: &crate::tool::ToolSpec,
+        ) -> Box<dyn crate::toolset::CallWatch> {
+            let name = format!("{}/{}", spec.name, cx.call_id());
+            Box::new(Entry(Arc::clone(&self.0), name))
+        }
+    }
+
+    impl crate::toolset::CallWatch for Entry {
+        fn ended(self: Box<Self>, outcome: crate::toolset::Outcome<'_>) {
+            let how = match outcome {
+                crate::toolset::Outcome::Succeeded(_) => "succeeded",
+                crate::toolset::Outcome::Failed(_) => "failed",
+                crate::toolset::Outcome::Paused(_) => "paused",
+            };
+            self.0.lock().unwrap().push(format!("{} {how}", self.1));
+        }
+    }
+
+    #[tokio::test]
+    async fn an_observer_is_told_how_every_call_ends() {
+        let (_probe, set) = guarded();
+        let journal = Journal::default();
+        let seen = Arc::clone(&journal.0);
+        let cx = Context::new().with_observer(Arc::new(journal));
+        let mut lines = crate::tool::ToolSpec::new("lines", "", json!({"type": "object"}));
+        lines.streaming = true;
+        let streams = Native(vec![Arc::new(Lines(lines)) as Arc<dyn Tool>]);
+        // Refused while prepared, paused, approved and run, streamed.
+        let _ = call(&set, &cx.for_call("a"), "order", json!({}), &NoApprover).await;
+        let _ = call(
+            &set,
+            &cx.for_call("b"),
+            "order",
+            json!({"count": 1}),
+            &NoApprover,
+        )
+        .await;
+        call(
+            &set,
+            &cx.for_call("c"),
+            "order",
+            json!({"count": 1}),
+            &ApproveAll,
+        )
+        .await
+        .unwrap();
+        let mut stream = streams
+            .stream(&cx.for_call("d"), "lines", json!({}))
+            .await
+            .unwrap();
+        assert_eq!(seen.lock().unwrap().len(), 3, "a stream ends when it ends");
+        while stream.next().await.is_some() {}
+        // A cancelled call (a stream dropped before its end) is told nothing.
+        drop(
+            streams
+                .stream(&cx.for_call("e"), "lines", json!({}))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                "order/a failed",
+                "order/b paused",
+                "order/c succeeded",
+                "lines/d succeeded"
+            ]
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::observe::CallObserver;
 use crate::tool::next_call_id;
 
 /// Who is calling: used by filters and confirmation providers.
@@ -144,12 +145,25 @@ impl Decision {
 /// assert_eq!(cx.call_id(), "call-1");
 /// assert!(cx.identity().roles.contains("admin"));
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Context {
     call_id: String,
     invocation_id: String,
     identity: Arc<Identity>,
     decisions: Arc<HashMap<String, Decision>>,
+    observers: Arc<[Arc<dyn CallObserver>]>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("call_id", &self.call_id)
+            .field("invocation_id", &self.invocation_id)
+            .field("identity", &self.identity)
+            .field("decisions", &self.decisions)
+            .field("observers", &self.observers.len())
+            .finish()
+    }
 }
 
 impl Default for Context {
@@ -167,6 +181,7 @@ impl Context {
             call_id,
             identity: Arc::default(),
             decisions: Arc::default(),
+            observers: Arc::new([]),
         }
     }
 
@@ -194,7 +209,28 @@ impl Context {
         self
     }
 
-    /// The same invocation, identity and decisions, for another call.
+    /// Adds an observer of the calls run in this context (and in contexts
+    /// made from it): the call driver tells it how each call ends.
+    pub fn with_observer(mut self, observer: Arc<dyn CallObserver>) -> Self {
+        let mut observers = self.observers.to_vec();
+        observers.push(observer);
+        self.observers = observers.into();
+        self
+    }
+
+    /// Sets the observers at once (a front end that adds the same ones to
+    /// every call, without building the list each time).
+    pub(crate) fn with_observers(mut self, observers: Arc<[Arc<dyn CallObserver>]>) -> Self {
+        self.observers = observers;
+        self
+    }
+
+    /// The observers of calls in this context, in the order added.
+    pub fn observers(&self) -> &[Arc<dyn CallObserver>] {
+        &self.observers
+    }
+
+    /// The same invocation, identity, decisions and observers, for another call.
     pub fn for_call(&self, call_id: impl Into<String>) -> Self {
         Self {
             call_id: call_id.into(),
