@@ -413,6 +413,10 @@ impl McpServer {
     pub fn with_engine(mut self, engine: &Engine) -> Self {
         let shared = self.shared_mut();
         shared.engine = Some(engine.clone());
+        // A call that is its own invocation frees its state when it ends.
+        let mut observers = shared.observers.to_vec();
+        observers.push(Arc::new(crate::toolset::OwnInvocations::new(engine)));
+        shared.observers = observers.into();
         // Task records live where invocation state does: in Redis, when the
         // engine's state is there, so every replica sees them.
         shared.tasks.store = engine.state().tasks();

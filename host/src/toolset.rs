@@ -36,7 +36,7 @@ pub use executor::{
 };
 pub(crate) use filter::glob_matches;
 pub use filter::{Filter, Predicate};
-pub use observe::{CallObserver, CallWatch, Outcome};
+pub use observe::{CallObserver, CallWatch, Outcome, OwnInvocations};
 pub use plugin_set::{ListedTool, Loaded, PluginSet};
 pub(crate) use plugin_set::{log_failed, log_loaded, plugin_name, warn_clash};
 pub use plugin_tools::{PluginTool, SinglePlugin};

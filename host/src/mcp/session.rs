@@ -296,7 +296,6 @@ impl Session {
         cx: Context,
         arguments: Result<Prepared, CallError>,
         request: &RequestContext<RoleServer>,
-        wrote_state: &AtomicBool,
     ) -> Result<CallToolResponse, ErrorData> {
         let started = if is_modern(request) {
             drive(&*tool, &cx, arguments, &NoApprover).await
@@ -309,16 +308,12 @@ impl Session {
         let result = match started {
             Ok(Started::NeedsApproval(ask)) => {
                 // The tool did not run.
-                wrote_state.store(false, Ordering::Relaxed);
                 return self.ask(&ask, request).map_or_else(
                     |err| error_result(err).map(Into::into),
                     |asked| Ok(asked.into()),
                 );
             }
-            Ok(Started::Output(output)) => {
-                wrote_state.store(output.usage.wrote_state, Ordering::Relaxed);
-                Ok(output_result(output, self.shared.result_text))
-            }
+            Ok(Started::Output(output)) => Ok(output_result(output, self.shared.result_text)),
             Ok(Started::Stream(stream)) => {
                 let name = &tool.spec().name;
                 let interval = self.shared.progress_interval;
@@ -528,15 +523,6 @@ impl ServerHandler for Session {
         } else {
             cx
         };
-        // A call that is its own invocation frees its state when it ends.
-        let own_invocation = (cx.invocation_id() == cx.call_id())
-            .then(|| self.state.engine.clone())
-            .flatten()
-            .map(|engine| InvocationEnd {
-                engine,
-                invocation: cx.invocation_id().to_owned(),
-                wrote_state: true,
-            });
         // A long-running tool runs as a task for a client that declared the
         // Tasks extension on this request (SEP-2663); others get the plain call.
         if self.shared.tasks.enabled && tool.spec().long_running && tasks::declared(&context) {
@@ -546,15 +532,12 @@ impl ServerHandler for Session {
                 arguments,
                 principal: auth::principal(&context).key(),
                 running: self.shared.calls.enter()?,
-                guard: Box::new(own_invocation),
             };
             return match tasks::spawn(&self.shared, job).await? {
                 CreateTaskOr::Task(task) => Ok(CallToolResponse::Task(task)),
                 CreateTaskOr::Busy(refused) => Ok(refused.into()),
             };
         }
-        // Until the call says it set none (a call cut short may have).
-        let wrote_state = AtomicBool::new(true);
         let call_id = cx.call_id().to_owned();
         let cancelled = context.ct.clone();
         let disconnected = self.state.disconnected.clone();
@@ -579,11 +562,8 @@ impl ServerHandler for Session {
             () = cancelled.cancelled() => stopped("the client cancelled it"),
             () = disconnected.cancelled() => stopped("the client closed its end"),
             () = dropped.cancelled() => stopped("the client's connection dropped"),
-            result = self.call(tool, cx, arguments, &context, &wrote_state) => result,
+            result = self.call(tool, cx, arguments, &context) => result,
         };
-        if let Some(mut end) = own_invocation {
-            end.wrote_state = wrote_state.load(Ordering::Relaxed);
-        }
         result
     }
 
@@ -665,20 +645,5 @@ impl ServerHandler for Session {
             }
             tracing::info!(session = %self.state.id, request = %listening, "sent tools/list_changed");
         }
-    }
-}
-
-/// Ends a call's own invocation when dropped (also when the call is
-/// cancelled); its state is deleted unless the call is known to have set none.
-struct InvocationEnd {
-    engine: Engine,
-    invocation: String,
-    wrote_state: bool,
-}
-
-impl Drop for InvocationEnd {
-    fn drop(&mut self) {
-        self.engine
-            .end_call_invocation(&self.invocation, self.wrote_state);
     }
 }

@@ -186,8 +186,6 @@ pub(super) struct Job {
     pub(super) principal: String,
     /// Counts the call as running, so a stop drains it.
     pub(super) running: Counted,
-    /// Dropped when the task ends (frees a call's own invocation).
-    pub(super) guard: Box<dyn Send>,
 }
 
 /// Starts `job` as a task: stores its record, spawns its call, and answers
@@ -239,7 +237,6 @@ pub(super) async fn spawn(shared: &Arc<Shared>, job: Job) -> Result<CreateTaskOr
             cx,
             arguments,
             running,
-            guard,
             ..
         } = job;
         let (answers, inbox) = mpsc::channel(4);
@@ -250,7 +247,6 @@ pub(super) async fn spawn(shared: &Arc<Shared>, job: Job) -> Result<CreateTaskOr
         };
         let call = run_call(&runner.shared, &*tool, &cx, arguments, &approver);
         runner.drive(call, answers).await;
-        drop(guard);
         drop(running);
     });
     Ok(CreateTaskOr::Task(CreateTaskResult::new(task(&record))))

@@ -9,6 +9,7 @@
 //! belongs to a call that was cancelled.
 
 use super::{ConfirmationRequest, Context, Started};
+use crate::Engine;
 use crate::error::CallError;
 use crate::tool::{ToolSpec, Usage};
 
@@ -82,5 +83,64 @@ impl Watches {
                 Err(error)
             }
         }
+    }
+}
+
+/// Ends the invocation of every call that is its own (its invocation ID is
+/// its call ID: nothing else will share its scratch state) when the call
+/// ends: its state is dropped (without a round trip to Redis when the call
+/// set none, or never ran because it paused), and so are idle instances kept
+/// for it. A cancelled call's state is dropped too. The MCP server watches
+/// its calls with one.
+#[derive(Clone)]
+pub struct OwnInvocations {
+    engine: Engine,
+}
+
+impl OwnInvocations {
+    /// An observer ending own invocations in `engine`.
+    pub fn new(engine: &Engine) -> Self {
+        Self {
+            engine: engine.clone(),
+        }
+    }
+}
+
+impl CallObserver for OwnInvocations {
+    fn begin(&self, cx: &Context, _spec: &ToolSpec) -> Box<dyn CallWatch> {
+        let own = cx.invocation_id() == cx.call_id();
+        Box::new(own.then(|| InvocationEnd {
+            engine: self.engine.clone(),
+            invocation: cx.invocation_id().to_owned(),
+            // Until the call says it set none (a call cut short may have).
+            wrote_state: true,
+        }))
+    }
+}
+
+/// Ends a call's own invocation when dropped (also when the call is
+/// cancelled); its state is deleted unless the call is known to have set none.
+struct InvocationEnd {
+    engine: Engine,
+    invocation: String,
+    wrote_state: bool,
+}
+
+impl CallWatch for Option<InvocationEnd> {
+    fn ended(mut self: Box<Self>, outcome: Outcome<'_>) {
+        if let Some(end) = self.as_mut() {
+            end.wrote_state = match outcome {
+                Outcome::Succeeded(usage) => usage.wrote_state,
+                Outcome::Paused(_) => false,
+                Outcome::Failed(_) => true,
+            };
+        }
+    }
+}
+
+impl Drop for InvocationEnd {
+    fn drop(&mut self) {
+        self.engine
+            .end_call_invocation(&self.invocation, self.wrote_state);
     }
 }

@@ -537,3 +537,41 @@ async fn usage_says_whether_a_call_set_state() {
     // A read sets nothing.
     assert!(!wrote("remember", json!({"key": "k"})).await);
 }
+
+/// The driver's `OwnInvocations` observer (which the MCP server adds to every
+/// call) ends a call's invocation when the call is its own: its state goes
+/// when it ends, and a named invocation's stays for its next call.
+#[tokio::test]
+async fn a_call_that_is_its_own_invocation_frees_its_state_when_it_ends() {
+    let mut config = EngineConfig::default();
+    config.cache_dir(None).max_concurrent_instances(8);
+    let engine = Engine::new(&config).unwrap();
+    let echo = Plugin::load(&engine, ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    let set = SinglePlugin::new(echo);
+    let ends = Arc::new(toolhost::toolset::OwnInvocations::new(&engine));
+    let remember = json!({"key": "k", "value": "v"});
+    let own = Context::new().with_observer(ends.clone());
+    assert_eq!(own.invocation_id(), own.call_id());
+    set.invoke(&own, "remember", remember.clone())
+        .await
+        .unwrap();
+    assert_eq!(engine.invocation_state_bytes(), 0, "its own: freed");
+    let named = Context::new()
+        .with_invocation_id("turn-1")
+        .with_observer(ends);
+    set.invoke(&named, "remember", remember.clone())
+        .await
+        .unwrap();
+    assert!(
+        engine.invocation_state_bytes() > 0,
+        "a named invocation's stays"
+    );
+    // Without the observer, nothing ends it (the embedder's to end).
+    engine.end_invocation("turn-1");
+    assert_eq!(engine.invocation_state_bytes(), 0);
+    let unwatched = Context::new();
+    set.invoke(&unwatched, "remember", remember).await.unwrap();
+    assert!(engine.invocation_state_bytes() > 0);
+}
