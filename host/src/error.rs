@@ -608,6 +608,16 @@ pub enum CallError {
 }
 
 impl CallError {
+    /// Why a name reaches no tool, under any alias that stood for it: the
+    /// innermost error of a chain of [`CallError::AliasUnresolved`] (for
+    /// layers that rewrite the names an unknown or ambiguous name offers).
+    pub(crate) fn unresolved_mut(&mut self) -> &mut Self {
+        match self {
+            Self::AliasUnresolved { problem, .. } => problem.unresolved_mut(),
+            other => other,
+        }
+    }
+
     /// True if the caller (the model) can fix this by changing the call.
     pub fn is_caller_error(&self) -> bool {
         matches!(

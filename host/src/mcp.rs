@@ -61,6 +61,7 @@ mod calls;
 mod convert;
 mod http;
 mod progress;
+mod revision;
 mod session;
 mod stdio;
 mod tasks;

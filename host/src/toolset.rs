@@ -153,39 +153,30 @@ pub(crate) fn unresolved(tools: &[Arc<dyn Tool>], name: &str) -> CallError {
     }
 }
 
-impl<T: Toolset + ?Sized> Toolset for Arc<T> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
+/// A shared or boxed toolset is the toolset it points to.
+macro_rules! toolset_behind_pointer {
+    ($($pointer:ident),*) => {$(
+        impl<T: Toolset + ?Sized> Toolset for $pointer<T> {
+            fn name(&self) -> &str {
+                (**self).name()
+            }
 
-    fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
-        (**self).tools(cx)
-    }
+            fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
+                (**self).tools(cx)
+            }
 
-    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-        (**self).lookup(cx, name)
-    }
-    fn not_found(&self, cx: &Context, name: &str) -> CallError {
-        (**self).not_found(cx, name)
-    }
+            fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+                (**self).lookup(cx, name)
+            }
+
+            fn not_found(&self, cx: &Context, name: &str) -> CallError {
+                (**self).not_found(cx, name)
+            }
+        }
+    )*};
 }
 
-impl<T: Toolset + ?Sized> Toolset for Box<T> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
-    fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
-        (**self).tools(cx)
-    }
-
-    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-        (**self).lookup(cx, name)
-    }
-    fn not_found(&self, cx: &Context, name: &str) -> CallError {
-        (**self).not_found(cx, name)
-    }
-}
+toolset_behind_pointer!(Arc, Box);
 
 /// Convenience methods on every toolset.
 pub trait ToolsetExt: Toolset {

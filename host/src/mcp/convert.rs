@@ -104,33 +104,21 @@ fn uri_segment(text: &str) -> String {
 
 /// The names in an unresolved-name error as MCP lists them (`echo_add` for
 /// `echo.add`); names it does not list stay as they are.
-pub(super) fn mcp_error_names(err: CallError, as_mcp: &HashMap<&str, &str>) -> CallError {
-    let map = |names: Vec<String>| -> Vec<String> {
-        names
-            .into_iter()
-            .map(|name| as_mcp.get(name.as_str()).map_or(name, |n| (*n).to_owned()))
-            .collect()
-    };
-    match err {
-        CallError::UnknownTool { tool, available } => CallError::UnknownTool {
-            tool,
-            available: map(available),
-        },
-        CallError::AmbiguousTool { tool, candidates } => CallError::AmbiguousTool {
-            tool,
-            candidates: map(candidates),
-        },
-        CallError::AliasUnresolved {
-            alias,
-            tool,
-            problem,
-        } => CallError::AliasUnresolved {
-            alias,
-            tool,
-            problem: Box::new(mcp_error_names(*problem, as_mcp)),
-        },
-        other => other,
+pub(super) fn mcp_error_names(mut err: CallError, as_mcp: &HashMap<&str, &str>) -> CallError {
+    if let CallError::UnknownTool {
+        available: names, ..
     }
+    | CallError::AmbiguousTool {
+        candidates: names, ..
+    } = err.unresolved_mut()
+    {
+        for name in names {
+            if let Some(mcp) = as_mcp.get(name.as_str()) {
+                *name = (*mcp).to_owned();
+            }
+        }
+    }
+    err
 }
 
 /// A failed call as MCP sees it: a name that reaches no tool is a protocol

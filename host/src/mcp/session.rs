@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
     ElicitRequestParams, ElicitationAction, GetTaskParams, GetTaskResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, RequestMetaObject, ServerCapabilities, ServerConfig,
     SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::approval::{approval_form, not_approved, question, random_id, unanswered};
 use super::convert::{error_result, mcp_error_names, mcp_names, mcp_tool, output_result};
+use super::revision::Revision;
 use super::tasks::{self, CreateTaskOr};
 use super::{Shared, auth, http, progress};
 use crate::Engine;
@@ -26,7 +27,7 @@ use crate::error::CallError;
 use crate::tool::Prepared;
 use crate::toolset::{
     Approver, BoxFuture, ConfirmationRequest, Context, Decision, Identity, NoApprover, Started,
-    Tool, drive,
+    Tool, ToolsetChange, drive,
 };
 
 /// The request `_meta` key a client names its invocation with: calls that
@@ -36,14 +37,6 @@ pub(super) const INVOCATION_META: &str = "dev.toolhost/invocation";
 
 /// The longest invocation name accepted, in bytes.
 const MAX_INVOCATION_LEN: usize = 128;
-
-/// Whether the request speaks MCP 2026-07-28 or later (sessionless: no
-/// handshake, questions to the client are Multi Round-Trip Requests).
-fn is_modern(request: &RequestContext<RoleServer>) -> bool {
-    request
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
 
 /// The invocation a request names in `_meta`, checked: 1 to 128 printable
 /// ASCII characters without spaces.
@@ -166,12 +159,16 @@ impl Session {
     /// The call's context: a call ID unique across replicas, and its
     /// invocation: the one named in `_meta`, else the session's (2025-11-25),
     /// else the call's own (2026-07-28, sessionless).
-    fn context(&self, request: &RequestContext<RoleServer>) -> Result<Context, ErrorData> {
+    fn context(
+        &self,
+        request: &RequestContext<RoleServer>,
+        revision: Revision,
+    ) -> Result<Context, ErrorData> {
         let call_id = format!("{}-{}", self.state.id, request.id);
         // rmcp moves the request's `_meta` into the context before the handler runs.
         let invocation = match named_invocation(&request.meta)? {
             Some(named) => named,
-            None if is_modern(request) => call_id.clone(),
+            None if revision.call_is_its_invocation() => call_id.clone(),
             None => {
                 self.state.invocation_used.store(true, Ordering::Relaxed);
                 self.state.id.clone()
@@ -204,38 +201,23 @@ impl Session {
         let Some(changes) = &self.shared.changes else {
             return;
         };
-        let mut changes = changes.resubscribe();
+        let changes = changes.resubscribe();
         let ended = self.state.ended.clone();
         let session = self.state.id.clone();
         let shared = Arc::clone(&self.shared);
         tokio::spawn(async move {
-            if !shared
-                .past_first_load(&mut changes, ended.cancelled())
-                .await
-            {
-                return;
-            }
-            loop {
-                let notify = tokio::select! {
-                    () = ended.cancelled() => return,
-                    change = changes.recv() => match change {
-                        Ok(change) => !change.is_empty(),
-                        Err(broadcast::error::RecvError::Lagged(_)) => true,
-                        Err(broadcast::error::RecvError::Closed) => return,
-                    },
-                };
-                if !notify {
-                    continue;
+            let send = || {
+                let peer = peer.clone();
+                async move {
+                    if peer.is_transport_closed() {
+                        return Err("the transport is closed".to_owned());
+                    }
+                    peer.notify_tool_list_changed()
+                        .await
+                        .map_err(|e| e.to_string())
                 }
-                if peer.is_transport_closed() {
-                    return;
-                }
-                if let Err(err) = peer.notify_tool_list_changed().await {
-                    tracing::debug!(%session, %err, "could not send tools/list_changed");
-                    return;
-                }
-                tracing::info!(%session, "sent tools/list_changed");
-            }
+            };
+            forward_list_changes(&shared, changes, ended.cancelled(), send, &session, None).await;
         });
     }
 
@@ -296,8 +278,9 @@ impl Session {
         cx: Context,
         arguments: Result<Prepared, CallError>,
         request: &RequestContext<RoleServer>,
+        revision: Revision,
     ) -> Result<CallToolResponse, ErrorData> {
-        let started = if is_modern(request) {
+        let started = if revision.asks_by_retry() {
             drive(&*tool, &cx, arguments, &NoApprover).await
         } else {
             let approver = Elicit {
@@ -472,7 +455,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.shared.wait_ready().await;
-        let cx = self.context(&context)?;
+        let cx = self.context(&context, Revision::of(&context))?;
         let tools = self.shared.toolset.tools(&cx);
         let names = mcp_names(tools.iter().map(|t| t.spec().name.as_str()));
         let listed = names
@@ -490,7 +473,8 @@ impl ServerHandler for Session {
     ) -> Result<CallToolResponse, ErrorData> {
         // Counted until answered, so that a stop can drain it.
         let _running = self.shared.calls.enter()?;
-        let cx = self.context(&context)?;
+        let revision = Revision::of(&context);
+        let cx = self.context(&context, revision)?;
         let name = request.name.to_string();
         let Some(tool) = self.resolve_when_loaded(&cx, &name).await else {
             // Unknown, ambiguous, or an alias of a missing tool: the set says
@@ -515,7 +499,7 @@ impl ServerHandler for Session {
         // Prepared once: a resumed approval is checked against them, and they run.
         let arguments = tool.prepare(&cx, arguments);
         // A 2026-07-28 retry after an approval question resumes that call.
-        let cx = if is_modern(&context) {
+        let cx = if revision.asks_by_retry() {
             match self.resume(&*tool, cx, &arguments, &request) {
                 Ok(cx) => cx,
                 Err(refused) => return Ok(refused.into()),
@@ -562,7 +546,7 @@ impl ServerHandler for Session {
             () = cancelled.cancelled() => stopped("the client cancelled it"),
             () = disconnected.cancelled() => stopped("the client closed its end"),
             () = dropped.cancelled() => stopped("the client's connection dropped"),
-            result = self.call(tool, cx, arguments, &context) => result,
+            result = self.call(tool, cx, arguments, &context, revision) => result,
         };
         result
     }
@@ -614,8 +598,8 @@ impl ServerHandler for Session {
             subscription.cancelled().await;
             return Ok(());
         };
-        let mut changes = changes.resubscribe();
-        let listening = subscription.request_context().id.clone();
+        let changes = changes.resubscribe();
+        let listening = subscription.request_context().id.to_string();
         tracing::info!(session = %self.state.id, request = %listening, "client listens for tool-list changes");
         let stop = async {
             tokio::select! {
@@ -623,27 +607,55 @@ impl ServerHandler for Session {
                 () = self.state.disconnected.cancelled() => {}
             }
         };
-        if !self.shared.past_first_load(&mut changes, stop).await {
-            return Ok(());
+        let sink = &subscription;
+        let send = || async move {
+            sink.sink()
+                .notify_tool_list_changed()
+                .await
+                .map_err(|e| e.to_string())
+        };
+        let session = &self.state.id;
+        forward_list_changes(&self.shared, changes, stop, send, session, Some(&listening)).await;
+        Ok(())
+    }
+}
+
+/// The one change-forwarding loop, for a session's client (2025-11-25) and
+/// a listening request (2026-07-28's `subscriptions/listen`): past the first
+/// load, `send` a `tools/list_changed` for every change of the set (and after
+/// changes missed), until `stop`, the set's end, or a send fails.
+async fn forward_list_changes<F, Fut>(
+    shared: &Shared,
+    mut changes: broadcast::Receiver<ToolsetChange>,
+    stop: impl Future<Output = ()>,
+    mut send: F,
+    session: &str,
+    request: Option<&str>,
+) where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let mut stop = std::pin::pin!(stop);
+    if !shared.past_first_load(&mut changes, stop.as_mut()).await {
+        return;
+    }
+    let request = request.unwrap_or("-");
+    loop {
+        let notify = tokio::select! {
+            () = stop.as_mut() => return,
+            change = changes.recv() => match change {
+                Ok(change) => !change.is_empty(),
+                Err(broadcast::error::RecvError::Lagged(_)) => true,
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+        };
+        if !notify {
+            continue;
         }
-        loop {
-            let notify = tokio::select! {
-                () = subscription.cancelled() => return Ok(()),
-                () = self.state.disconnected.cancelled() => return Ok(()),
-                change = changes.recv() => match change {
-                    Ok(change) => !change.is_empty(),
-                    Err(broadcast::error::RecvError::Lagged(_)) => true,
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                },
-            };
-            if !notify {
-                continue;
-            }
-            if let Err(err) = subscription.sink().notify_tool_list_changed().await {
-                tracing::debug!(session = %self.state.id, %err, "could not send tools/list_changed");
-                return Ok(());
-            }
-            tracing::info!(session = %self.state.id, request = %listening, "sent tools/list_changed");
+        if let Err(err) = send().await {
+            tracing::debug!(%session, %request, %err, "could not send tools/list_changed");
+            return;
         }
+        tracing::info!(%session, %request, "sent tools/list_changed");
     }
 }

@@ -242,40 +242,24 @@ impl<T: Toolset> Toolset for Filter<T> {
 
 /// `err` naming only the tools in `visible`: an ambiguity among fewer than two
 /// visible tools becomes an unknown name.
-fn restrict(err: CallError, visible: &[String]) -> CallError {
-    match err {
-        CallError::UnknownTool {
-            tool,
-            mut available,
-        } => {
+fn restrict(mut err: CallError, visible: &[String]) -> CallError {
+    let unresolved = err.unresolved_mut();
+    match unresolved {
+        CallError::UnknownTool { available, .. } => {
             available.retain(|name| visible.contains(name));
-            CallError::UnknownTool { tool, available }
         }
-        CallError::AmbiguousTool {
-            tool,
-            mut candidates,
-        } => {
+        CallError::AmbiguousTool { tool, candidates } => {
             candidates.retain(|name| visible.contains(name));
-            if candidates.len() > 1 {
-                CallError::AmbiguousTool { tool, candidates }
-            } else {
-                CallError::UnknownTool {
-                    tool,
+            if candidates.len() < 2 {
+                *unresolved = CallError::UnknownTool {
+                    tool: std::mem::take(tool),
                     available: visible.to_vec(),
-                }
+                };
             }
         }
-        CallError::AliasUnresolved {
-            alias,
-            tool,
-            problem,
-        } => CallError::AliasUnresolved {
-            alias,
-            tool,
-            problem: Box::new(restrict(*problem, visible)),
-        },
-        other => other,
+        _ => {}
     }
+    err
 }
 
 #[cfg(test)]
