@@ -177,7 +177,7 @@ async def test_a_replica_killed_under_load_loses_no_call(cluster: Cluster) -> No
         async with anyio.create_task_group() as tasks:
             for n in range(6):
                 tasks.start_soon(sleeper, client, n)
-            await anyio.sleep(0.5)  # the sleepers reach their replicas
+            await running_on_replicas(cluster, 6)  # the sleepers reached their replicas
             for w in range(workers):
                 tasks.start_soon(worker, client, list(range(w, total, workers)))
         assert killed.is_set()
@@ -195,6 +195,27 @@ async def test_a_replica_killed_under_load_loses_no_call(cluster: Cluster) -> No
             outcomes[i] = "ok after a retry"
     assert sorted(outcomes) == list(range(total)), f"unaccounted calls: {set(range(total)) - set(outcomes)}"
     print(f"{len(failures)} of {total} calls failed when the replica died, all succeeded on retry: {failures}")
+
+
+async def running_on_replicas(cluster: Cluster, calls: int) -> None:
+    """Waits until the replicas, together, run at least `calls` tool calls
+    (their `toolhost_tool_calls_in_flight` gauges)."""
+    gauge = re.compile(r"^toolhost_tool_calls_in_flight (\d+)$", re.MULTILINE)
+    running = 0
+    async with httpx2.AsyncClient(timeout=5) as http:
+        with anyio.fail_after(CALL_S):
+            while True:
+                running = 0
+                for replica in cluster.replicas:
+                    metrics = replica.url.rsplit("/mcp", 1)[0] + "/metrics"
+                    try:
+                        found = gauge.search((await http.get(metrics)).text)
+                    except httpx2.HTTPError:
+                        found = None
+                    running += int(found.group(1)) if found else 0
+                if running >= calls:
+                    return
+                await anyio.sleep(0.05)
 
 
 async def test_a_plugin_dropped_in_the_shared_directory_reaches_every_replica(cluster: Cluster) -> None:

@@ -10,7 +10,11 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock (std's outside a runtime): a test that pauses its runtime's
+// time moves it, so TTLs are tested without waiting on the wall clock.
+use tokio::time::Instant;
 
 use super::{
     ENTRY_OVERHEAD, MAX_EMBEDDED_BYTES, MAX_INVOCATION_BYTES, MAX_INVOCATION_KEYS, StateError,
@@ -363,13 +367,13 @@ mod tests {
         store.set("other", &mut other, "0", "x").unwrap();
     }
 
-    #[test]
-    fn idle_invocations_expire_and_are_swept() {
+    #[tokio::test(start_paused = true)]
+    async fn idle_invocations_expire_and_are_swept() {
         let store = Embedded::new(Duration::from_millis(200), 4);
         let mut held = None;
         store.set("idle", &mut held, "k", "v").unwrap();
         store.set("other", &mut None, "k", "v").unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        tokio::time::advance(Duration::from_millis(300)).await;
         // Reading does not keep state alive; the holder finds it gone.
         assert_eq!(store.get("idle", &mut held, "k"), None);
         assert!(store.snapshot("idle").is_empty());

@@ -4,7 +4,11 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock (std's outside a runtime): a test that pauses its runtime's
+// time moves it, so TTLs are tested without waiting on the wall clock.
+use tokio::time::Instant;
 
 use super::lock;
 use crate::state::StateError;
@@ -355,21 +359,21 @@ mod tests {
         assert_eq!(lock(&tasks.map).bytes, 2 * RECORD_OVERHEAD + 900 + 100);
     }
 
-    #[test]
-    fn expired_records_are_swept_to_make_room() {
+    #[tokio::test(start_paused = true)]
+    async fn expired_records_are_swept_to_make_room() {
         let tasks = Tasks::new(2, usize::MAX);
         tasks
             .create(&record("short", Duration::from_millis(50)))
             .unwrap();
         tasks.create(&record("long", HOUR)).unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        tokio::time::advance(Duration::from_millis(100)).await;
         tasks.create(&record("new", HOUR)).unwrap();
         assert_eq!(tasks.len(), 2);
         assert!(tasks.get("long").is_some());
     }
 
-    #[test]
-    fn expired_records_are_swept_now_and_then() {
+    #[tokio::test(start_paused = true)]
+    async fn expired_records_are_swept_now_and_then() {
         let tasks = Tasks::new(100, usize::MAX);
         for i in 0..10 {
             tasks
@@ -377,7 +381,7 @@ mod tests {
                 .unwrap();
         }
         lock(&tasks.map).last_sweep = Instant::now() - SWEEP_EVERY;
-        std::thread::sleep(Duration::from_millis(50));
+        tokio::time::advance(Duration::from_millis(50)).await;
         tasks.create(&record("new", HOUR)).unwrap();
         assert_eq!(tasks.len(), 1);
     }
