@@ -4,7 +4,7 @@
 //! it these tests fail, they do not skip.
 
 use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -18,6 +18,33 @@ use toolhost::oci::{
 };
 use toolhost_test_plugins::ECHO;
 
+/// The port a starting `docker-registry` says it listens on (its log line
+/// `listening on 127.0.0.1:PORT`); the rest of its log is read and dropped
+/// from a thread, so the registry never blocks on a full pipe.
+fn listening_port(log: std::process::ChildStderr) -> u16 {
+    use std::io::BufRead as _;
+    let mut lines = std::io::BufReader::new(log).lines();
+    let mut seen = Vec::new();
+    let port = loop {
+        let Some(Ok(line)) = lines.next() else {
+            panic!(
+                "docker-registry ended before it listened:\n{}",
+                seen.join("\n")
+            );
+        };
+        let port = line
+            .split_once("listening on 127.0.0.1:")
+            .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|port| port.parse().ok());
+        if let Some(port) = port {
+            break port;
+        }
+        seen.push(line);
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    port
+}
+
 /// A `docker-registry` of this test alone; killed when dropped (also when
 /// the test fails).
 pub(crate) struct Registry {
@@ -28,28 +55,26 @@ pub(crate) struct Registry {
 
 impl Registry {
     pub(crate) fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("config.yml");
+        // Port 0: the registry binds a free port itself and says which, so no
+        // other process can take it between our choosing and its binding.
         std::fs::write(
             &config,
             format!(
                 "version: 0.1\n\
-                 log:\n  level: error\n  accesslog:\n    disabled: true\n\
+                 log:\n  level: info\n  accesslog:\n    disabled: true\n\
                  storage:\n  filesystem:\n    rootdirectory: {}\n\
-                 http:\n  addr: 127.0.0.1:{port}\n",
+                 http:\n  addr: 127.0.0.1:0\n",
                 dir.path().join("data").display()
             ),
         )
         .unwrap();
-        let child = Command::new("docker-registry")
+        let mut child = Command::new("docker-registry")
             .arg("serve")
             .arg(&config)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| {
                 panic!(
@@ -57,6 +82,8 @@ impl Registry {
                      installs it (Debian: apt-get install docker-registry)"
                 )
             });
+        let log = child.stderr.take().expect("piped");
+        let port = listening_port(log);
         let registry = Self {
             port,
             dir,

@@ -31,27 +31,44 @@ struct Redis {
 
 impl Redis {
     fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
         let mut redis = Self {
-            port,
+            port: 0,
             dir: tempfile::tempdir().unwrap(),
             child: None,
         };
-        redis.restart();
-        redis
+        // A free port may be taken by another process before redis-server
+        // binds it (it then exits): try another.
+        for _ in 0..10 {
+            redis.port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free loopback port")
+                .port();
+            if redis.spawn() {
+                return redis;
+            }
+        }
+        panic!("redis-server could not bind a free loopback port in 10 tries");
     }
 
     fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 
-    /// Starts the server (again) on the same port, and waits for its PING.
+    /// Starts the server again on the same port, and waits until it answers.
     fn restart(&mut self) {
+        assert!(
+            self.spawn(),
+            "redis-server could not bind port {} again (another process took it)",
+            self.port
+        );
+    }
+
+    /// Starts the server on `self.port` and waits until it answers; false if
+    /// it ended first (the port was taken). The answer must come from this
+    /// server: its `INFO` names the process.
+    fn spawn(&mut self) -> bool {
         assert!(self.child.is_none(), "already running");
-        let child = Command::new("redis-server")
+        let mut child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             // `DEBUG SLEEP` makes a slow Redis on demand.
@@ -67,27 +84,39 @@ impl Redis {
                      installs it (Debian: apt-get install redis-server)"
                 )
             });
-        self.child = Some(child);
         let start = Instant::now();
-        while !self.pongs() {
+        while self.process_id() != Some(child.id()) {
+            if child.try_wait().ok().flatten().is_some() {
+                return false;
+            }
             assert!(
                 start.elapsed() < Duration::from_secs(10),
-                "redis-server did not answer PING on port {} within 10 s",
+                "redis-server did not answer on port {} within 10 s",
                 self.port
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        self.child = Some(child);
+        true
     }
 
-    fn pongs(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-        let mut answer = [0; 7];
-        stream.write_all(b"PING\r\n").is_ok()
-            && stream.read_exact(&mut answer).is_ok()
-            && &answer == b"+PONG\r\n"
+    /// The process ID of the server answering on the port (`INFO server`).
+    fn process_id(&self) -> Option<u32> {
+        use std::io::BufRead as _;
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+        stream.write_all(b"INFO server\r\n").ok()?;
+        // A bulk string: `$LEN`, then `LEN` bytes of `key:value` lines.
+        let mut reader = std::io::BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let len: usize = line.trim_end().strip_prefix('$')?.parse().ok()?;
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).ok()?;
+        String::from_utf8_lossy(&body)
+            .lines()
+            .find_map(|line| line.strip_prefix("process_id:"))
+            .and_then(|pid| pid.trim().parse().ok())
     }
 
     /// Keeps the server busy (unresponsive) for `time`, from a thread;
@@ -116,6 +145,23 @@ impl Drop for Redis {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A server started on a port another server holds ends, and is not taken
+/// for the one answering there (the race of choosing a free port first).
+#[test]
+fn a_redis_on_a_taken_port_is_not_mistaken_for_the_one_there() {
+    let first = Redis::start();
+    let mut second = Redis {
+        port: first.port,
+        dir: tempfile::tempdir().unwrap(),
+        child: None,
+    };
+    assert!(
+        !second.spawn(),
+        "the first server's answer was taken for the second's"
+    );
+    assert!(first.process_id().is_some());
 }
 
 /// One replica: an engine whose state is in `redis` under `prefix`, with
