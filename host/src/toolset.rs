@@ -153,24 +153,73 @@ pub(crate) fn unresolved(tools: &[Arc<dyn Tool>], name: &str) -> CallError {
     }
 }
 
-/// A shared or boxed toolset is the toolset it points to.
+/// A layer over a toolset that passes on the inner set's tools, each through
+/// [`Layer::wrap`] (confirmation, aliases, middlewares): tower's `Layer`, for
+/// toolsets. Implement it and the layer is a [`Toolset`] whose name and
+/// listing come from the inner set, and whose lookups and refusals do too
+/// unless the layer resolves names of its own ([`Layer::resolve`],
+/// [`Layer::unresolved`]). Layers that hide tools ([`Filter`]) implement
+/// [`Toolset`] themselves.
+pub trait Layer: Send + Sync {
+    /// The set this layer wraps.
+    type Inner: Toolset + ?Sized;
+
+    /// The set this layer wraps.
+    fn inner(&self) -> &Self::Inner;
+
+    /// The tool as this layer passes it on.
+    fn wrap(&self, cx: &Context, tool: Arc<dyn Tool>) -> Arc<dyn Tool>;
+
+    /// The tool a call of `name` reaches ([`Toolset::lookup`]). The default:
+    /// the inner set's, wrapped.
+    fn resolve(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        self.inner()
+            .lookup(cx, name)
+            .map(|tool| self.wrap(cx, tool))
+    }
+
+    /// Why `name` reaches no tool ([`Toolset::not_found`]). The default: the
+    /// inner set's explanation.
+    fn unresolved(&self, cx: &Context, name: &str) -> CallError {
+        self.inner().not_found(cx, name)
+    }
+}
+
+impl<L: Layer> Toolset for L {
+    fn name(&self) -> &str {
+        self.inner().name()
+    }
+
+    fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
+        self.inner()
+            .tools(cx)
+            .into_iter()
+            .map(|tool| self.wrap(cx, tool))
+            .collect()
+    }
+
+    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+        self.resolve(cx, name)
+    }
+
+    fn not_found(&self, cx: &Context, name: &str) -> CallError {
+        self.unresolved(cx, name)
+    }
+}
+
+/// A shared or boxed toolset is the toolset it points to: a layer that
+/// changes nothing.
 macro_rules! toolset_behind_pointer {
     ($($pointer:ident),*) => {$(
-        impl<T: Toolset + ?Sized> Toolset for $pointer<T> {
-            fn name(&self) -> &str {
-                (**self).name()
+        impl<T: Toolset + ?Sized> Layer for $pointer<T> {
+            type Inner = T;
+
+            fn inner(&self) -> &T {
+                self
             }
 
-            fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
-                (**self).tools(cx)
-            }
-
-            fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-                (**self).lookup(cx, name)
-            }
-
-            fn not_found(&self, cx: &Context, name: &str) -> CallError {
-                (**self).not_found(cx, name)
+            fn wrap(&self, _cx: &Context, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
+                tool
             }
         }
     )*};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Started, Tool, Toolset};
+use super::{BoxFuture, Context, Layer, Started, Tool, Toolset};
 use crate::error::CallError;
 use crate::tool::{Prepared, ToolSpec};
 
@@ -303,20 +303,6 @@ impl<T: Toolset> Aliases<T> {
     pub fn inner(&self) -> &T {
         &self.inner
     }
-
-    fn wrap(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
-        let keys = tool
-            .spec()
-            .names()
-            .find_map(|name| self.arguments.get(name));
-        match keys {
-            Some(keys) => Arc::new(Aliased {
-                tool,
-                keys: Arc::clone(keys),
-            }),
-            None => tool,
-        }
-    }
 }
 
 /// Checks one tool's argument aliases (against its schema, when the tool is
@@ -379,27 +365,36 @@ fn check_arguments(
     Ok((!keys.is_empty()).then_some(KeyAliases { keys }))
 }
 
-impl<T: Toolset> Toolset for Aliases<T> {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl<T: Toolset> Layer for Aliases<T> {
+    type Inner = T;
+
+    fn inner(&self) -> &T {
+        &self.inner
     }
 
-    fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
-        self.inner
-            .tools(cx)
-            .into_iter()
-            .map(|tool| self.wrap(tool))
-            .collect()
+    fn wrap(&self, _cx: &Context, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
+        let keys = tool
+            .spec()
+            .names()
+            .find_map(|name| self.arguments.get(name));
+        match keys {
+            Some(keys) => Arc::new(Aliased {
+                tool,
+                keys: Arc::clone(keys),
+            }),
+            None => tool,
+        }
     }
 
-    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
+    fn resolve(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
         let tool = self.inner.lookup(cx, name).or_else(|| {
             let canonical = self.names.get(name)?;
             self.inner.lookup(cx, canonical)
         })?;
-        Some(self.wrap(tool))
+        Some(self.wrap(cx, tool))
     }
-    fn not_found(&self, cx: &Context, name: &str) -> CallError {
+
+    fn unresolved(&self, cx: &Context, name: &str) -> CallError {
         match self.names.get(name) {
             Some(tool) => CallError::AliasUnresolved {
                 alias: name.to_owned(),

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Decision, Predicate, Started, Tool, Toolset};
+use super::{BoxFuture, Context, Decision, Layer, Predicate, Started, Tool, Toolset};
 pub use crate::error::ConfirmationRequest;
 use crate::error::{CallError, StateError};
 use crate::state::StateStore;
@@ -331,6 +331,14 @@ impl<T: Toolset> Confirm<T> {
     pub fn inner(&self) -> &T {
         &self.inner
     }
+}
+
+impl<T: Toolset> Layer for Confirm<T> {
+    type Inner = T;
+
+    fn inner(&self) -> &T {
+        &self.inner
+    }
 
     fn wrap(&self, cx: &Context, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
         if !self.rules.may_require(cx, tool.spec()) {
@@ -342,27 +350,6 @@ impl<T: Toolset> Confirm<T> {
             rules: Arc::clone(&self.rules),
             decided: self.decided.clone(),
         })
-    }
-}
-
-impl<T: Toolset> Toolset for Confirm<T> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
-        self.inner
-            .tools(cx)
-            .into_iter()
-            .map(|tool| self.wrap(cx, tool))
-            .collect()
-    }
-
-    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-        self.inner.lookup(cx, name).map(|tool| self.wrap(cx, tool))
-    }
-    fn not_found(&self, cx: &Context, name: &str) -> CallError {
-        self.inner.not_found(cx, name)
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Started, Tool, Toolset, ToolsetExt};
+use super::{BoxFuture, Context, Layer, Started, Tool, Toolset, ToolsetExt};
 use crate::error::CallError;
 use crate::tool::{Prepared, ToolOutput, ToolSpec, Usage};
 
@@ -265,29 +265,14 @@ impl Tool for Chained {
     }
 }
 
-impl<T: Toolset> Toolset for WithMiddleware<T> {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl<T: Toolset> Layer for WithMiddleware<T> {
+    type Inner = T;
+
+    fn inner(&self) -> &T {
+        &self.inner
     }
 
-    fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
-        self.inner
-            .tools(cx)
-            .into_iter()
-            .map(|tool| self.wrap(tool))
-            .collect()
-    }
-
-    fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-        self.inner.lookup(cx, name).map(|tool| self.wrap(tool))
-    }
-    fn not_found(&self, cx: &Context, name: &str) -> CallError {
-        self.inner.not_found(cx, name)
-    }
-}
-
-impl<T> WithMiddleware<T> {
-    fn wrap(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
+    fn wrap(&self, _cx: &Context, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
         Arc::new(Chained {
             tool,
             chain: Arc::clone(&self.chain),
