@@ -112,7 +112,8 @@ impl ConfigError {
 }
 
 /// A call waiting for a human's decision (carried by
-/// [`CallError::ConfirmationRequired`]).
+/// [`Started::NeedsApproval`](crate::toolset::Started::NeedsApproval), and by
+/// [`CallError::ConfirmationRequired`] for a caller that wanted the output).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ConfirmationRequest {
@@ -574,8 +575,11 @@ pub enum CallError {
         reason: String,
     },
     /// The call needs a human's approval before it runs (ADK's
-    /// `ErrConfirmationRequired`): not a failure but a pause. Resume by calling
-    /// again with the same call ID and a [`Decision`](crate::toolset::Decision) for it.
+    /// `ErrConfirmationRequired`): not a failure but a pause, the call
+    /// driver's [`Started::NeedsApproval`](crate::toolset::Started::NeedsApproval)
+    /// for a caller that wanted the whole output ([`ToolsetExt::invoke`](crate::ToolsetExt::invoke)).
+    /// Resume by calling again with the same call ID and a
+    /// [`Decision`](crate::toolset::Decision) for it.
     /// Boxed to keep `Result<_, CallError>` small.
     #[error("tool `{}` needs confirmation for call `{}`: {}", .0.tool, .0.call_id, .0.hint)]
     ConfirmationRequired(Box<ConfirmationRequest>),
