@@ -301,9 +301,10 @@ pub(crate) fn next_call_id() -> String {
 pub struct Prepared(Value);
 
 impl Prepared {
-    /// Arguments a tool takes as they were sent, unchecked (the unknown-tool
-    /// handler, which has no schema).
-    pub(crate) fn as_sent(arguments: Value) -> Self {
+    /// Arguments taken as prepared without a check here: the unknown-tool
+    /// handler's (it has no schema, and gets them as sent), and an approval
+    /// request's (the confirmation layer copied them from a `Prepared`).
+    pub(crate) fn unchecked(arguments: Value) -> Self {
         Self(arguments)
     }
 

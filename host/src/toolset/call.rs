@@ -164,20 +164,19 @@ async fn run(
     arguments: Prepared,
     approver: &dyn Approver,
 ) -> Result<Started, CallError> {
-    // The arguments are kept for a resumption: cloning them costs less than
-    // preparing them again, and only a paused call is resumed.
-    let kept = tool.spec().confirm.then(|| arguments.clone());
     match tool.run(cx, arguments).await? {
         Started::NeedsApproval(request) => {
             let Some(decision) = approver.decide(cx, &request).await? else {
                 return Ok(Started::NeedsApproval(request));
             };
-            let arguments = match kept {
-                Some(arguments) => arguments,
-                None => tool.prepare(cx, request.arguments.clone())?,
-            };
-            let decided = cx.clone().with_decision(request.call_id, decision);
-            tool.run(&decided, arguments).await
+            // Only the confirmation layer makes a request (it cannot be built
+            // outside this crate), from the prepared arguments: they resume
+            // as they are, not prepared again.
+            let ConfirmationRequest {
+                call_id, arguments, ..
+            } = *request;
+            let decided = cx.clone().with_decision(call_id, decision);
+            tool.run(&decided, Prepared::unchecked(arguments)).await
         }
         started => Ok(started),
     }

@@ -151,7 +151,9 @@ pub struct Context {
     invocation_id: String,
     identity: Arc<Identity>,
     decisions: Arc<HashMap<String, Decision>>,
-    observers: Arc<[Arc<dyn CallObserver>]>,
+    /// `None` for none: a context is made for every call, and an empty
+    /// `Arc<[_]>` would still allocate.
+    observers: Option<Arc<[Arc<dyn CallObserver>]>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -161,7 +163,7 @@ impl std::fmt::Debug for Context {
             .field("invocation_id", &self.invocation_id)
             .field("identity", &self.identity)
             .field("decisions", &self.decisions)
-            .field("observers", &self.observers.len())
+            .field("observers", &self.observers().len())
             .finish()
     }
 }
@@ -181,7 +183,7 @@ impl Context {
             call_id,
             identity: Arc::default(),
             decisions: Arc::default(),
-            observers: Arc::new([]),
+            observers: None,
         }
     }
 
@@ -212,22 +214,22 @@ impl Context {
     /// Adds an observer of the calls run in this context (and in contexts
     /// made from it): the call driver tells it how each call ends.
     pub fn with_observer(mut self, observer: Arc<dyn CallObserver>) -> Self {
-        let mut observers = self.observers.to_vec();
+        let mut observers = self.observers().to_vec();
         observers.push(observer);
-        self.observers = observers.into();
+        self.observers = Some(observers.into());
         self
     }
 
     /// Sets the observers at once (a front end that adds the same ones to
     /// every call, without building the list each time).
     pub(crate) fn with_observers(mut self, observers: Arc<[Arc<dyn CallObserver>]>) -> Self {
-        self.observers = observers;
+        self.observers = Some(observers);
         self
     }
 
     /// The observers of calls in this context, in the order added.
     pub fn observers(&self) -> &[Arc<dyn CallObserver>] {
-        &self.observers
+        self.observers.as_deref().unwrap_or_default()
     }
 
     /// The same invocation, identity, decisions and observers, for another call.

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Layer, Started, Tool, Toolset, ToolsetExt};
+use super::observe::when_ended;
+use super::{BoxFuture, Context, Layer, Outcome, Started, Tool, Toolset, ToolsetExt};
 use crate::error::CallError;
 use crate::tool::{Prepared, ToolOutput, ToolSpec, Usage};
 
@@ -183,34 +184,6 @@ pub trait Middleware: Send + Sync {
     }
 }
 
-/// What a call that ran came to, as a middleware that watches it sees it:
-/// its usage, or its error. `None` while it has not ended (a stream) or did
-/// not run (a pause).
-fn ended(result: &Result<Started, CallError>) -> Option<Result<&Usage, &CallError>> {
-    match result {
-        Ok(Started::Output(output)) => Some(Ok(&output.usage)),
-        Err(error) => Some(Err(error)),
-        Ok(_) => None,
-    }
-}
-
-/// Calls `on_end` once the call ends: now for a whole output or an error, at
-/// the stream's end for a stream; never for a pause.
-fn watch(
-    result: Result<Started, CallError>,
-    on_end: impl FnOnce(Result<&Usage, &CallError>) + Send + 'static,
-) -> Result<Started, CallError> {
-    match result {
-        Ok(Started::Stream(stream)) => Ok(Started::Stream(stream.on_end(on_end))),
-        result => {
-            if let Some(outcome) = ended(&result) {
-                on_end(outcome);
-            }
-            result
-        }
-    }
-}
-
 /// A toolset whose every call runs through a middleware chain (first added = outermost).
 pub struct WithMiddleware<T> {
     inner: T,
@@ -328,10 +301,10 @@ impl Middleware for Logging {
             let start = Instant::now();
             let result = next.run(cx, arguments).await;
             let (tool, call) = (spec.name.clone(), cx.call_id().to_owned());
-            watch(result, move |outcome| {
+            when_ended(result, move |outcome| {
                 let elapsed = start.elapsed();
                 match outcome {
-                    Ok(usage) => tracing::info!(
+                    Outcome::Succeeded(usage) => tracing::info!(
                         %tool,
                         %call,
                         ?elapsed,
@@ -339,13 +312,15 @@ impl Middleware for Logging {
                         peak_memory = usage.peak_memory_bytes,
                         "tool call succeeded"
                     ),
-                    Err(err) => tracing::warn!(
+                    Outcome::Failed(err) => tracing::warn!(
                         %tool,
                         %call,
                         ?elapsed,
                         error = %err,
                         "tool call failed"
                     ),
+                    // Not run yet: the resumed call is logged.
+                    Outcome::Paused(_) => {}
                 }
             })
         })
@@ -426,8 +401,11 @@ impl Middleware for Metrics {
             let start = Instant::now();
             let result = next.run(cx, arguments).await;
             let (metrics, tool) = (self.clone(), spec.name.clone());
-            watch(result, move |outcome| {
-                metrics.record(&tool, start.elapsed(), outcome);
+            when_ended(result, move |outcome| match outcome {
+                Outcome::Succeeded(usage) => metrics.record(&tool, start.elapsed(), Ok(usage)),
+                Outcome::Failed(error) => metrics.record(&tool, start.elapsed(), Err(error)),
+                // Not run yet: the resumed call is counted.
+                Outcome::Paused(_) => {}
             })
         })
     }

@@ -63,25 +63,34 @@ impl Watches {
         if self.0.is_empty() {
             return result;
         }
-        match result {
-            Ok(Started::Stream(stream)) => Ok(Started::Stream(stream.on_end(move |end| {
-                self.ended(match end {
-                    Ok(usage) => Outcome::Succeeded(usage),
-                    Err(error) => Outcome::Failed(error),
-                });
-            }))),
-            Ok(Started::Output(output)) => {
-                self.ended(Outcome::Succeeded(&output.usage));
-                Ok(Started::Output(output))
-            }
-            Ok(Started::NeedsApproval(request)) => {
-                self.ended(Outcome::Paused(&request));
-                Ok(Started::NeedsApproval(request))
-            }
-            Err(error) => {
-                self.ended(Outcome::Failed(&error));
-                Err(error)
-            }
+        when_ended(result, move |outcome| self.ended(outcome))
+    }
+}
+
+/// Calls `on_end` once the call `result` ends: now for a whole output, an
+/// error or a pause; for a stream at its end (never if it is dropped first).
+pub(super) fn when_ended(
+    result: Result<Started, CallError>,
+    on_end: impl FnOnce(Outcome<'_>) + Send + 'static,
+) -> Result<Started, CallError> {
+    match result {
+        Ok(Started::Stream(stream)) => Ok(Started::Stream(stream.on_end(move |end| {
+            on_end(match end {
+                Ok(usage) => Outcome::Succeeded(usage),
+                Err(error) => Outcome::Failed(error),
+            });
+        }))),
+        Ok(Started::Output(output)) => {
+            on_end(Outcome::Succeeded(&output.usage));
+            Ok(Started::Output(output))
+        }
+        Ok(Started::NeedsApproval(request)) => {
+            on_end(Outcome::Paused(&request));
+            Ok(Started::NeedsApproval(request))
+        }
+        Err(error) => {
+            on_end(Outcome::Failed(&error));
+            Err(error)
         }
     }
 }

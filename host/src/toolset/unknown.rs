@@ -120,7 +120,7 @@ impl Tool for Fallback {
 
     /// The handler gets the arguments as the model sent them.
     fn prepare(&self, _cx: &Context, arguments: Value) -> Result<Prepared, CallError> {
-        Ok(Prepared::as_sent(arguments))
+        Ok(Prepared::unchecked(arguments))
     }
 
     fn run<'a>(
