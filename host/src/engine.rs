@@ -1,6 +1,7 @@
 //! The process-wide engine: wasmtime configuration, the linker, the epoch ticker
 //! and the on-disk cache of compiled code.
 
+mod cache;
 pub(crate) mod limits;
 mod loader;
 mod wasm;
@@ -14,9 +15,10 @@ use wasmtime::component::Linker;
 use crate::plugin::IdleInstances;
 use crate::plugin::state::PluginState;
 use crate::state::{StateError, StateOptions, StateStore};
+pub(crate) use cache::{CodeCache, CodeEntry};
 use limits::MemoryBudget;
 use loader::Loader;
-use wasm::{code_cache, new_linker, pool, pool_slots, spawn_epoch_ticker, wasm_config};
+use wasm::{new_linker, pool, pool_slots, spawn_epoch_ticker, wasm_config};
 
 pub use limits::Limits;
 pub(crate) use loader::LoaderFailed;
@@ -166,15 +168,19 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 
 impl EngineConfig {
     /// Where compiled code is cached (keyed by the component's content hash, the
-    /// wasmtime version and this configuration), in `code/`, with each loaded
-    /// plugin's manifest in `manifests/` and the plugins that failed to load
-    /// in `failures/`. `None` disables all three.
+    /// wasmtime version and this configuration), in `compiled/`, with each
+    /// loaded plugin's manifest in `manifests/` and the plugins that failed
+    /// to load in `failures/`. `None` disables all three.
     ///
-    /// Trust it like the `toolhost` binary itself: the compiled code in it
-    /// runs natively in this process, unchecked, so only the user running the
-    /// host may be able to write to it. Manifests are a shortcut, not a
-    /// source of truth: they are held to the load limits when read, and
-    /// reconciled with the component once its code loads.
+    /// Every file there is sealed with a digest of its name and content,
+    /// checked before it is used: a damaged one (a bad block, a cut or
+    /// zeroed file, another entry's file under its name) is a warning and is
+    /// replaced, compiled or loaded again. Beyond accidents, trust the
+    /// directory like the `toolhost` binary itself: the compiled code in it
+    /// runs natively in this process, so only the user running the host may
+    /// be able to write to it. Manifests are a shortcut, not a source of
+    /// truth: they are held to the load limits when read, and reconciled
+    /// with the component once its code loads.
     pub fn cache_dir(&mut self, dir: Option<PathBuf>) -> &mut Self {
         self.cache_dir = dir;
         self
@@ -362,6 +368,8 @@ struct Inner {
     /// [`Compilation::Optimized`] or Winch is not available here.
     baseline: Option<Baseline>,
     config: EngineConfig,
+    /// Compiled code kept across restarts, with a cache directory.
+    code_cache: Option<CodeCache>,
     state: StateStore,
     idle: IdleInstances,
     /// How many plugins load their code in the background at once.
@@ -404,15 +412,15 @@ impl Engine {
     /// Redis store connects at first use, not here).
     pub fn new(config: &EngineConfig) -> Result<Self, EngineError> {
         let state = StateStore::new(&config.state).map_err(EngineError::State)?;
-        let cache = match &config.cache_dir {
-            Some(dir) => Some(code_cache(dir)?),
+        let code_cache = match &config.cache_dir {
+            Some(dir) => Some(CodeCache::open(dir)?),
             None => None,
         };
         let budget = config
             .max_guest_memory
             .unwrap_or_else(limits::default_memory_budget);
         let slots = pool_slots(config, budget);
-        let mut optimized = wasm_config(config, cache.clone());
+        let mut optimized = wasm_config(config);
         if config.pooling {
             optimized.allocation_strategy(pool(config, slots));
         }
@@ -422,7 +430,7 @@ impl Engine {
         let baseline = match config.compilation {
             Compilation::Optimized => None,
             Compilation::Tiered | Compilation::Baseline => {
-                let mut winch = wasm_config(config, cache);
+                let mut winch = wasm_config(config);
                 winch.strategy(wasmtime::Strategy::Winch);
                 match wasmtime::Engine::new(&winch) {
                     Ok(wasm) => Some(Baseline {
@@ -456,6 +464,7 @@ impl Engine {
                 linker,
                 baseline,
                 config: config.clone(),
+                code_cache,
                 state,
                 idle: IdleInstances::new(config.max_idle_instances),
                 // One load per core.
@@ -473,6 +482,11 @@ impl Engine {
     /// or only.
     pub(crate) fn baseline(&self) -> Option<&wasmtime::Engine> {
         self.inner.baseline.as_ref().map(|b| &b.wasm)
+    }
+
+    /// The cache of compiled code, with a cache directory.
+    pub(crate) fn code_cache(&self) -> Option<&CodeCache> {
+        self.inner.code_cache.as_ref()
     }
 
     /// The tier of code compiled by `wasm` (this engine's or its baseline's).

@@ -47,6 +47,7 @@ pub mod oci;
 pub mod plugin;
 pub mod policy;
 pub mod schema;
+mod sealed;
 pub mod state;
 pub mod tool;
 pub mod toolset;

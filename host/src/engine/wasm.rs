@@ -1,7 +1,6 @@
 //! The wasmtime side of the engine: the settings both compilation tiers
-//! share, the pool, the code cache, the linker and the epoch ticker.
+//! share, the pool, the linker and the epoch ticker.
 
-use std::path::Path;
 use std::time::Duration;
 
 use wasmtime::component::Linker;
@@ -10,18 +9,14 @@ use super::{EngineConfig, EngineError};
 use crate::plugin::state::PluginState;
 
 /// The wasmtime settings both tiers share.
-pub(super) fn wasm_config(
-    config: &EngineConfig,
-    cache: Option<wasmtime::Cache>,
-) -> wasmtime::Config {
+pub(super) fn wasm_config(config: &EngineConfig) -> wasmtime::Config {
     let mut wasm_config = wasmtime::Config::new();
     wasm_config
         .epoch_interruption(true)
         .consume_fuel(true)
         .max_wasm_stack(config.max_wasm_stack)
         .async_stack_size(config.max_wasm_stack + (1 << 20))
-        .parallel_compilation(true)
-        .cache(cache);
+        .parallel_compilation(true);
     wasm_config
 }
 
@@ -69,23 +64,6 @@ pub(super) fn pool(config: &EngineConfig, n: u32) -> wasmtime::PoolingAllocation
         // whole resident region; elsewhere the region is memset.
         .pagemap_scan(wasmtime::Enabled::Auto);
     pool
-}
-
-/// wasmtime's cache of compiled code under `dir`, shared by both tiers (its
-/// key tells their code apart).
-pub(super) fn code_cache(dir: &Path) -> Result<wasmtime::Cache, EngineError> {
-    let failed = |e: &dyn std::fmt::Display| EngineError::Cache {
-        dir: dir.to_owned(),
-        reason: e.to_string(),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
-    let dir = std::path::absolute(dir).map_err(|e| failed(&e))?;
-    // wasmtime's cache gets a directory of its own: its cleanup removes
-    // whatever it does not recognize in its tree, such as the plugin
-    // manifests kept beside it.
-    let mut cache_config = wasmtime::CacheConfig::new();
-    cache_config.with_directory(dir.join("code"));
-    wasmtime::Cache::new(cache_config).map_err(|e| failed(&e))
 }
 
 /// A linker with everything a plugin may import, for stores of `wasm`.

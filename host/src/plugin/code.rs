@@ -13,7 +13,7 @@ use super::ComponentInfo;
 use super::abi::{self, ExportIndices};
 use super::state::PluginState;
 use crate::Engine;
-use crate::engine::{Compilation, Tier};
+use crate::engine::{CodeCache, CodeEntry, Compilation, Tier};
 use crate::error::LoadError;
 
 /// A plugin's code: the code new calls run, replaced once by the optimized
@@ -54,23 +54,26 @@ impl Code {
     }
 
     /// Compiles and links a component's bytes on a loader thread: optimized
-    /// code when the engine compiles only that or `marker` says it is cached,
-    /// else baseline code, with optimized code compiled in the background
-    /// when the engine tiers (see [`Code::current`]).
+    /// code when the engine compiles only that or the cache holds it, else
+    /// baseline code, with optimized code compiled in the background when
+    /// the engine tiers (see [`Code::current`]). With a cache directory,
+    /// `key` is the component's content key (see `ManifestKey`), what its
+    /// code is cached under.
     pub(super) async fn load(
         engine: &Engine,
         (name, path): (&str, &Path),
         bytes: bytes::Bytes,
-        marker: Option<PathBuf>,
+        key: Option<String>,
     ) -> Result<(Self, Vec<String>), LoadError> {
-        let (compiler, owned, source) = (engine.clone(), path.to_owned(), bytes.clone());
-        let probe = marker.clone();
+        let unit = Unit {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            key,
+        };
+        let (compiler, first, source) = (engine.clone(), unit.clone(), bytes.clone());
         let loading = engine.loading();
         let component = engine
-            .load_blocking(move || {
-                let cached = probe.is_some_and(|marker| marker.exists());
-                compile_first(&compiler, &owned, &source, cached)
-            })
+            .load_blocking(move || compile_first(&compiler, &first, &source))
             .await
             .map_err(|_| shutting_down(path))??;
         drop(loading);
@@ -78,7 +81,7 @@ impl Code {
         if code.current().tier == Tier::Baseline
             && engine.config().compilation == Compilation::Tiered
         {
-            code.optimize_later(engine, (name, path), bytes, marker);
+            code.optimize_later(engine, unit, bytes);
         } else {
             code.0.settled.send_replace(true);
         }
@@ -106,20 +109,17 @@ impl Code {
     }
 
     /// Compiles optimized code in the background (one plugin at a time per
-    /// engine) and switches new calls to it; leaves `marker` so the next load
-    /// of the same bytes takes it from the cache at once. Gives up quietly if
-    /// the plugin is dropped meanwhile.
-    fn optimize_later(
-        &self,
-        engine: &Engine,
-        (name, path): (&str, &Path),
-        bytes: bytes::Bytes,
-        marker: Option<PathBuf>,
-    ) {
+    /// engine) and switches new calls to it; caches it (and drops the cached
+    /// baseline code, which no start needs then), so the next load of the
+    /// same bytes takes it from the cache at once. Gives up quietly if the
+    /// plugin is dropped meanwhile.
+    fn optimize_later(&self, engine: &Engine, unit: Unit, bytes: bytes::Bytes) {
         let tiers = Arc::downgrade(&self.0);
-        let (engine, name, path) = (engine.clone(), name.to_owned(), path.to_owned());
+        let engine = engine.clone();
         tokio::spawn(async move {
-            let optimized = async {
+            let name = unit.name.clone();
+            // `None`: given up (shutting down, dropped, or it does not compile).
+            async {
                 let Ok(_turn) = engine.optimize_gate().acquire_owned().await else {
                     return None;
                 };
@@ -129,13 +129,19 @@ impl Code {
                     return None;
                 }
                 let started = Instant::now();
-                let (compiler, owned) = (engine.clone(), path.clone());
+                let (compiler, owned) = (engine.clone(), unit.clone());
                 let compiled = engine
-                    .load_blocking(move || compile(&compiler, &owned, &bytes))
+                    .load_blocking(move || {
+                        let component = compile_with(&compiler, compiler.wasm(), &owned, &bytes);
+                        if component.is_ok() {
+                            forget_baseline(&compiler, &owned);
+                        }
+                        component
+                    })
                     .await
-                    .map_err(|_| shutting_down(&path))
+                    .map_err(|_| shutting_down(&unit.path))
                     .and_then(|compiled| compiled)
-                    .and_then(|component| Linked::new(&engine, &path, &component));
+                    .and_then(|component| Linked::new(&engine, &unit.path, &component));
                 let linked = match compiled {
                     Ok((linked, _)) => linked,
                     Err(e) => {
@@ -159,11 +165,6 @@ impl Code {
                 Some(())
             }
             .await;
-            if optimized.is_some()
-                && let Some(marker) = marker
-            {
-                mark_optimized(&engine, marker).await;
-            }
             if let Some(tiers) = tiers.upgrade() {
                 tiers.settled.send_replace(true);
             }
@@ -199,21 +200,6 @@ impl Linked {
     }
 }
 
-/// Leaves the marker that says a component's optimized code is in the cache.
-async fn mark_optimized(engine: &Engine, marker: PathBuf) {
-    let written = engine
-        .load_blocking(move || {
-            if let Some(dir) = marker.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            std::fs::write(&marker, b"")
-        })
-        .await;
-    if let Ok(Err(e)) = written {
-        tracing::debug!(error = %e, "cannot mark optimized code as cached");
-    }
-}
-
 fn shutting_down(path: &Path) -> LoadError {
     LoadError::Engine {
         path: path.to_owned(),
@@ -221,29 +207,88 @@ fn shutting_down(path: &Path) -> LoadError {
     }
 }
 
-/// The first code of a load: optimized when that is cached (`cached`) or the
-/// engine has no baseline compiler, else baseline; optimized too where the
-/// baseline compiler cannot compile the component (a feature Winch lacks).
-fn compile_first(
-    engine: &Engine,
-    path: &Path,
-    bytes: &[u8],
-    cached: bool,
-) -> Result<Component, LoadError> {
-    let baseline = match engine.baseline() {
-        Some(baseline) if !cached => baseline,
-        _ => return compile(engine, path, bytes),
+/// What compiling needs to know of a plugin: its name (for warnings), its
+/// file, and with a cache directory its content key (see `ManifestKey`).
+#[derive(Clone)]
+pub(super) struct Unit {
+    pub(super) name: String,
+    pub(super) path: PathBuf,
+    pub(super) key: Option<String>,
+}
+
+/// The cache entry of `unit`'s code compiled by `wasm`, with a cache directory.
+fn cached<'a>(
+    engine: &'a Engine,
+    wasm: &wasmtime::Engine,
+    unit: &Unit,
+) -> Option<(&'a CodeCache, CodeEntry)> {
+    let cache = engine.code_cache()?;
+    let entry = cache.entry(wasm, unit.key.as_deref()?);
+    Some((cache, entry))
+}
+
+/// The first code of a load: optimized when that is cached (and intact) or
+/// the engine has no baseline compiler, else baseline; optimized too where
+/// the baseline compiler cannot compile the component (a feature Winch lacks).
+/// Blocking: call off the async runtime.
+fn compile_first(engine: &Engine, unit: &Unit, bytes: &[u8]) -> Result<Component, LoadError> {
+    check_header(&unit.path, bytes)?;
+    if let Some((cache, entry)) = cached(engine, engine.wasm(), unit)
+        && cache.contains(&entry)
+        && let Some(component) = cache.load(engine.wasm(), &entry, &unit.name)
+    {
+        return Ok(component);
+    }
+    // Not cached, or damaged (and removed): baseline code first, if this
+    // engine compiles any.
+    let Some(baseline) = engine.baseline() else {
+        return compile_with(engine, engine.wasm(), unit, bytes);
     };
-    check_header(path, bytes)?;
-    match Component::new(baseline, bytes) {
+    match compile_with(engine, baseline, unit, bytes) {
         Ok(component) => Ok(component),
         Err(e) => {
             tracing::debug!(
-                target: crate::log::LOAD_TARGET, path = %path.display(), error = %format!("{e:#}"),
+                target: crate::log::LOAD_TARGET, path = %unit.path.display(), error = %e,
                 "the baseline compiler cannot compile this component; compiling optimized code"
             );
-            compile(engine, path, bytes)
+            compile_with(engine, engine.wasm(), unit, bytes)
         }
+    }
+}
+
+/// The code `wasm` (one of `engine`'s compilers) compiles from `bytes`: from
+/// the cache when an intact entry is there, else compiled and cached.
+/// Blocking: call off the async runtime.
+fn compile_with(
+    engine: &Engine,
+    wasm: &wasmtime::Engine,
+    unit: &Unit,
+    bytes: &[u8],
+) -> Result<Component, LoadError> {
+    check_header(&unit.path, bytes)?;
+    let cached = cached(engine, wasm, unit);
+    if let Some((cache, entry)) = &cached
+        && let Some(component) = cache.load(wasm, entry, &unit.name)
+    {
+        return Ok(component);
+    }
+    let component = Component::new(wasm, bytes).map_err(|e| LoadError::Malformed {
+        path: unit.path.clone(),
+        reason: format!("{e:#}"),
+    })?;
+    if let Some((cache, entry)) = &cached {
+        cache.store(entry, &component);
+    }
+    Ok(component)
+}
+
+/// Removes `unit`'s cached baseline code: once its optimized code is cached,
+/// no load needs it.
+fn forget_baseline(engine: &Engine, unit: &Unit) {
+    if let Some(baseline) = engine.baseline()
+        && let Some((cache, entry)) = cached(engine, baseline, unit)
+    {
+        cache.remove(&entry);
     }
 }
 
@@ -271,27 +316,22 @@ pub(super) fn check_header(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
     }
 }
 
-/// Compiles a component's optimized code (from the cache when possible).
-/// Blocking: call off the async runtime.
-pub(crate) fn compile(engine: &Engine, path: &Path, bytes: &[u8]) -> Result<Component, LoadError> {
-    check_header(path, bytes)?;
-    Component::new(engine.wasm(), bytes).map_err(|e| LoadError::Malformed {
-        path: path.to_owned(),
-        reason: format!("{e:#}"),
-    })
-}
-
 /// Compiles the code quickest to compile that this engine runs (baseline
-/// code unless it compiles only optimized code), on a loader thread: for a
-/// one-off look at a component, such as `inspect`.
+/// code unless it compiles only optimized code), on a loader thread, without
+/// the cache: for a one-off look at a component, such as `inspect`.
 pub(super) async fn compile_off_runtime(
     engine: &Engine,
     path: &Path,
     bytes: impl AsRef<[u8]> + Send + 'static,
 ) -> Result<Component, LoadError> {
-    let (compiler, owned) = (engine.clone(), path.to_owned());
+    let compiler = engine.clone();
+    let unit = Unit {
+        name: path.display().to_string(),
+        path: path.to_owned(),
+        key: None,
+    };
     engine
-        .load_blocking(move || compile_first(&compiler, &owned, bytes.as_ref(), false))
+        .load_blocking(move || compile_first(&compiler, &unit, bytes.as_ref()))
         .await
         .map_err(|_| shutting_down(path))?
 }

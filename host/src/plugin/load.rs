@@ -80,7 +80,7 @@ impl Plugin {
             .as_ref()
             .map(|key| key.failure(&format!("{:?}\n{grants:?}\n{limits:?}", options.limits)));
         if let Some(failure) = &failure
-            && let Some(reason) = failure.read().await
+            && let Some(reason) = failure.read(&plugin_display_name(&path, options)).await
         {
             return Err(LoadError::Remembered {
                 path,
@@ -89,7 +89,9 @@ impl Plugin {
             });
         }
         if let Some(key) = &key
-            && let Some(manifest) = key.read(manifest_cap(limits)).await
+            && let Some(manifest) = key
+                .read(&plugin_display_name(&path, options), manifest_cap(limits))
+                .await
         {
             match Self::from_manifest(
                 engine,
@@ -116,9 +118,9 @@ impl Plugin {
             target: crate::log::LOAD_TARGET, plugin = %plugin_display_name(&path, options),
             "compiling {}: no compiled code cached", plugin_display_name(&path, options)
         );
-        let marker = key.as_ref().map(ManifestKey::optimized_marker);
         let name = plugin_display_name(&path, options);
-        let loaded = match Code::load(engine, (&name, &path), bytes, marker).await {
+        let content = key.as_ref().map(|key| key.hash().to_owned());
+        let loaded = match Code::load(engine, (&name, &path), bytes, content).await {
             Ok((code, imports)) => {
                 Self::from_code(engine, path, code, imports, options, grants, key.as_ref()).await
             }
@@ -295,12 +297,12 @@ impl Plugin {
             return Err("its code was never loaded and its bytes are gone".into());
         };
         let (engine, path) = (&self.inner.engine, &self.inner.path);
-        let marker = self
+        let content = self
             .inner
             .manifest
             .as_ref()
-            .map(ManifestKey::optimized_marker);
-        let loaded = match Code::load(engine, (self.name(), path), bytes, marker).await {
+            .map(|key| key.hash().to_owned());
+        let loaded = match Code::load(engine, (self.name(), path), bytes, content).await {
             Ok((code, imports)) => self.reconcile(code, imports).await,
             Err(e) => Err(e),
         };

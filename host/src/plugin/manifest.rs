@@ -5,9 +5,13 @@
 //! A manifest is keyed by a SHA-256 of the component's bytes, this host's
 //! version, its WIT contract and the engine's compatibility hash (wasmtime's
 //! version and settings): the same bytes loaded by the same host link and
-//! declare the same way. Only plugins that loaded cleanly get one. A
-//! manifest that cannot be read, parsed or checked is ignored (the plugin then
-//! loads in full, and its manifest is written again): it is only a shortcut.
+//! declare the same way. The same key names the component's compiled code
+//! (see `engine/cache.rs`). Only plugins that loaded cleanly get one. Like
+//! every cache file the host reads back, a manifest is sealed (see
+//! [`crate::sealed`]): one that is damaged, edited, or another component's
+//! is never listed. A manifest that cannot be read, opened, parsed or checked
+//! is ignored (the plugin then loads in full, and its manifest is written
+//! again): it is only a shortcut.
 //! A manifest is held to the load limits when read, and once the plugin's code
 //! loads, what the component declares is compared with it (see
 //! `Plugin::reconcile`). It is not a security boundary: whoever can write to
@@ -25,10 +29,11 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::abi::{self, Declaration};
+use crate::sealed::{self, Unsealed};
 use crate::tool::ToolHints;
 
 /// Bumped when the manifest's format or meaning changes.
-const FORMAT: &str = "toolhost-manifest-2";
+const FORMAT: &str = "toolhost-manifest-3";
 
 /// The contracts the declarations were read through: the newest and every
 /// frozen older one.
@@ -56,6 +61,8 @@ pub(crate) struct ManifestKey {
 #[derive(Debug, Clone)]
 pub(crate) struct FailureRecord {
     file: PathBuf,
+    /// The key it is sealed under (its name).
+    key: String,
 }
 
 /// The most bytes of a failure record worth reading.
@@ -112,16 +119,17 @@ impl ManifestKey {
         let mut hash = Sha256::new();
         hash.update(self.hash.as_bytes());
         hash.update(settings.as_bytes());
-        let name = format!("{}.json", hex(&hash.finalize()));
+        let key = hex(&hash.finalize());
         FailureRecord {
-            file: self.cache_dir.join("failures").join(name),
+            file: self.cache_dir.join("failures").join(format!("{key}.json")),
+            key,
         }
     }
 
-    /// The file whose presence says this component's optimized code is in
-    /// the cache (`optimized/HASH`, left by the background optimization).
-    pub(crate) fn optimized_marker(&self) -> PathBuf {
-        self.cache_dir.join("optimized").join(&self.hash)
+    /// The component's content key, in hex: what its compiled code is
+    /// cached under too.
+    pub(crate) fn hash(&self) -> &str {
+        &self.hash
     }
 
     /// The manifest's file.
@@ -129,37 +137,42 @@ impl ManifestKey {
         &self.file
     }
 
-    /// The stored manifest, if there is a readable one of at most `cap` bytes.
-    pub(crate) async fn read(&self, cap: u64) -> Option<Manifest> {
-        let text = match read_capped(&self.file, cap).await {
+    /// The stored manifest of `plugin`, if there is an intact one of at most
+    /// `cap` bytes; a damaged one is a warning.
+    pub(crate) async fn read(&self, plugin: &str, cap: u64) -> Option<Manifest> {
+        let text = match read_sealed(&self.file, &self.hash, cap).await {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(Unsealed::Missing) => return None,
             Err(e) => {
-                tracing::warn!(manifest = %self.file.display(), error = %e, "cannot read a plugin manifest; loading the plugin in full");
+                tracing::warn!(
+                    plugin, manifest = %self.file.display(), error = %e,
+                    "{plugin}: ignoring a damaged plugin manifest in the cache ({e}); loading the plugin in full"
+                );
                 return None;
             }
         };
         match serde_json::from_slice(&text) {
             Ok(manifest) => Some(manifest),
             Err(e) => {
-                tracing::warn!(manifest = %self.file.display(), error = %e, "ignoring a damaged plugin manifest; loading the plugin in full");
+                tracing::warn!(
+                    plugin, manifest = %self.file.display(), error = %e,
+                    "{plugin}: ignoring a plugin manifest that does not parse ({e}); loading the plugin in full"
+                );
                 None
             }
         }
     }
 
-    /// Stores `manifest`, atomically (a temporary file renamed into place), so
-    /// a reader never sees half of one. Failures are logged, not returned: the
-    /// manifest is only a shortcut for the next start.
+    /// Stores `manifest`, sealed and atomically. Failures are logged, not
+    /// returned: the manifest is only a shortcut for the next start.
     pub(crate) async fn write(&self, manifest: &Manifest) {
-        if let Err(e) = self.try_write(manifest).await {
+        let written = match serde_json::to_vec(manifest) {
+            Ok(text) => write_sealed(&self.file, &self.hash, text).await,
+            Err(e) => Err(std::io::Error::other(e)),
+        };
+        if let Err(e) = written {
             tracing::debug!(manifest = %self.file.display(), error = %e, "cannot store a plugin manifest");
         }
-    }
-
-    async fn try_write(&self, manifest: &Manifest) -> std::io::Result<()> {
-        let text = serde_json::to_vec(manifest).map_err(std::io::Error::other)?;
-        write_atomically(&self.file, text).await
     }
 }
 
@@ -170,14 +183,24 @@ impl FailureRecord {
     }
 
     /// Why the component failed to load, if that is remembered.
-    pub(crate) async fn read(&self) -> Option<String> {
-        let text = read_capped(&self.file, MAX_RECORD_BYTES).await.ok()?;
+    /// A damaged record is a warning naming `plugin`.
+    pub(crate) async fn read(&self, plugin: &str) -> Option<String> {
+        let damaged = |reason: &dyn std::fmt::Display| {
+            tracing::warn!(
+                plugin, record = %self.file.display(), %reason,
+                "{plugin}: ignoring a damaged failure record in the cache ({reason}); loading the plugin again"
+            );
+            None
+        };
+        let text = match read_sealed(&self.file, &self.key, MAX_RECORD_BYTES).await {
+            Ok(text) => text,
+            Err(Unsealed::Missing) => return None,
+            Err(e) => return damaged(&e),
+        };
         match serde_json::from_slice::<Failure>(&text) {
             Ok(failure) if failure.format == FORMAT => Some(failure.error),
-            _ => {
-                tracing::warn!(record = %self.file.display(), "ignoring a damaged failure record");
-                None
-            }
+            Ok(_) => damaged(&"it is of another format"),
+            Err(e) => damaged(&e),
         }
     }
 
@@ -200,7 +223,7 @@ impl FailureRecord {
             error: reason,
         };
         let written = match serde_json::to_vec(&failure) {
-            Ok(text) => write_atomically(&self.file, text).await,
+            Ok(text) => write_sealed(&self.file, &self.key, text).await,
             Err(e) => Err(std::io::Error::other(e)),
         };
         if let Err(e) = written {
@@ -209,40 +232,21 @@ impl FailureRecord {
     }
 }
 
-/// Reads a file, refusing one larger than `cap` bytes.
-async fn read_capped(file: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
-    use tokio::io::AsyncReadExt as _;
-    let opened = tokio::fs::File::open(file).await?;
-    let mut text = Vec::new();
-    opened
-        .take(cap.saturating_add(1))
-        .read_to_end(&mut text)
-        .await?;
-    if text.len() as u64 > cap {
-        return Err(std::io::Error::other(format!(
-            "larger than {cap} bytes, the most the load limits allow"
-        )));
-    }
-    Ok(text)
+/// Reads the content of a sealed cache file (see [`crate::sealed`]) of at
+/// most `cap` bytes, off the async runtime.
+async fn read_sealed(file: &Path, key: &str, cap: u64) -> Result<Vec<u8>, Unsealed> {
+    let (file, key) = (file.to_owned(), key.to_owned());
+    tokio::task::spawn_blocking(move || sealed::read(&file, &key, cap))
+        .await
+        .unwrap_or_else(|e| Err(Unsealed::Io(std::io::Error::other(e))))
 }
 
-/// Writes a file atomically (a temporary file renamed into place), so a
-/// reader never sees half of one.
-async fn write_atomically(file: &Path, text: Vec<u8>) -> std::io::Result<()> {
-    if let Some(dir) = file.parent() {
-        tokio::fs::create_dir_all(dir).await?;
-    }
-    let temp = file.with_extension(format!(
-        "tmp-{}-{}",
-        std::process::id(),
-        super::reuse::next_plugin_id()
-    ));
-    tokio::fs::write(&temp, text).await?;
-    let renamed = tokio::fs::rename(&temp, file).await;
-    if renamed.is_err() {
-        let _ = tokio::fs::remove_file(&temp).await;
-    }
-    renamed
+/// Writes a sealed cache file (see [`crate::sealed`]), off the async runtime.
+async fn write_sealed(file: &Path, key: &str, content: Vec<u8>) -> std::io::Result<()> {
+    let (file, key) = (file.to_owned(), key.to_owned());
+    tokio::task::spawn_blocking(move || sealed::write(&file, &key, &content))
+        .await
+        .map_err(std::io::Error::other)?
 }
 
 /// What a plugin declared, and what it imports.

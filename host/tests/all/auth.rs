@@ -84,7 +84,12 @@ impl Toolset for Tools {
 
 /// One MCP 2026-07-28 request (sessionless) as `user`: the HTTP status and
 /// the JSON-RPC answer (`Null` when refused).
-async fn request(port: u16, user: Option<&str>, method: &str, params: Value) -> (u16, Value) {
+pub(crate) async fn request(
+    port: u16,
+    user: Option<&str>,
+    method: &str,
+    params: Value,
+) -> (u16, Value) {
     let stream = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
         .await
         .unwrap();

@@ -242,10 +242,38 @@ fn manifest_file(cache: &Path) -> PathBuf {
     manifests.into_iter().next().unwrap()
 }
 
-/// Rewrites the manifest's declaration of `add` with `edit`.
+/// The content of a sealed cache file (`toolhost-sealed-1 <sha256>\n`, then
+/// the content; see host/src/sealed.rs).
+pub(crate) fn unseal(file: &Path) -> Vec<u8> {
+    let bytes = std::fs::read(file).unwrap();
+    let header = bytes.iter().position(|b| *b == b'\n').unwrap() + 1;
+    assert!(
+        bytes.starts_with(b"toolhost-sealed-1 "),
+        "{}",
+        file.display()
+    );
+    bytes[header..].to_vec()
+}
+
+/// Writes `content` to a cache file sealed as the host seals it: the digest
+/// of its key (the file's name without its extension) and its content. What
+/// a host whose component declared otherwise would have written.
+pub(crate) fn seal(file: &Path, content: &[u8]) {
+    use sha2::Digest as _;
+    let key = file.file_stem().unwrap().to_str().unwrap();
+    let mut hash = sha2::Sha256::new();
+    hash.update((key.len() as u64).to_le_bytes());
+    hash.update(key.as_bytes());
+    hash.update(content);
+    let digest: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let mut sealed = format!("toolhost-sealed-1 {digest}\n").into_bytes();
+    sealed.extend_from_slice(content);
+    std::fs::write(file, sealed).unwrap();
+}
+
+/// Rewrites the manifest's declaration of `add` with `edit`, sealed again.
 fn edit_manifest(file: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
-    let mut manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&unseal(file)).unwrap();
     let add = manifest["tools"]
         .as_array_mut()
         .unwrap()
@@ -253,7 +281,7 @@ fn edit_manifest(file: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
         .find(|t| t["name"] == "add")
         .expect("the manifest declares `add`");
     edit(add);
-    std::fs::write(file, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    seal(file, &serde_json::to_vec(&manifest).unwrap());
 }
 
 #[tokio::test]
@@ -304,6 +332,53 @@ async fn a_damaged_manifest_is_ignored_and_written_again() {
         cold.tool("add").unwrap().description
     );
     assert_eq!(std::fs::read(&file).unwrap(), whole, "written again, whole");
+}
+
+#[tokio::test]
+async fn an_edited_manifest_that_is_not_sealed_again_is_never_listed() {
+    let cache = tempfile::tempdir().unwrap();
+    let cold = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    let file = manifest_file(cache.path());
+    // Valid JSON, a phantom tool and another description, the seal left as
+    // it was: what an edit by hand or a damaged block that still parses does.
+    let mut manifest: serde_json::Value = serde_json::from_slice(&unseal(&file)).unwrap();
+    manifest["tools"][0]["description"] = json!("altered");
+    manifest["tools"].as_array_mut().unwrap().push(json!({
+        "name": "phantom", "description": "Not a tool of this component.",
+        "long_running": false, "streaming": false,
+        "input_schema": "{\"type\": \"object\"}", "output_schema": null,
+    }));
+    let header_end = std::fs::read(&file)
+        .unwrap()
+        .iter()
+        .position(|b| *b == b'\n')
+        .unwrap()
+        + 1;
+    let mut edited = std::fs::read(&file).unwrap()[..header_end].to_vec();
+    edited.extend_from_slice(&serde_json::to_vec(&manifest).unwrap());
+    std::fs::write(&file, edited).unwrap();
+
+    // Not listed, not even for a moment: the plugin loads in full.
+    let warm = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    assert!(warm.tool("phantom").is_none());
+    assert_eq!(
+        warm.tools().collect::<Vec<_>>(),
+        cold.tools().collect::<Vec<_>>()
+    );
+    let out = warm
+        .invoke(ToolCall::new("add", json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
+    assert_eq!(out.result, Some(json!({"result": 3})));
+    let manifest: serde_json::Value = serde_json::from_slice(&unseal(&file)).unwrap();
+    assert!(
+        !manifest.to_string().contains("phantom"),
+        "written again from the component"
+    );
 }
 
 #[tokio::test]
@@ -398,10 +473,9 @@ async fn a_plugins_directory_restarts_warm_from_its_manifests() {
     }
 }
 
-/// Adds a tool the component does not have to a manifest.
+/// Adds a tool the component does not have to a manifest, sealed again.
 fn add_phantom(file: &Path) {
-    let mut manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&unseal(file)).unwrap();
     manifest["tools"].as_array_mut().unwrap().push(json!({
         "name": "phantom",
         "description": "Not a tool of this component.",
@@ -410,7 +484,7 @@ fn add_phantom(file: &Path) {
         "input_schema": "{\"type\": \"object\"}",
         "output_schema": null,
     }));
-    std::fs::write(file, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    seal(file, &serde_json::to_vec(&manifest).unwrap());
 }
 
 #[tokio::test]
@@ -420,7 +494,7 @@ async fn an_edited_manifest_is_reconciled_once_the_code_loads() {
         .await
         .unwrap();
     let file = manifest_file(cache.path());
-    let truth = std::fs::read(&file).unwrap();
+    let truth = unseal(&file);
     edit_manifest(&file, |add| add["description"] = json!("altered"));
     add_phantom(&file);
 
@@ -451,8 +525,7 @@ async fn an_edited_manifest_is_reconciled_once_the_code_loads() {
         .unwrap_err();
     assert!(err.to_string().contains("manifest"), "{err}");
     // The manifest was rewritten from the component: the next load lists the truth.
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(&unseal(&file)).unwrap();
     let truth: serde_json::Value = serde_json::from_slice(&truth).unwrap();
     assert_eq!(manifest, truth);
     let again = Plugin::load(&engine_on(cache.path()), ECHO, &PluginOptions::default())

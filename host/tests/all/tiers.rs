@@ -55,12 +55,14 @@ async fn a_cold_plugin_answers_on_baseline_code_then_switches_to_optimized() {
     assert_eq!(plugin.settled().await.unwrap(), Tier::Optimized);
     assert_eq!(plugin.tier(), Some(Tier::Optimized));
     assert_eq!(add(&plugin).await, json!({"result": 5}));
-    // The cache says so: a restart (a new engine on the same cache) lists the
-    // plugin from its manifest and loads the optimized code at once.
-    let marked = std::fs::read_dir(cache.path().join("optimized"))
+    // The cache says so: it holds the optimized code alone (the baseline
+    // code no start needs now is gone), and a restart (a new engine on the
+    // same cache) lists the plugin from its manifest and loads the optimized
+    // code at once.
+    let compiled = std::fs::read_dir(cache.path().join("compiled"))
         .unwrap()
         .count();
-    assert_eq!(marked, 1);
+    assert_eq!(compiled, 1);
     let restarted = self::engine(Compilation::Tiered, Some(cache.path()));
     let plugin = Plugin::load(&restarted, ECHO, &PluginOptions::default())
         .await
