@@ -15,7 +15,7 @@ use wasmtime::component::Linker;
 use crate::plugin::IdleInstances;
 use crate::plugin::state::PluginState;
 use crate::state::{StateError, StateOptions, StateStore};
-pub(crate) use cache::{CodeCache, CodeEntry};
+pub(crate) use cache::{CodeCache, CodeEntry, hash_compatibility};
 use limits::MemoryBudget;
 use loader::Loader;
 use wasm::{new_linker, pool, pool_slots, spawn_epoch_ticker, wasm_config};

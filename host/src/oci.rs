@@ -27,7 +27,6 @@
 //! `toolhost.toml`), following tags as they move.
 
 use std::fmt;
-use std::io::Write as _;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -289,23 +288,7 @@ pub fn insecure_allowed(registry: &str, allowed: &[String]) -> bool {
 /// # Errors
 /// The I/O error; the temporary file is removed.
 pub fn write_atomically(dir: &Path, file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temp = dir.join(format!(".{name}.{}.{n}.partial", std::process::id()));
-    let written = (|| {
-        let mut out = std::fs::File::create(&temp)?;
-        out.write_all(bytes)?;
-        out.sync_all()?;
-        std::fs::rename(&temp, file)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
+    crate::sealed::write_atomically_in(dir, file, bytes)
 }
 
 #[cfg(test)]

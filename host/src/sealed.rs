@@ -48,6 +48,11 @@ impl Unsealed {
     }
 }
 
+/// Whether `bytes` start as a sealed file does (intact or not).
+pub(crate) fn is_sealed(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
 /// The seal of `content` stored under `key`.
 fn digest(key: &str, content: &[u8]) -> String {
     let mut hash = Sha256::new();
@@ -110,13 +115,21 @@ pub(crate) fn write(file: &Path, key: &str, content: &[u8]) -> std::io::Result<(
     write_atomically(file, &sealed)
 }
 
-/// Writes `bytes` to `file` atomically: a temporary file beside it (named
-/// after this process and a counter), synced, then renamed into place.
-/// Creates the directory if needed.
-pub(crate) fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Writes `bytes` to `file` atomically, creating its directory if needed
+/// (see [`write_atomically_in`]).
+fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = file.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
+    write_atomically_in(dir, file, bytes)
+}
+
+/// Writes `bytes` to `file` in `dir` whole or not at all: a hidden
+/// temporary file in `dir` (`.NAME.….partial`, not `*.wasm`, so a plugins
+/// directory's watcher ignores it), synced, then renamed over `file`. A
+/// reader sees the old file or the new one, never part of it; `dir` must
+/// exist. On an error the temporary file is removed.
+pub(crate) fn write_atomically_in(dir: &Path, file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -80,22 +80,12 @@ impl CodeCache {
     /// The entry of the component whose content key is `component` (see
     /// `ManifestKey`), compiled by `wasm`.
     pub(crate) fn entry(&self, wasm: &wasmtime::Engine, component: &str) -> CodeEntry {
-        /// Feeds what `Hash` writes into the SHA-256.
-        struct Feed<'a>(&'a mut Sha256);
-        impl std::hash::Hasher for Feed<'_> {
-            fn write(&mut self, bytes: &[u8]) {
-                self.0.update(bytes);
-            }
-            fn finish(&self) -> u64 {
-                0
-            }
-        }
         let mut hash = Sha256::new();
         for part in [FORMAT, component] {
             hash.update((part.len() as u64).to_le_bytes());
             hash.update(part.as_bytes());
         }
-        std::hash::Hash::hash(&wasm.precompile_compatibility_hash(), &mut Feed(&mut hash));
+        hash_compatibility(&mut hash, wasm);
         let key = hex(&hash.finalize());
         CodeEntry {
             file: self.dir.join(format!("{key}.cwasm")),
@@ -214,6 +204,23 @@ impl CodeCache {
             }
         }
     }
+}
+
+/// Feeds `wasm`'s compatibility hash (wasmtime's version and the settings
+/// compiled code depends on) into `hash`: what keys compiled code and what
+/// was read through it.
+pub(crate) fn hash_compatibility(hash: &mut Sha256, wasm: &wasmtime::Engine) {
+    /// Feeds what `Hash` writes into the SHA-256.
+    struct Feed<'a>(&'a mut Sha256);
+    impl std::hash::Hasher for Feed<'_> {
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+        fn finish(&self) -> u64 {
+            0
+        }
+    }
+    std::hash::Hash::hash(&wasm.precompile_compatibility_hash(), &mut Feed(hash));
 }
 
 /// Marks an entry as used now, so a trim keeps it longest (best effort).

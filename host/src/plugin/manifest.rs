@@ -79,16 +79,6 @@ impl ManifestKey {
     /// is compatible with `engine` (the same wasmtime version and settings).
     /// Hashes the bytes: call off the async runtime.
     pub(crate) fn new(cache_dir: &Path, engine: &wasmtime::Engine, bytes: &[u8]) -> Self {
-        /// Feeds what `Hash` writes into the SHA-256.
-        struct Feed<'a>(&'a mut Sha256);
-        impl std::hash::Hasher for Feed<'_> {
-            fn write(&mut self, bytes: &[u8]) {
-                self.0.update(bytes);
-            }
-            fn finish(&self) -> u64 {
-                0
-            }
-        }
         let mut hash = Sha256::new();
         let supported = supported();
         for part in [
@@ -101,10 +91,7 @@ impl ManifestKey {
             hash.update((part.len() as u64).to_le_bytes());
             hash.update(part.as_bytes());
         }
-        std::hash::Hash::hash(
-            &engine.precompile_compatibility_hash(),
-            &mut Feed(&mut hash),
-        );
+        crate::engine::hash_compatibility(&mut hash, engine);
         hash.update(bytes);
         let hash = hex(&hash.finalize());
         Self {

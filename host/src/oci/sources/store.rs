@@ -2,13 +2,18 @@
 //! beside a record of the component's own digest
 //! (`sha256-<manifest hex>.layer`) that every use checks the file against.
 //! The files are content-addressed and written whole (a temporary file, then
-//! a rename), so processes sharing a cache directory can share them.
+//! a rename), so processes sharing a cache directory can share them. The
+//! records (a component's digest, the digest a tag last resolved to) are
+//! sealed under their names (see [`crate::sealed`]): a damaged record, or
+//! another component's under this name, is not used. Records an older
+//! toolhost wrote (a bare digest) are still read.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::SourceError;
 use crate::oci::{Digest, Pulled, Reference, write_atomically};
+use crate::sealed::{self, Unsealed};
 
 /// The directory of pulled components.
 #[derive(Debug, Clone)]
@@ -67,8 +72,9 @@ impl Store {
     /// hashes to the digest recorded when it was pulled (and verified).
     pub(super) async fn verified(&self, manifest: &Digest) -> Option<PathBuf> {
         let (file, record) = (self.wasm(manifest), self.record(manifest));
+        let key = manifest.hex().to_owned();
         tokio::task::spawn_blocking(move || {
-            let layer: Digest = std::fs::read_to_string(record).ok()?.trim().parse().ok()?;
+            let layer = read_record(&record, &key)?;
             let bytes = std::fs::read(&file).ok()?;
             if Digest::of(&bytes) == layer {
                 Some(file)
@@ -90,9 +96,10 @@ impl Store {
             self.record(&pulled.manifest_digest),
         );
         let (bytes, layer) = (pulled.bytes.clone(), pulled.layer_digest.to_string());
+        let key = pulled.manifest_digest.hex().to_owned();
         let written = tokio::task::spawn_blocking(move || {
             write_atomically(&dir, &file, &bytes)?;
-            write_atomically(&dir, &record, format!("{layer}\n").as_bytes())?;
+            write_record(&record, &key, &layer)?;
             Ok::<_, std::io::Error>(file)
         })
         .await;
@@ -140,10 +147,10 @@ impl Store {
     }
 
     pub(super) async fn remember(&self, reference: &Reference, manifest: &Digest) {
-        let (dir, path) = (self.dir.join("refs"), self.remembered_path(reference));
-        let text = format!("{manifest}\n");
+        let path = self.remembered_path(reference);
+        let text = manifest.to_string();
         let _ = tokio::task::spawn_blocking(move || {
-            if let Err(error) = write_atomically(&dir, &path, text.as_bytes()) {
+            if let Err(error) = write_record(&path, &record_key(&path), &text) {
                 tracing::debug!(%error, path = %path.display(), "cannot record a tag's digest");
             }
         })
@@ -153,12 +160,55 @@ impl Store {
     /// The digest `reference` last resolved to here, if its component is
     /// still on disk and intact.
     pub(super) async fn remembered(&self, reference: &Reference) -> Option<Digest> {
-        let text = tokio::fs::read_to_string(self.remembered_path(reference))
+        let path = self.remembered_path(reference);
+        let digest = tokio::task::spawn_blocking(move || read_record(&path, &record_key(&path)))
             .await
-            .ok()?;
-        let digest: Digest = text.trim().parse().ok()?;
+            .ok()??;
         self.verified(&digest).await.map(|_| digest)
     }
+}
+
+/// The key a record in `refs/` is sealed under: its name.
+fn record_key(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The most bytes a record (one digest) takes, seal included.
+const MAX_RECORD: u64 = 1 << 10;
+
+/// Writes a record of one digest, sealed under `key`. Blocking.
+fn write_record(path: &Path, key: &str, digest: &str) -> std::io::Result<()> {
+    sealed::write(path, key, format!("{digest}\n").as_bytes())
+}
+
+/// The digest a record holds, if it is intact and sealed under `key` (or a
+/// bare digest, as an older toolhost wrote). A damaged one is a warning.
+/// Blocking.
+fn read_record(path: &Path, key: &str) -> Option<Digest> {
+    let text = match sealed::read(path, key, MAX_RECORD) {
+        Ok(text) => text,
+        Err(Unsealed::Missing) => return None,
+        Err(Unsealed::Damaged(reason)) => match std::fs::read_to_string(path) {
+            Ok(legacy) if !sealed::is_sealed(legacy.as_bytes()) => legacy.into_bytes(),
+            _ => {
+                tracing::warn!(record = %path.display(), %reason, "ignoring a damaged record of a pulled component ({reason})");
+                return None;
+            }
+        },
+        Err(e) => {
+            tracing::warn!(record = %path.display(), error = %e, "ignoring an unreadable record of a pulled component");
+            return None;
+        }
+    };
+    let parsed = std::str::from_utf8(&text)
+        .ok()
+        .and_then(|t| t.trim().parse().ok());
+    if parsed.is_none() {
+        tracing::warn!(record = %path.display(), "ignoring a record of a pulled component that holds no digest");
+    }
+    parsed
 }
 
 /// A directory only this process uses (mode 0700), removed when dropped.
@@ -231,6 +281,28 @@ mod tests {
         let reference: Reference = "localhost:5000/echo:1".parse().unwrap();
         store.remember(&reference, &manifest).await;
         assert_eq!(store.remembered(&reference).await, Some(manifest.clone()));
+        // Another component's intact record under this one's name: not used.
+        let other = Digest::of(b"other manifest");
+        let pulled_other = Pulled {
+            manifest_digest: other.clone(),
+            ..pulled
+        };
+        store.put(&pulled_other).await.unwrap();
+        let record = |d: &Digest| store.dir().join(format!("sha256-{}.layer", d.hex()));
+        let (mine, theirs) = (
+            std::fs::read(record(&manifest)).unwrap(),
+            std::fs::read(record(&other)).unwrap(),
+        );
+        std::fs::write(record(&manifest), &theirs).unwrap();
+        assert_eq!(store.verified(&manifest).await, None);
+        std::fs::write(record(&manifest), &mine).unwrap();
+        // A record an older toolhost wrote (a bare digest) is still read.
+        std::fs::write(
+            record(&manifest),
+            format!("{}\n", Digest::of(b"\0asm component")),
+        )
+        .unwrap();
+        assert_eq!(store.verified(&manifest).await, Some(file.clone()));
         // Changed on disk: not used (and not remembered).
         std::fs::write(&file, b"\0asm tampered").unwrap();
         assert_eq!(store.verified(&manifest).await, None);
