@@ -6,7 +6,8 @@
 //! its declarations, calls, parts and errors to and from the types here. The
 //! rest of the plugin code calls a component through [`ExportIndices`] and
 //! [`Exports`], enums over the versions, and never matches on a version's
-//! types. A new version is a new module and one arm per enum; plugins built
+//! types. The versions are one table (`versions!` below): a new version is a
+//! new module and one line there, which makes it [`CURRENT`]; plugins built
 //! against older versions keep loading.
 
 /// The body of a version module (`abi/v0_1.rs`, ...): its bindings, linking,
@@ -49,6 +50,10 @@ macro_rules! contract_version {
 
         /// The interface every plugin of this version exports.
         pub(crate) const TOOLS_INTERFACE: &str = $tools;
+
+        /// The contract's WIT text (what cached declarations were read through).
+        pub(crate) const WIT: &str =
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/", $wit, "/plugin.wit"));
 
         /// Adds this version's host imports to the linker.
         pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
@@ -238,28 +243,153 @@ use crate::tool::{MediaKind, ToolHints};
 /// The prefix shared by every version of the tools interface.
 pub(crate) const TOOLS_INTERFACE_PREFIX: &str = "toolhost:plugin/tools@";
 
-/// A version of the contract this host supports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Version {
-    /// `toolhost:plugin@0.1.0` (`wit/v0.1.0/plugin.wit`, frozen).
-    V0_1,
-    /// `toolhost:plugin@0.2.0`, the current contract (`wit/plugin.wit`):
-    /// adds tool hints.
-    V0_2,
-}
-
-/// Every supported version, oldest first.
-pub(crate) const VERSIONS: &[Version] = &[Version::V0_1, Version::V0_2];
-
-impl Version {
-    /// The tools interface a plugin of this version exports.
-    pub(crate) fn tools_interface(self) -> &'static str {
-        match self {
-            Self::V0_1 => v0_1::TOOLS_INTERFACE,
-            Self::V0_2 => v0_2::TOOLS_INTERFACE,
+/// The table of supported versions: the `Version` enum, [`VERSIONS`], and
+/// the enums over the versions' exports ([`ExportIndices`], [`Invoke`],
+/// [`Exports`]) with one dispatching arm per version each. Oldest first; the
+/// last is [`CURRENT`].
+macro_rules! versions {
+    ($($(#[$doc:meta])* $version:ident => $module:ident,)+) => {
+        /// A version of the contract this host supports.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Version {
+            $($(#[$doc])* $version,)+
         }
-    }
+
+        /// Every supported version, oldest first.
+        pub(crate) const VERSIONS: &[Version] = &[$(Version::$version),+];
+
+        impl Version {
+            /// The tools interface a plugin of this version exports.
+            pub(crate) fn tools_interface(self) -> &'static str {
+                match self {
+                    $(Self::$version => $module::TOOLS_INTERFACE,)+
+                }
+            }
+
+            /// The version's WIT text.
+            pub(crate) fn wit(self) -> &'static str {
+                match self {
+                    $(Self::$version => $module::WIT,)+
+                }
+            }
+        }
+
+        /// Adds the host imports of every supported version to the linker.
+        pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+            $($module::add_to_linker(linker)?;)+
+            Ok(())
+        }
+
+        /// Where a linked component's exports are, per version (type-checked
+        /// when the plugin loaded).
+        #[derive(Clone)]
+        pub(crate) enum ExportIndices {
+            $($version($module::ExportIndices),)+
+        }
+
+        impl ExportIndices {
+            /// Looks up and type-checks the exports of a component of `version`.
+            pub(crate) fn new(
+                version: Version,
+                pre: &InstancePre<PluginState>,
+                component: &Component,
+            ) -> wasmtime::Result<Self> {
+                Ok(match version {
+                    $(Version::$version => Self::$version($module::ExportIndices::new(pre, component)?),)+
+                })
+            }
+
+            /// `invoke` alone: what a plain call needs, without every other export.
+            pub(crate) fn invoke(
+                &self,
+                store: &mut Store<PluginState>,
+                instance: &Instance,
+            ) -> wasmtime::Result<Invoke> {
+                Ok(match self {
+                    $(Self::$version(indices) => Invoke::$version(indices.invoke(store, instance)?),)+
+                })
+            }
+
+            /// Every typed export of an instance.
+            pub(crate) fn exports(
+                &self,
+                store: &mut Store<PluginState>,
+                instance: &Instance,
+            ) -> wasmtime::Result<Exports> {
+                Ok(match self {
+                    $(Self::$version(indices) => Exports::$version(indices.exports(store, instance)?),)+
+                })
+            }
+        }
+
+        /// The typed `invoke` export of one instance.
+        pub(crate) enum Invoke {
+            $($version($module::Invoke),)+
+        }
+
+        impl Invoke {
+            /// Runs a tool to completion.
+            pub(crate) async fn call(
+                &self,
+                store: &mut Store<PluginState>,
+                call: Call,
+            ) -> wasmtime::Result<Result<RawOutput, ToolError>> {
+                match self {
+                    $(Self::$version(invoke) => $module::invoke(invoke, store, call).await,)+
+                }
+            }
+        }
+
+        /// Every typed export of one instance.
+        pub(crate) enum Exports {
+            $($version($module::Exports),)+
+        }
+
+        impl Exports {
+            /// Every tool the plugin offers.
+            pub(crate) async fn declarations(
+                &self,
+                store: &mut Store<PluginState>,
+            ) -> wasmtime::Result<Vec<Declaration>> {
+                match self {
+                    $(Self::$version(exports) => $module::declarations(exports, store).await,)+
+                }
+            }
+
+            /// Starts a streaming tool: the handle of its chunks.
+            pub(crate) async fn invoke_stream(
+                &self,
+                store: &mut Store<PluginState>,
+                call: Call,
+            ) -> wasmtime::Result<Result<ResourceAny, ToolError>> {
+                match self {
+                    $(Self::$version(exports) => $module::invoke_stream(exports, store, call).await,)+
+                }
+            }
+
+            /// The next chunk of a stream; `None` at its end.
+            pub(crate) async fn next(
+                &self,
+                store: &mut Store<PluginState>,
+                chunks: ResourceAny,
+            ) -> wasmtime::Result<Result<Option<RawPart>, ToolError>> {
+                match self {
+                    $(Self::$version(exports) => $module::next(exports, store, chunks).await,)+
+                }
+            }
+        }
+    };
 }
+
+versions! {
+    /// `toolhost:plugin@0.1.0` (`wit/v0.1.0/plugin.wit`, frozen).
+    V0_1 => v0_1,
+    /// `toolhost:plugin@0.2.0` (`wit/plugin.wit`): adds tool hints.
+    V0_2 => v0_2,
+}
+
+/// The current contract: the newest, what a plugin author builds against.
+pub(crate) const CURRENT: Version = VERSIONS[VERSIONS.len() - 1];
 
 /// The tools interfaces of every supported version, oldest first.
 pub(crate) fn supported() -> Vec<String> {
@@ -267,13 +397,6 @@ pub(crate) fn supported() -> Vec<String> {
         .iter()
         .map(|v| v.tools_interface().to_owned())
         .collect()
-}
-
-/// Adds the host imports of every supported version to the linker.
-pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
-    v0_1::add_to_linker(linker)?;
-    v0_2::add_to_linker(linker)?;
-    Ok(())
 }
 
 /// The version of the contract a component exports, if this host supports it.
@@ -305,7 +428,7 @@ pub(crate) fn check_world(path: &Path, info: &ComponentInfo) -> Result<Version, 
     Err(LoadError::WrongWorld {
         path: path.to_owned(),
         // The current contract: what a plugin author should build against.
-        expected: Version::V0_2.tools_interface().to_owned(),
+        expected: CURRENT.tools_interface().to_owned(),
         found: if info.exports.is_empty() {
             "nothing".to_owned()
         } else {
@@ -378,115 +501,6 @@ pub(crate) enum ToolError {
     InvalidArguments(String),
     Failed(String),
     UnknownTool(String),
-}
-
-/// Where a linked component's exports are, per version (type-checked when
-/// the plugin loaded).
-#[derive(Clone)]
-pub(crate) enum ExportIndices {
-    V0_1(v0_1::ExportIndices),
-    V0_2(v0_2::ExportIndices),
-}
-
-impl ExportIndices {
-    /// Looks up and type-checks the exports of a component of `version`.
-    pub(crate) fn new(
-        version: Version,
-        pre: &InstancePre<PluginState>,
-        component: &Component,
-    ) -> wasmtime::Result<Self> {
-        Ok(match version {
-            Version::V0_1 => Self::V0_1(v0_1::ExportIndices::new(pre, component)?),
-            Version::V0_2 => Self::V0_2(v0_2::ExportIndices::new(pre, component)?),
-        })
-    }
-
-    /// `invoke` alone: what a plain call needs, without every other export.
-    pub(crate) fn invoke(
-        &self,
-        store: &mut Store<PluginState>,
-        instance: &Instance,
-    ) -> wasmtime::Result<Invoke> {
-        Ok(match self {
-            Self::V0_1(indices) => Invoke::V0_1(indices.invoke(store, instance)?),
-            Self::V0_2(indices) => Invoke::V0_2(indices.invoke(store, instance)?),
-        })
-    }
-
-    /// Every typed export of an instance.
-    pub(crate) fn exports(
-        &self,
-        store: &mut Store<PluginState>,
-        instance: &Instance,
-    ) -> wasmtime::Result<Exports> {
-        Ok(match self {
-            Self::V0_1(indices) => Exports::V0_1(indices.exports(store, instance)?),
-            Self::V0_2(indices) => Exports::V0_2(indices.exports(store, instance)?),
-        })
-    }
-}
-
-/// The typed `invoke` export of one instance.
-pub(crate) enum Invoke {
-    V0_1(v0_1::Invoke),
-    V0_2(v0_2::Invoke),
-}
-
-impl Invoke {
-    /// Runs a tool to completion.
-    pub(crate) async fn call(
-        &self,
-        store: &mut Store<PluginState>,
-        call: Call,
-    ) -> wasmtime::Result<Result<RawOutput, ToolError>> {
-        match self {
-            Self::V0_1(invoke) => v0_1::invoke(invoke, store, call).await,
-            Self::V0_2(invoke) => v0_2::invoke(invoke, store, call).await,
-        }
-    }
-}
-
-/// Every typed export of one instance.
-pub(crate) enum Exports {
-    V0_1(v0_1::Exports),
-    V0_2(v0_2::Exports),
-}
-
-impl Exports {
-    /// Every tool the plugin offers.
-    pub(crate) async fn declarations(
-        &self,
-        store: &mut Store<PluginState>,
-    ) -> wasmtime::Result<Vec<Declaration>> {
-        match self {
-            Self::V0_1(exports) => v0_1::declarations(exports, store).await,
-            Self::V0_2(exports) => v0_2::declarations(exports, store).await,
-        }
-    }
-
-    /// Starts a streaming tool: the handle of its chunks.
-    pub(crate) async fn invoke_stream(
-        &self,
-        store: &mut Store<PluginState>,
-        call: Call,
-    ) -> wasmtime::Result<Result<ResourceAny, ToolError>> {
-        match self {
-            Self::V0_1(exports) => v0_1::invoke_stream(exports, store, call).await,
-            Self::V0_2(exports) => v0_2::invoke_stream(exports, store, call).await,
-        }
-    }
-
-    /// The next chunk of a stream; `None` at its end.
-    pub(crate) async fn next(
-        &self,
-        store: &mut Store<PluginState>,
-        chunks: ResourceAny,
-    ) -> wasmtime::Result<Result<Option<RawPart>, ToolError>> {
-        match self {
-            Self::V0_1(exports) => v0_1::next(exports, store, chunks).await,
-            Self::V0_2(exports) => v0_2::next(exports, store, chunks).await,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -35,17 +35,13 @@ use crate::tool::ToolHints;
 /// Bumped when the manifest's format or meaning changes.
 const FORMAT: &str = "toolhost-manifest-3";
 
-/// The contracts the declarations were read through: the newest and every
-/// frozen older one.
-const WIT: [&str; 2] = [
-    include_str!("../../../wit/plugin.wit"),
-    include_str!("../../../wit/v0.1.0/plugin.wit"),
-];
-
-/// The versions of the contract this host reads declarations through: a
-/// host that supports other versions loads other components.
-fn supported() -> String {
-    abi::supported().join("\n")
+/// The versions of the contract this host reads declarations through, and
+/// their WIT: a host that supports other versions, or reads them otherwise,
+/// has other manifests.
+fn contracts() -> impl Iterator<Item = &'static str> {
+    abi::VERSIONS
+        .iter()
+        .flat_map(|version| [version.tools_interface(), version.wit()])
 }
 
 /// The manifest of one component's bytes, in one cache directory.
@@ -80,14 +76,10 @@ impl ManifestKey {
     /// Hashes the bytes: call off the async runtime.
     pub(crate) fn new(cache_dir: &Path, engine: &wasmtime::Engine, bytes: &[u8]) -> Self {
         let mut hash = Sha256::new();
-        let supported = supported();
-        for part in [
-            FORMAT,
-            env!("CARGO_PKG_VERSION"),
-            WIT[0],
-            WIT[1],
-            supported.as_str(),
-        ] {
+        let parts = [FORMAT, env!("CARGO_PKG_VERSION")]
+            .into_iter()
+            .chain(contracts());
+        for part in parts {
             hash.update((part.len() as u64).to_le_bytes());
             hash.update(part.as_bytes());
         }
