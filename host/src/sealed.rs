@@ -70,7 +70,12 @@ pub(crate) fn read(file: &Path, key: &str, cap: u64) -> Result<Vec<u8>, Unsealed
         _ => Unsealed::Io(e),
     })?;
     let limit = cap.saturating_add(HEADER as u64);
-    let mut bytes = Vec::new();
+    // Sized once (compiled code runs to tens of MiB), within the cap.
+    let size = opened
+        .metadata()
+        .map_or(0, |m| m.len())
+        .min(limit.saturating_add(1));
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     opened
         .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
