@@ -1,5 +1,8 @@
-//! The process-wide engine: wasmtime configuration, the linker, the epoch ticker
-//! and the on-disk cache of compiled code.
+//! The process-wide engine: wasmtime configuration (a wasmtime engine per
+//! compilation tier), the epoch ticker, the loader threads, the guest memory
+//! budget and the on-disk cache of compiled code. What runs on it keeps its
+//! own per-engine parts (the plugin module: its linkers and idle instances)
+//! in the engine's [`Runtime`] slot; the engine knows them only by that trait.
 
 mod cache;
 pub(crate) mod limits;
@@ -10,15 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::Linker;
-
-use crate::plugin::IdleInstances;
-use crate::plugin::state::PluginState;
 use crate::state::{StateError, StateOptions, StateStore};
 pub(crate) use cache::{CodeCache, CodeEntry, hash_compatibility};
 use limits::MemoryBudget;
 use loader::Loader;
-use wasm::{new_linker, pool, pool_slots, spawn_epoch_ticker, wasm_config};
+use wasm::{pool, pool_slots, spawn_epoch_ticker, wasm_config};
 
 pub use limits::Limits;
 pub(crate) use loader::LoaderFailed;
@@ -234,7 +233,7 @@ impl EngineConfig {
 
     /// How many instances may wait, idle, for their invocation's next call
     /// (default 16), for plugins loaded with
-    /// [`Reuse::PerInvocation`](crate::plugin::Reuse::PerInvocation). Each holds a slot
+    /// `Reuse::PerInvocation`. Each holds a slot
     /// of [`max_concurrent_instances`](Self::max_concurrent_instances()) and its
     /// memory; the least recently used goes first.
     pub fn max_idle_instances(&mut self, n: usize) -> &mut Self {
@@ -361,17 +360,17 @@ pub struct Engine {
 }
 
 struct Inner {
-    /// Optimized code (Cranelift) and its linker.
+    /// Optimized code (Cranelift).
     wasm: wasmtime::Engine,
-    linker: Linker<PluginState>,
-    /// Baseline code (Winch) and its linker, unless compilation is
+    /// Baseline code (Winch), unless compilation is
     /// [`Compilation::Optimized`] or Winch is not available here.
     baseline: Option<Baseline>,
     config: EngineConfig,
     /// Compiled code kept across restarts, with a cache directory.
     code_cache: Option<CodeCache>,
     state: StateStore,
-    idle: IdleInstances,
+    /// The per-engine parts of what runs on it, made at first use.
+    runtime: std::sync::OnceLock<Box<dyn Runtime>>,
     /// How many plugins load their code in the background at once.
     preload: Arc<tokio::sync::Semaphore>,
     /// How many plugins compile optimized code in the background at once: one.
@@ -387,12 +386,21 @@ struct Inner {
     memory: Arc<MemoryBudget>,
 }
 
-/// The baseline tier: its engine, its linker, and the slots of its instances
-/// (allocated on demand, so counted here).
+/// The baseline tier: its engine, and the slots of its instances (allocated
+/// on demand, so counted here).
 struct Baseline {
     wasm: wasmtime::Engine,
-    linker: Linker<PluginState>,
     slots: Arc<tokio::sync::Semaphore>,
+}
+
+/// The per-engine parts of what runs on an engine (the plugin module's
+/// linkers and idle instances), kept in the engine and made at first use
+/// ([`Engine::runtime`]). The engine tells it when an invocation ends.
+pub(crate) trait Runtime: std::any::Any + Send + Sync {
+    /// An invocation ended: drop what was kept for it.
+    fn end_invocation(&self, invocation_id: &str);
+    /// How many instances wait idle for their invocation's next call.
+    fn idle_instances(&self) -> usize;
 }
 
 impl std::fmt::Debug for Engine {
@@ -426,7 +434,6 @@ impl Engine {
         }
         let wasm =
             wasmtime::Engine::new(&optimized).map_err(|e| EngineError::Config(e.to_string()))?;
-        let linker = new_linker(&wasm)?;
         let baseline = match config.compilation {
             Compilation::Optimized => None,
             Compilation::Tiered | Compilation::Baseline => {
@@ -434,7 +441,6 @@ impl Engine {
                 winch.strategy(wasmtime::Strategy::Winch);
                 match wasmtime::Engine::new(&winch) {
                     Ok(wasm) => Some(Baseline {
-                        linker: new_linker(&wasm)?,
                         wasm,
                         slots: Arc::new(tokio::sync::Semaphore::new(slots as usize)),
                     }),
@@ -461,12 +467,11 @@ impl Engine {
         Ok(Self {
             inner: Arc::new(Inner {
                 wasm,
-                linker,
                 baseline,
                 config: config.clone(),
                 code_cache,
                 state,
-                idle: IdleInstances::new(config.max_idle_instances),
+                runtime: std::sync::OnceLock::new(),
                 // One load per core.
                 preload: Arc::new(tokio::sync::Semaphore::new(cores)),
                 optimize: Arc::new(tokio::sync::Semaphore::new(1)),
@@ -497,12 +502,12 @@ impl Engine {
         }
     }
 
-    /// The linker for stores of a tier.
-    pub(crate) fn linker_for(&self, tier: Tier) -> &Linker<PluginState> {
-        match (&self.inner.baseline, tier) {
-            (Some(b), Tier::Baseline) => &b.linker,
-            _ => &self.inner.linker,
-        }
+    /// The runtime of type `R` kept in this engine, made by `make` at first
+    /// use; `None` if the engine keeps a runtime of another type.
+    pub(crate) fn runtime<R: Runtime>(&self, make: impl FnOnce(&Engine) -> R) -> Option<&R> {
+        let runtime = self.inner.runtime.get_or_init(|| Box::new(make(self)));
+        let runtime: &dyn std::any::Any = runtime.as_ref();
+        runtime.downcast_ref()
     }
 
     /// A slot for one instance of baseline code, held as long as its store
@@ -558,13 +563,15 @@ impl Engine {
     }
 
     /// Ends an invocation: drops the scratch state its calls shared, and the
-    /// instances kept for it ([`Reuse::PerInvocation`](crate::plugin::Reuse::PerInvocation)).
+    /// instances kept for it (`Reuse::PerInvocation`).
     /// With Redis the state is deleted on a background task (it expires after
     /// the TTL if that fails); await [`StateStore::end_invocation`] on
     /// [`Engine::state`] to know it is gone.
     pub fn end_invocation(&self, invocation_id: &str) {
         self.inner.state.end_invocation_soon(invocation_id);
-        self.inner.idle.end(invocation_id);
+        if let Some(runtime) = self.inner.runtime.get() {
+            runtime.end_invocation(invocation_id);
+        }
     }
 
     /// Ends a call's own invocation (its ID is the call's): as
@@ -577,7 +584,9 @@ impl Engine {
         } else {
             self.inner.state.end_unwritten_invocation(invocation_id);
         }
-        self.inner.idle.end(invocation_id);
+        if let Some(runtime) = self.inner.runtime.get() {
+            runtime.end_invocation(invocation_id);
+        }
     }
 
     /// Runs blocking load work (hashing, compiling) on the engine's loader threads.
@@ -624,13 +633,12 @@ impl Engine {
         self.inner.slots
     }
 
-    pub(crate) fn idle(&self) -> &IdleInstances {
-        &self.inner.idle
-    }
-
     /// How many instances wait idle for their invocation's next call.
     pub fn idle_instances(&self) -> usize {
-        self.inner.idle.len()
+        self.inner
+            .runtime
+            .get()
+            .map_or(0, |runtime| runtime.idle_instances())
     }
 
     /// The bytes of scratch state all invocations hold now in this process

@@ -16,6 +16,7 @@ mod load;
 mod manifest;
 mod options;
 mod reuse;
+mod runtime;
 pub(crate) mod state;
 mod stream;
 mod trap;
@@ -34,7 +35,6 @@ use code::{Code, compile_off_runtime, component_info};
 use manifest::ManifestKey;
 
 pub use options::{PluginOptions, Reuse};
-pub(crate) use reuse::IdleInstances;
 
 /// A loaded plugin. Cheap to clone; calls in flight keep the version they started on.
 #[derive(Clone)]

@@ -1,12 +1,9 @@
 //! The wasmtime side of the engine: the settings both compilation tiers
-//! share, the pool, the linker and the epoch ticker.
+//! share, the pool and the epoch ticker.
 
 use std::time::Duration;
 
-use wasmtime::component::Linker;
-
-use super::{EngineConfig, EngineError};
-use crate::plugin::state::PluginState;
+use super::EngineConfig;
 
 /// The wasmtime settings both tiers share.
 pub(super) fn wasm_config(config: &EngineConfig) -> wasmtime::Config {
@@ -64,18 +61,6 @@ pub(super) fn pool(config: &EngineConfig, n: u32) -> wasmtime::PoolingAllocation
         // whole resident region; elsewhere the region is memset.
         .pagemap_scan(wasmtime::Enabled::Auto);
     pool
-}
-
-/// A linker with everything a plugin may import, for stores of `wasm`.
-pub(super) fn new_linker(wasm: &wasmtime::Engine) -> Result<Linker<PluginState>, EngineError> {
-    let config = |e: wasmtime::Error| EngineError::Config(e.to_string());
-    let mut linker = Linker::new(wasm);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(config)?;
-    crate::policy::http::add_to_linker(&mut linker).map_err(config)?;
-    crate::plugin::abi::add_to_linker(&mut linker).map_err(config)?;
-    // Refusals of sockets are logged where a call hits them.
-    crate::policy::sockets::add_to_linker(&mut linker).map_err(config)?;
-    Ok(linker)
 }
 
 pub(super) fn spawn_epoch_ticker<'a>(

@@ -11,6 +11,7 @@ use wasmtime::{Store, UpdateDeadline};
 
 use super::abi::{self, Exports, RawOutput, RawPart};
 use super::code::Linked;
+use super::runtime::PluginRuntime;
 use super::state::PluginState;
 use super::stream::GuestStream;
 use super::{LoadedTool, Plugin, Reuse, reuse};
@@ -119,10 +120,9 @@ impl Plugin {
                 instance,
                 code,
             };
-            self.inner
-                .engine
-                .idle()
-                .put(self.inner.id, &invocation_id, idle);
+            if let Some(runtime) = PluginRuntime::of(&self.inner.engine) {
+                runtime.idle().put(self.inner.id, &invocation_id, idle);
+            }
         }
         let output = output.map_err(|e| self.tool_error(name, e))?;
         let mut output = self.finish(tool, output, call_id)?;
@@ -144,11 +144,8 @@ impl Plugin {
         // A stream keeps its instance to the end and does not return it, so it
         // never takes the invocation's idle one.
         let idle = match self.inner.reuse {
-            Reuse::PerInvocation if !tool.spec.streaming => self
-                .inner
-                .engine
-                .idle()
-                .take(self.inner.id, &call.invocation_id),
+            Reuse::PerInvocation if !tool.spec.streaming => PluginRuntime::of(&self.inner.engine)
+                .and_then(|runtime| runtime.idle().take(self.inner.id, &call.invocation_id)),
             _ => None,
         };
         let (store, instance, code) = match idle {

@@ -11,6 +11,7 @@ use wasmtime::component::{Component, InstancePre};
 
 use super::ComponentInfo;
 use super::abi::{self, ExportIndices};
+use super::runtime::PluginRuntime;
 use super::state::PluginState;
 use crate::Engine;
 use crate::engine::{CodeCache, CodeEntry, Compilation, Tier};
@@ -183,13 +184,17 @@ impl Linked {
         let tier = engine.tier_of(component.engine());
         let info = component_info(component);
         let version = abi::check_world(path, &info)?;
-        let pre = engine
-            .linker_for(tier)
+        let link_failed = |reason: String| LoadError::Link {
+            path: path.to_owned(),
+            reason,
+        };
+        let linker = PluginRuntime::of(engine)
+            .ok_or_else(|| "the engine runs something else than plugins".to_owned())
+            .and_then(|runtime| runtime.linker_for(tier))
+            .map_err(link_failed)?;
+        let pre = linker
             .instantiate_pre(component)
-            .map_err(|e| LoadError::Link {
-                path: path.to_owned(),
-                reason: format!("{e:#}"),
-            })?;
+            .map_err(|e| link_failed(format!("{e:#}")))?;
         let exports =
             ExportIndices::new(version, &pre, component).map_err(|e| LoadError::WrongWorld {
                 path: path.to_owned(),
