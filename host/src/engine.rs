@@ -2,7 +2,7 @@
 //! compilation tier), the epoch ticker, the loader threads, the guest memory
 //! budget and the on-disk cache of compiled code. What runs on it keeps its
 //! own per-engine parts (the plugin module: its linkers and idle instances)
-//! in the engine's [`Runtime`] slot; the engine knows them only by that trait.
+//! in the engine's `Runtime` slot; the engine knows them only by that trait.
 
 mod cache;
 pub(crate) mod limits;
