@@ -62,9 +62,22 @@ fn digest(key: &str, content: &[u8]) -> String {
     hex(&hash.finalize())
 }
 
+/// The content of a sealed file, as read (past its header).
+#[derive(Debug)]
+pub(crate) struct Content(Vec<u8>);
+
+impl std::ops::Deref for Content {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // `open` made sure the bytes hold a whole header.
+        self.0.get(HEADER..).unwrap_or_default()
+    }
+}
+
 /// Reads the content of `file`, sealed under `key`, of at most `cap` bytes.
 /// Blocking: call off the async runtime.
-pub(crate) fn read(file: &Path, key: &str, cap: u64) -> Result<Vec<u8>, Unsealed> {
+pub(crate) fn read(file: &Path, key: &str, cap: u64) -> Result<Content, Unsealed> {
     let opened = std::fs::File::open(file).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Unsealed::Missing,
         _ => Unsealed::Io(e),
@@ -87,7 +100,7 @@ pub(crate) fn read(file: &Path, key: &str, cap: u64) -> Result<Vec<u8>, Unsealed
 }
 
 /// The content of a sealed file's `bytes`, if they are intact and sealed under `key`.
-fn open(mut bytes: Vec<u8>, key: &str) -> Result<Vec<u8>, Unsealed> {
+fn open(bytes: Vec<u8>, key: &str) -> Result<Content, Unsealed> {
     let Some(header) = bytes.get(..HEADER) else {
         return Err(Unsealed::Damaged(
             "it is too short to be a sealed cache file",
@@ -104,8 +117,7 @@ fn open(mut bytes: Vec<u8>, key: &str) -> Result<Vec<u8>, Unsealed> {
             "its content does not match its seal (damaged, cut short, or another entry's)",
         ));
     }
-    bytes.drain(..HEADER);
-    Ok(bytes)
+    Ok(Content(bytes))
 }
 
 /// Writes `content` to `file`, sealed under `key`, atomically (a temporary
@@ -162,7 +174,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("sub").join("entry");
         write(&file, "key-a", b"the content").unwrap();
-        assert_eq!(read(&file, "key-a", 1 << 10).unwrap(), b"the content");
+        assert_eq!(&read(&file, "key-a", 1 << 10).unwrap()[..], b"the content");
         // Another entry's key: an intact file under the wrong name.
         assert!(matches!(
             read(&file, "key-b", 1 << 10),

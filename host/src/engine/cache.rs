@@ -93,11 +93,6 @@ impl CodeCache {
         }
     }
 
-    /// Whether `entry` has a file (not yet whether it is intact).
-    pub(crate) fn contains(&self, entry: &CodeEntry) -> bool {
-        entry.file.is_file()
-    }
-
     /// The cached code of `entry` for `wasm`, if its file is there and
     /// intact. A damaged file is a warning naming `plugin`, and is removed.
     /// Blocking: call off the async runtime.
@@ -120,7 +115,7 @@ impl CodeCache {
             Err(e) if e.is_damage() => return damaged(&e),
             Err(_) => return None,
         };
-        let code = match zstd::decode_all(compressed.as_slice()) {
+        let code = match zstd::decode_all(&compressed[..]) {
             Ok(code) => code,
             Err(e) => return damaged(&format_args!("cannot decompress it: {e}")),
         };

@@ -215,10 +215,10 @@ fn shutting_down(path: &Path) -> LoadError {
 /// What compiling needs to know of a plugin: its name (for warnings), its
 /// file, and with a cache directory its content key (see `ManifestKey`).
 #[derive(Clone)]
-pub(super) struct Unit {
-    pub(super) name: String,
-    pub(super) path: PathBuf,
-    pub(super) key: Option<String>,
+struct Unit {
+    name: String,
+    path: PathBuf,
+    key: Option<String>,
 }
 
 /// The cache entry of `unit`'s code compiled by `wasm`, with a cache directory.
@@ -237,18 +237,17 @@ fn cached<'a>(
 /// the baseline compiler cannot compile the component (a feature Winch lacks).
 /// Blocking: call off the async runtime.
 fn compile_first(engine: &Engine, unit: &Unit, bytes: &[u8]) -> Result<Component, LoadError> {
+    // Refused before either compiler is tried (and says so once).
     check_header(&unit.path, bytes)?;
+    let Some(baseline) = engine.baseline() else {
+        return compile_with(engine, engine.wasm(), unit, bytes);
+    };
     if let Some((cache, entry)) = cached(engine, engine.wasm(), unit)
-        && cache.contains(&entry)
         && let Some(component) = cache.load(engine.wasm(), &entry, &unit.name)
     {
         return Ok(component);
     }
-    // Not cached, or damaged (and removed): baseline code first, if this
-    // engine compiles any.
-    let Some(baseline) = engine.baseline() else {
-        return compile_with(engine, engine.wasm(), unit, bytes);
-    };
+    // Not cached, or damaged (and removed): baseline code first.
     match compile_with(engine, baseline, unit, bytes) {
         Ok(component) => Ok(component),
         Err(e) => {

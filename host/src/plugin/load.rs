@@ -74,13 +74,14 @@ impl Plugin {
             None => None,
         };
         let limits = engine.config().load_limits();
+        let name = plugin_display_name(&path, options);
         // A failure is remembered per component and settings: any of them
         // may be why it failed.
         let failure = key
             .as_ref()
             .map(|key| key.failure(&format!("{:?}\n{grants:?}\n{limits:?}", options.limits)));
         if let Some(failure) = &failure
-            && let Some(reason) = failure.read(&plugin_display_name(&path, options)).await
+            && let Some(reason) = failure.read(&name).await
         {
             return Err(LoadError::Remembered {
                 path,
@@ -89,9 +90,7 @@ impl Plugin {
             });
         }
         if let Some(key) = &key
-            && let Some(manifest) = key
-                .read(&plugin_display_name(&path, options), manifest_cap(limits))
-                .await
+            && let Some(manifest) = key.read(&name, manifest_cap(limits)).await
         {
             match Self::from_manifest(
                 engine,
@@ -115,10 +114,9 @@ impl Plugin {
         // Compiling a large component (a Python or JavaScript runtime) takes
         // seconds: say so, so an operator knows why its tools are not there yet.
         tracing::info!(
-            target: crate::log::LOAD_TARGET, plugin = %plugin_display_name(&path, options),
-            "compiling {}: no compiled code cached", plugin_display_name(&path, options)
+            target: crate::log::LOAD_TARGET, plugin = %name,
+            "compiling {name}: no compiled code cached"
         );
-        let name = plugin_display_name(&path, options);
         let content = key.as_ref().map(|key| key.hash().to_owned());
         let loaded = match Code::load(engine, (&name, &path), bytes, content).await {
             Ok((code, imports)) => {

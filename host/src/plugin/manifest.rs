@@ -213,7 +213,7 @@ impl FailureRecord {
 
 /// Reads the content of a sealed cache file (see [`crate::sealed`]) of at
 /// most `cap` bytes, off the async runtime.
-async fn read_sealed(file: &Path, key: &str, cap: u64) -> Result<Vec<u8>, Unsealed> {
+async fn read_sealed(file: &Path, key: &str, cap: u64) -> Result<sealed::Content, Unsealed> {
     let (file, key) = (file.to_owned(), key.to_owned());
     tokio::task::spawn_blocking(move || sealed::read(&file, &key, cap))
         .await

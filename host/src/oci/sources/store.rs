@@ -72,9 +72,8 @@ impl Store {
     /// hashes to the digest recorded when it was pulled (and verified).
     pub(super) async fn verified(&self, manifest: &Digest) -> Option<PathBuf> {
         let (file, record) = (self.wasm(manifest), self.record(manifest));
-        let key = manifest.hex().to_owned();
         tokio::task::spawn_blocking(move || {
-            let layer = read_record(&record, &key)?;
+            let layer = read_record(&record)?;
             let bytes = std::fs::read(&file).ok()?;
             if Digest::of(&bytes) == layer {
                 Some(file)
@@ -96,10 +95,9 @@ impl Store {
             self.record(&pulled.manifest_digest),
         );
         let (bytes, layer) = (pulled.bytes.clone(), pulled.layer_digest.to_string());
-        let key = pulled.manifest_digest.hex().to_owned();
         let written = tokio::task::spawn_blocking(move || {
             write_atomically(&dir, &file, &bytes)?;
-            write_record(&record, &key, &layer)?;
+            write_record(&record, &layer)?;
             Ok::<_, std::io::Error>(file)
         })
         .await;
@@ -150,7 +148,7 @@ impl Store {
         let path = self.remembered_path(reference);
         let text = manifest.to_string();
         let _ = tokio::task::spawn_blocking(move || {
-            if let Err(error) = write_record(&path, &record_key(&path), &text) {
+            if let Err(error) = write_record(&path, &text) {
                 tracing::debug!(%error, path = %path.display(), "cannot record a tag's digest");
             }
         })
@@ -161,14 +159,14 @@ impl Store {
     /// still on disk and intact.
     pub(super) async fn remembered(&self, reference: &Reference) -> Option<Digest> {
         let path = self.remembered_path(reference);
-        let digest = tokio::task::spawn_blocking(move || read_record(&path, &record_key(&path)))
+        let digest = tokio::task::spawn_blocking(move || read_record(&path))
             .await
             .ok()??;
         self.verified(&digest).await.map(|_| digest)
     }
 }
 
-/// The key a record in `refs/` is sealed under: its name.
+/// The key a record is sealed under: its file's name.
 fn record_key(path: &Path) -> String {
     path.file_name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -178,17 +176,17 @@ fn record_key(path: &Path) -> String {
 /// The most bytes a record (one digest) takes, seal included.
 const MAX_RECORD: u64 = 1 << 10;
 
-/// Writes a record of one digest, sealed under `key`. Blocking.
-fn write_record(path: &Path, key: &str, digest: &str) -> std::io::Result<()> {
-    sealed::write(path, key, format!("{digest}\n").as_bytes())
+/// Writes a record of one digest, sealed under its name. Blocking.
+fn write_record(path: &Path, digest: &str) -> std::io::Result<()> {
+    sealed::write(path, &record_key(path), format!("{digest}\n").as_bytes())
 }
 
-/// The digest a record holds, if it is intact and sealed under `key` (or a
-/// bare digest, as an older toolhost wrote). A damaged one is a warning.
+/// The digest a record holds, if it is intact and sealed under its name (or
+/// a bare digest, as an older toolhost wrote). A damaged one is a warning.
 /// Blocking.
-fn read_record(path: &Path, key: &str) -> Option<Digest> {
-    let text = match sealed::read(path, key, MAX_RECORD) {
-        Ok(text) => text,
+fn read_record(path: &Path) -> Option<Digest> {
+    let text = match sealed::read(path, &record_key(path), MAX_RECORD) {
+        Ok(text) => text.to_vec(),
         Err(Unsealed::Missing) => return None,
         Err(Unsealed::Damaged(reason)) => match std::fs::read_to_string(path) {
             Ok(legacy) if !sealed::is_sealed(legacy.as_bytes()) => legacy.into_bytes(),
