@@ -36,7 +36,7 @@
 //!   client that declares the extension on its `tools/call`: the call answers
 //!   a task handle at once, and `tasks/get`, `tasks/update` (an approval) and
 //!   `tasks/cancel` follow it, on any replica sharing the state store
-//!   (`mcp/tasks.rs`; [`McpServer::with_tasks`]). Other clients get the
+//!   (`mcp/features/tasks.rs`; [`McpServer::with_tasks`]). Other clients get the
 //!   plain call.
 //!
 //! Tool names: MCP clients commonly accept only `[A-Za-z0-9_-]{1,64}`. Names
@@ -59,16 +59,17 @@ mod approval;
 mod auth;
 mod calls;
 mod convert;
+mod features;
 mod http;
-mod progress;
 mod revision;
 mod session;
 mod stdio;
-mod tasks;
+mod transport;
 
 pub use approval::{ApprovalKeys, KeyRingError};
 pub use auth::{AuthError, Authenticator, StaticToken, Unverified};
 use calls::Calls;
+use features::{Feature, tasks, tools};
 use session::Session;
 
 use crate::Engine;
@@ -303,13 +304,10 @@ struct Shared {
     name: String,
     version: String,
     sessions: AtomicU64,
-    progress_interval: Duration,
-    /// Whether a JSON result also goes out as a text block.
-    result_text: bool,
     /// Holds `true` once the toolset has finished its first load.
     ready: Option<tokio::sync::watch::Receiver<bool>>,
-    /// Seals and opens the approval states of 2026-07-28 confirmations.
-    approvals: approval::Approvals,
+    /// How tools are served.
+    tools: tools::Tools,
     /// The `tools/call`s running now, and whether a stop is draining them.
     calls: Calls,
     /// What `GET /metrics` reports.
@@ -321,6 +319,11 @@ struct Shared {
 }
 
 impl Shared {
+    /// The feature areas served (see `features.rs`).
+    fn features(&self) -> [&dyn Feature; 2] {
+        [&self.tools, &self.tasks]
+    }
+
     fn is_ready(&self) -> bool {
         self.ready.as_ref().is_none_or(|ready| *ready.borrow())
     }
@@ -373,13 +376,15 @@ impl McpServer {
                 name: "toolhost".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 sessions: AtomicU64::new(0),
-                progress_interval: Self::DEFAULT_PROGRESS_INTERVAL,
-                result_text: true,
                 ready: None,
-                approvals: approval::Approvals::new(
-                    ApprovalKeys::generate(),
-                    Self::DEFAULT_APPROVAL_TTL,
-                ),
+                tools: tools::Tools {
+                    progress_interval: Self::DEFAULT_PROGRESS_INTERVAL,
+                    result_text: true,
+                    approvals: approval::Approvals::new(
+                        ApprovalKeys::generate(),
+                        Self::DEFAULT_APPROVAL_TTL,
+                    ),
+                },
                 calls: Calls::default(),
                 metrics: Arc::clone(&metrics),
                 observers: Arc::new([Arc::new(crate::metrics::Observer(metrics)) as _]),
@@ -457,8 +462,8 @@ impl McpServer {
     /// same keys; without this call each process makes its own, and an
     /// approval can only be answered to the process that asked.
     pub fn with_approval_keys(mut self, keys: ApprovalKeys) -> Self {
-        let ttl = self.shared.approvals.ttl();
-        self.shared_mut().approvals = approval::Approvals::new(keys, ttl);
+        let ttl = self.shared.tools.approvals.ttl();
+        self.shared_mut().tools.approvals = approval::Approvals::new(keys, ttl);
         self
     }
 
@@ -466,8 +471,8 @@ impl McpServer {
     /// 2026-07-28 (default [`McpServer::DEFAULT_APPROVAL_TTL`]); a later
     /// answer is refused and the call must be made again.
     pub fn with_approval_ttl(mut self, ttl: Duration) -> Self {
-        let keys = self.shared.approvals.keys().clone();
-        self.shared_mut().approvals = approval::Approvals::new(keys, ttl);
+        let keys = self.shared.tools.approvals.keys().clone();
+        self.shared_mut().tools.approvals = approval::Approvals::new(keys, ttl);
         self
     }
 
@@ -479,7 +484,7 @@ impl McpServer {
     /// sooner are merged into the next notification, which carries their text
     /// and the latest chunk count. Zero sends one notification per chunk.
     pub fn with_progress_interval(mut self, interval: Duration) -> Self {
-        self.shared_mut().progress_interval = interval;
+        self.shared_mut().tools.progress_interval = interval;
         self
     }
 
@@ -490,7 +495,7 @@ impl McpServer {
     /// `structuredContent` can turn it off and send each result once. Parts
     /// and the text of streamed text results are sent either way.
     pub fn with_result_text(mut self, enabled: bool) -> Self {
-        self.shared_mut().result_text = enabled;
+        self.shared_mut().tools.result_text = enabled;
         self
     }
 
@@ -528,7 +533,7 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         let closed = CancellationToken::new();
-        let session = Session::new(self.shared.clone(), "stdio", closed.clone());
+        let session = Session::new(self.shared.clone(), "stdio");
         let (transport, writer) = stdio::StdioTransport::new(read, write, closed.clone());
         let transport = transport.calling(session.clone());
         let served = async {
@@ -599,13 +604,7 @@ impl McpServer {
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(options.session_idle_timeout);
         let service = StreamableHttpService::new(
-            move || {
-                Ok(Session::new(
-                    shared.clone(),
-                    "http",
-                    CancellationToken::new(),
-                ))
-            },
+            move || Ok(Session::new(shared.clone(), "http")),
             Arc::new(sessions),
             config,
         );

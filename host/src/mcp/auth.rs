@@ -158,13 +158,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 static ANONYMOUS: LazyLock<Arc<Principal>> = LazyLock::new(|| Arc::new(Principal::anonymous()));
 
 /// The principal a request acts for: the one the HTTP transport's
-/// authenticator put in its extensions, else (stdio) the anonymous one.
+/// authenticator attached, else (stdio) the anonymous one.
 pub(super) fn principal(context: &RequestContext<RoleServer>) -> Arc<Principal> {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<Arc<Principal>>())
-        .map_or_else(|| Arc::clone(&ANONYMOUS), Arc::clone)
+    super::transport::principal(context).map_or_else(|| Arc::clone(&ANONYMOUS), Arc::clone)
 }
 
 /// Authenticates `request` with `authenticator`: its principal goes into the

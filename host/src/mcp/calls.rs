@@ -1,66 +1,25 @@
-//! The `tools/call`s running now, counted so that a stop can let them finish
-//! (drain) before it cancels what is left.
-
-use std::pin::pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+//! The one drain tracker: the `tools/call`s running now and the answers
+//! still on their way out, counted so that a stop (HTTP) or the client's end
+//! closing (stdio) can let them finish before it cancels what is left.
 
 use rmcp::ErrorData;
+use tokio_util::task::TaskTracker;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 
 /// The calls running now and the answers still being sent, and whether a
 /// stop is draining the server.
 #[derive(Debug, Default)]
 pub(super) struct Calls {
-    running: Arc<Count>,
-    /// POST responses not yet sent to their end: a call's answer goes out
-    /// after its handler returns, so a drain waits for these too.
-    answers: Arc<Count>,
-    /// Set when a stop begins: new calls are refused from then on.
-    draining: AtomicBool,
-}
-
-/// A number of things in progress, and a wake-up when it drops to zero.
-#[derive(Debug, Default)]
-pub(super) struct Count {
-    n: AtomicUsize,
-    zero: tokio::sync::Notify,
+    /// Closed when a stop begins: new calls are refused from then on.
+    running: TaskTracker,
+    /// Answers not yet sent to their end: a call's answer goes out after its
+    /// handler returns, so a drain waits for these too (HTTP: POST
+    /// responses; stdio: the calls run where they are read).
+    answers: TaskTracker,
 }
 
 /// One counted thing; uncounted when dropped.
-#[derive(Debug)]
-pub(super) struct Counted(Arc<Count>);
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        if self.0.n.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.zero.notify_waiters();
-        }
-    }
-}
-
-impl Count {
-    fn enter(self: &Arc<Self>) -> Counted {
-        self.n.fetch_add(1, Ordering::SeqCst);
-        Counted(self.clone())
-    }
-
-    fn get(&self) -> usize {
-        self.n.load(Ordering::SeqCst)
-    }
-
-    /// Waits until nothing is counted.
-    async fn zero(&self) {
-        loop {
-            let mut notified = pin!(self.zero.notified());
-            // Registered before the check: a wake-up in between is not lost.
-            notified.as_mut().enable();
-            if self.get() == 0 {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
+pub(super) type Counted = TaskTrackerToken;
 
 impl Calls {
     /// Counts a call until the guard drops (it finished or was cancelled).
@@ -68,9 +27,10 @@ impl Calls {
     /// # Errors
     /// Refuses the call once a stop is draining the server.
     pub(super) fn enter(&self) -> Result<Counted, ErrorData> {
-        // Counted before the check: a drain that has begun either sees this
-        // call running or this call sees the drain (both are SeqCst).
-        let running = self.running.enter();
+        // Counted before the check, both on the tracker's one atomic word: a
+        // drain that has begun either sees this call running or this call
+        // sees the drain.
+        let running = self.running.token();
         if self.is_draining() {
             return Err(ErrorData::internal_error(
                 "this MCP server is shutting down; retry the call (another replica may take it)",
@@ -80,35 +40,36 @@ impl Calls {
         Ok(running)
     }
 
-    /// Counts a POST response until its body is sent or dropped.
+    /// Counts an answer until it is sent or dropped.
     pub(super) fn answer(&self) -> Counted {
-        self.answers.enter()
+        self.answers.token()
     }
 
     /// How many calls run now.
     pub(super) fn running(&self) -> usize {
-        self.running.get()
+        self.running.len()
     }
 
     /// True once [`Calls::drain`] was called.
     pub(super) fn is_draining(&self) -> bool {
-        self.draining.load(Ordering::SeqCst)
+        self.running.is_closed()
     }
 
     /// Refuses calls from now on; returns how many run.
     pub(super) fn drain(&self) -> usize {
-        self.draining.store(true, Ordering::SeqCst);
+        self.running.close();
         self.running()
     }
 
-    /// Waits until no call runs.
+    /// Waits until no call runs (once draining).
     pub(super) async fn idle(&self) {
-        self.running.zero().await;
+        self.running.wait().await;
     }
 
-    /// Waits until every POST response has been sent.
+    /// Waits until every answer counted has been sent.
     pub(super) async fn answered(&self) {
-        self.answers.zero().await;
+        self.answers.close();
+        self.answers.wait().await;
     }
 }
 

@@ -22,6 +22,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::Authenticator;
+use super::transport::Hangup;
 
 /// The connection limits of the HTTP server.
 #[derive(Debug, Clone, Copy)]
@@ -31,12 +32,6 @@ pub(crate) struct Limits {
     pub(crate) idle_timeout: Duration,
     pub(crate) drain_timeout: Duration,
 }
-
-/// Put in a POST request's extensions: cancelled when the response's body is
-/// dropped before its end (the client went away). rmcp hands the request's
-/// parts to the handler, so a call finds it there.
-#[derive(Debug, Clone)]
-pub(crate) struct Disconnect(pub(crate) CancellationToken);
 
 /// Serves `app` on `listener` until `shutdown` completes, then drains: stops
 /// accepting connections, refuses new calls and waits (up to
@@ -338,9 +333,10 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// Marks a POST request so its call can tell when the client went away, and
-/// wraps the response's body to notice that; counts the response until its
-/// body is sent (or dropped), so that a drain lets answers out.
+/// Attaches a [`Hangup`] to a POST request, cancelled when the response's
+/// body is dropped before its end (the client went away), and wraps the
+/// response's body to notice that; counts the response until its body is
+/// sent (or dropped), so that a drain lets answers out.
 pub(super) async fn watch_disconnect(
     shared: Arc<super::Shared>,
     mut request: axum::extract::Request,
@@ -351,7 +347,10 @@ pub(super) async fn watch_disconnect(
     }
     let answer = shared.calls.answer();
     let token = CancellationToken::new();
-    request.extensions_mut().insert(Disconnect(token.clone()));
+    request.extensions_mut().insert(Hangup::new(
+        token.clone(),
+        "the client's connection dropped",
+    ));
     let response = next.run(request).await;
     response.map(|body| {
         Body::new(Guarded {

@@ -18,13 +18,13 @@
 //! dropped. Responses (to the server's own requests) that do not parse are
 //! dropped too, so two peers cannot echo errors at each other forever.
 //!
-//! End of input (or a read error) cancels [`StdioTransport::closed`], which
-//! stops the session's running calls at once instead of letting rmcp wait for
-//! them.
+//! Every request it hands on carries a [`Hangup`] that end of input (or a
+//! read error) cancels: that stops the session's running calls at once
+//! instead of letting rmcp wait for them.
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest,
+    CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetExtensions,
     InitializeRequestParams, JsonRpcMessage, JsonRpcRequest, NumberOrString,
     PaginatedRequestParams, RequestMetaObject,
 };
@@ -32,7 +32,8 @@ use rmcp::service::TxJsonRpcMessage;
 use rmcp::transport::Transport;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock};
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio_util::sync::CancellationToken;
@@ -41,36 +42,10 @@ use inline::Inline;
 use output::Output;
 
 use super::session::Session;
+use super::transport::Hangup;
 
 /// The longest line read (one JSON-RPC message), like rmcp's own limit.
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
-
-/// The methods a client may call, as rmcp 3.11 names them. A request with one
-/// of these whose `params` do not fit falls through rmcp's untagged enum to a
-/// custom request (answered "method not found"); it is answered −32602 here.
-const KNOWN_METHODS: &[&str] = &[
-    "ping",
-    "initialize",
-    "server/discover",
-    "completion/complete",
-    "logging/setLevel",
-    "prompts/get",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/directory/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "subscriptions/listen",
-    "tools/call",
-    "tools/list",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-    "skills/list",
-    "skills/get",
-];
 
 /// What became of one line.
 #[derive(Debug)]
@@ -235,7 +210,13 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioTransport<R> {
                 }
             };
             match verdict {
-                Verdict::Deliver(message) => {
+                Verdict::Deliver(mut message) => {
+                    if let JsonRpcMessage::Request(request) = &mut *message {
+                        request.request.extensions_mut().insert(Hangup::new(
+                            self.closed.clone(),
+                            "the client closed its end",
+                        ));
+                    }
                     let Some(inline) = &self.inline else {
                         return Some(*message);
                     };
@@ -431,9 +412,7 @@ fn check_message(mut map: Map<String, Value>) -> Verdict {
         Ok(JsonRpcMessage::Request(JsonRpcRequest {
             request: ClientRequest::CustomRequest(custom),
             ..
-        })) if KNOWN_METHODS.contains(&method.as_str()) => {
-            invalid_params(params_problem(&method, custom.params))
-        }
+        })) if is_known_method(&method) => invalid_params(params_problem(&method, custom.params)),
         Ok(message) => Verdict::Deliver(Box::new(message)),
         Err(err) => invalid_params(err.to_string()),
     }
@@ -485,6 +464,41 @@ fn call_request(
         ClientRequest::CallToolRequest(request),
         id,
     )))
+}
+
+/// Whether rmcp serves `method` as a client request. A request of a known
+/// method whose `params` do not fit falls through rmcp's untagged enum to a
+/// custom request (answered "method not found"); it is answered −32602 here.
+/// The methods are read (once, on the first such request) from rmcp's own
+/// schema of its request enum, so they follow rmcp's version.
+fn is_known_method(method: &str) -> bool {
+    static KNOWN: LazyLock<HashSet<String>> = LazyLock::new(|| {
+        let schema = schemars::schema_for!(ClientRequest);
+        let mut known = HashSet::new();
+        request_methods(schema.as_value(), &mut known);
+        known
+    });
+    KNOWN.contains(method)
+}
+
+/// Every `method` constant in a schema: the typed requests' (a custom
+/// request's method is any string, so it adds none).
+fn request_methods(schema: &Value, known: &mut HashSet<String>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(method) = map
+                .get("properties")
+                .and_then(|properties| properties.get("method"))
+                .and_then(|method| method.get("const"))
+                .and_then(Value::as_str)
+            {
+                known.insert(method.to_owned());
+            }
+            map.values().for_each(|value| request_methods(value, known));
+        }
+        Value::Array(items) => items.iter().for_each(|item| request_methods(item, known)),
+        _ => {}
+    }
 }
 
 /// Whether a message without `method` looks like a response.

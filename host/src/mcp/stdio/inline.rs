@@ -30,7 +30,6 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, TxJsonRpcMessage};
 use rmcp::{Peer, RoleServer, Service};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::output::Output;
 use crate::mcp::session::Session;
@@ -42,10 +41,11 @@ const FINISH: Duration = Duration::from_secs(5);
 pub(super) struct Inline {
     session: Session,
     out: Arc<Output>,
-    /// Calls still running after their first poll, by request id.
+    /// Calls still running after their first poll, by request id, for a
+    /// `notifications/cancelled` to find (rmcp does not know them). Their
+    /// answers are counted in the server's drain tracker, which the
+    /// session's end waits on.
     running: Arc<Mutex<HashMap<RequestId, CancellationToken>>>,
-    /// Their tasks: the session's end waits for their answers.
-    tasks: TaskTracker,
 }
 
 impl Inline {
@@ -54,7 +54,6 @@ impl Inline {
             session,
             out,
             running: Arc::default(),
-            tasks: TaskTracker::new(),
         }
     }
 
@@ -62,13 +61,13 @@ impl Inline {
     /// rmcp does for its own when the client's end closes: those calls are
     /// cancelled by then, and answer at once.
     pub(super) async fn finish(&self) {
-        self.tasks.close();
-        if tokio::time::timeout(FINISH, self.tasks.wait())
+        let calls = &self.session.shared().calls;
+        if tokio::time::timeout(FINISH, calls.answered())
             .await
             .is_err()
         {
             tracing::warn!(
-                running = self.tasks.len(),
+                running = calls.running(),
                 "gave up waiting for the answers of running MCP calls"
             );
         }
@@ -151,9 +150,11 @@ impl Inline {
         }
         lock(&self.running).insert(id.clone(), token);
         let running = Arc::clone(&self.running);
-        self.tasks.spawn(async move {
+        let answering = self.session.shared().calls.answer();
+        tokio::spawn(async move {
             answer.await;
             lock(&running).remove(&id);
+            drop(answering);
         });
     }
 }

@@ -170,3 +170,33 @@ fn good_messages_pass_and_notifications_are_never_answered() {
         );
     }
 }
+
+#[test]
+fn the_known_methods_are_rmcps_requests() {
+    for method in [
+        "ping",
+        "initialize",
+        "tools/call",
+        "tools/list",
+        "resources/read",
+        "resources/templates/list",
+        "prompts/get",
+        "completion/complete",
+        "subscriptions/listen",
+        "tasks/get",
+    ] {
+        assert!(is_known_method(method), "{method}");
+    }
+    for method in ["notifications/cancelled", "tools/frobnicate", ""] {
+        assert!(!is_known_method(method), "{method}");
+    }
+    // A known method with params that do not fit is −32602, an unknown one
+    // goes on to rmcp (which answers −32601).
+    let bad = r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":5}}"#;
+    assert_eq!(code_and_id(&answer(bad)), (-32602, json!(1)));
+    let unknown = r#"{"jsonrpc":"2.0","id":2,"method":"x/y","params":{"uri":5}}"#;
+    assert!(matches!(
+        check_line(unknown.as_bytes()),
+        Verdict::Deliver(_)
+    ));
+}

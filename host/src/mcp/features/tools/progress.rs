@@ -7,7 +7,7 @@ use rmcp::model::{CallToolResult, ProgressNotificationParam};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer};
 
-use super::convert::{error_result, stream_result};
+use crate::mcp::convert::{error_result, stream_result};
 use crate::tool::ToolStream;
 use crate::tool::{Collector, Part};
 

@@ -30,17 +30,18 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult, InputResponses,
-    JsonObject, Task, TaskPayload,
+    JsonObject, ServerCapabilities, TASKS_EXTENSION_ID, Task, TaskPayload,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use tokio::sync::mpsc;
 
-use super::Shared;
-use super::approval::{self, random_id};
-use super::calls::Counted;
-use super::convert::{error_result, output_result, stream_result};
+use super::Feature;
 use crate::error::CallError;
+use crate::mcp::Shared;
+use crate::mcp::approval::{self, random_id};
+use crate::mcp::calls::Counted;
+use crate::mcp::convert::{error_result, output_result, stream_result};
 use crate::state::StateError;
 use crate::state::tasks::{TaskRecord, TaskStatus, TaskStore, Transition, now_ms};
 use crate::tool::Prepared;
@@ -49,44 +50,55 @@ use crate::toolset::{
 };
 
 /// How often the owner of a running task beats.
-pub(super) const BEAT: Duration = Duration::from_millis(250);
+pub(in crate::mcp) const BEAT: Duration = Duration::from_millis(250);
 
 /// How long a running task's owner may go without a beat before a reader
 /// reports the task failed. Twelve beats, not three: a busy machine or a slow
 /// store round trip can hold a beat back for a second, and a live task
 /// reported failed is worse than a dead one reported a few seconds late.
-pub(super) const STALE_AFTER: Duration = Duration::from_secs(3);
+pub(in crate::mcp) const STALE_AFTER: Duration = Duration::from_secs(3);
 
 /// The most tasks one server runs at once; past it a `tools/call` that would
 /// start one is refused as busy (each also holds guest memory, which the
 /// engine's budget bounds on its own).
-pub(super) const MAX_RUNNING_TASKS: usize = 1024;
+pub(in crate::mcp) const MAX_RUNNING_TASKS: usize = 1024;
 
 /// The status message of a task whose owner stopped beating.
 const OWNER_STOPPED: &str = "the replica running it stopped before it finished";
 
 /// The tasks of one server: where they are kept and how they are announced.
 #[derive(Debug)]
-pub(super) struct Tasks {
+pub(in crate::mcp) struct Tasks {
     /// Whether long-running calls may run as tasks at all.
-    pub(super) enabled: bool,
-    pub(super) store: TaskStore,
+    pub(in crate::mcp) enabled: bool,
+    pub(in crate::mcp) store: TaskStore,
     /// How long a record is kept after its last write.
-    pub(super) ttl: Duration,
+    pub(in crate::mcp) ttl: Duration,
     /// How often clients are told to poll.
-    pub(super) poll: Duration,
+    pub(in crate::mcp) poll: Duration,
     /// This process, as task owner (records name it, logs too).
     owner: String,
     running: Arc<AtomicUsize>,
 }
 
-impl Tasks {
-    /// The default of [`McpServer::with_task_ttl`](super::McpServer::with_task_ttl).
-    pub(super) const DEFAULT_TTL: Duration = Duration::from_secs(3600);
-    /// The poll interval clients are given.
-    pub(super) const POLL: Duration = Duration::from_millis(500);
+impl Feature for Tasks {
+    fn advertise(&self, capabilities: &mut ServerCapabilities) {
+        if self.enabled {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+        }
+    }
+}
 
-    pub(super) fn new(store: TaskStore) -> Self {
+impl Tasks {
+    /// The default of [`McpServer::with_task_ttl`](crate::mcp::McpServer::with_task_ttl).
+    pub(in crate::mcp) const DEFAULT_TTL: Duration = Duration::from_secs(3600);
+    /// The poll interval clients are given.
+    pub(in crate::mcp) const POLL: Duration = Duration::from_millis(500);
+
+    pub(in crate::mcp) fn new(store: TaskStore) -> Self {
         Self {
             enabled: true,
             store,
@@ -108,7 +120,11 @@ impl Tasks {
 
     /// `tasks/get`: the task as it is now. A running task whose owner
     /// stopped beating is failed first.
-    pub(super) async fn get(&self, id: &str, principal: &str) -> Result<GetTaskResult, ErrorData> {
+    pub(in crate::mcp) async fn get(
+        &self,
+        id: &str,
+        principal: &str,
+    ) -> Result<GetTaskResult, ErrorData> {
         let mut record = self.find(id, principal).await?;
         let stale = now_ms().saturating_sub(record.heartbeat_ms) > millis(STALE_AFTER);
         if !record.status.is_terminal() && stale {
@@ -134,7 +150,7 @@ impl Tasks {
     /// `tasks/update`: the client's input responses, for the owner's next
     /// beat. Responses to a task that asks nothing now are ignored, as
     /// SEP-2663 says of keys that are not outstanding.
-    pub(super) async fn update(
+    pub(in crate::mcp) async fn update(
         &self,
         id: &str,
         principal: &str,
@@ -152,7 +168,7 @@ impl Tasks {
 
     /// `tasks/cancel`: the task is cancelled now (unless it ended already);
     /// its owner drops the call at its next beat.
-    pub(super) async fn cancel(&self, id: &str, principal: &str) -> Result<(), ErrorData> {
+    pub(in crate::mcp) async fn cancel(&self, id: &str, principal: &str) -> Result<(), ErrorData> {
         self.find(id, principal).await?;
         let outcome = self
             .store
@@ -177,21 +193,24 @@ impl Tasks {
 }
 
 /// Everything a task's call needs, moved onto the task that runs it.
-pub(super) struct Job {
-    pub(super) tool: Arc<dyn Tool>,
-    pub(super) cx: Context,
+pub(in crate::mcp) struct Job {
+    pub(in crate::mcp) tool: Arc<dyn Tool>,
+    pub(in crate::mcp) cx: Context,
     /// The arguments, prepared (or why they could not be: the task fails
     /// with it, as a plain call would).
-    pub(super) arguments: Result<Prepared, CallError>,
-    pub(super) principal: String,
+    pub(in crate::mcp) arguments: Result<Prepared, CallError>,
+    pub(in crate::mcp) principal: String,
     /// Counts the call as running, so a stop drains it.
-    pub(super) running: Counted,
+    pub(in crate::mcp) running: Counted,
 }
 
 /// Starts `job` as a task: stores its record, spawns its call, and answers
 /// the task handle. Refused as busy (a tool result, as a plain call's busy
 /// error is) past [`MAX_RUNNING_TASKS`] or the store's own cap.
-pub(super) async fn spawn(shared: &Arc<Shared>, job: Job) -> Result<CreateTaskOr, ErrorData> {
+pub(in crate::mcp) async fn spawn(
+    shared: &Arc<Shared>,
+    job: Job,
+) -> Result<CreateTaskOr, ErrorData> {
     let tasks = &shared.tasks;
     let name = job.tool.spec().name.clone();
     let Some(slot) = Slot::take(&tasks.running) else {
@@ -253,7 +272,7 @@ pub(super) async fn spawn(shared: &Arc<Shared>, job: Job) -> Result<CreateTaskOr
 }
 
 /// What a `tools/call` that would start a task answers.
-pub(super) enum CreateTaskOr {
+pub(in crate::mcp) enum CreateTaskOr {
     /// The task handle.
     Task(CreateTaskResult),
     /// No task: too many run.
@@ -297,8 +316,8 @@ async fn run_call(
         Err(err) => Err(err),
     };
     match output {
-        Ok((output, true)) => Ok(stream_result(output, shared.result_text)),
-        Ok((output, false)) => Ok(output_result(output, shared.result_text)),
+        Ok((output, true)) => Ok(stream_result(output, shared.tools.result_text)),
+        Ok((output, false)) => Ok(output_result(output, shared.tools.result_text)),
         Err(err) => error_result(err),
     }
 }
@@ -499,7 +518,7 @@ fn unasked(ask: &ConfirmationRequest, err: Option<StateError>) -> CallError {
 }
 
 /// Whether this request declared the Tasks extension.
-pub(super) fn declared(context: &RequestContext<RoleServer>) -> bool {
+pub(in crate::mcp) fn declared(context: &RequestContext<RoleServer>) -> bool {
     context
         .client_capabilities()
         .is_some_and(|caps| caps.supports_tasks())

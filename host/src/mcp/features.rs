@@ -1,0 +1,72 @@
+//! The MCP surface, cut by feature area: each module serves one area's
+//! requests (`tools.rs`: `tools/list` and `tools/call`; `tasks.rs`: the
+//! Tasks extension) and says, through [`Feature`], what the server
+//! advertises for it and which list changes its clients are told of.
+//! `Session` only routes requests here.
+//!
+//! A new area (resources, prompts, completions) is one module here with its
+//! handlers and a [`Feature`], listed in `Shared::features`, plus its routes
+//! in `session.rs`'s `ServerHandler` (one line each).
+
+use rmcp::model::{ServerCapabilities, ServerNotification, SubscriptionFilter};
+
+use crate::toolset::ToolsetChange;
+
+pub(super) mod tasks;
+pub(super) mod tools;
+
+/// One area of the MCP surface.
+pub(super) trait Feature: Send + Sync {
+    /// Adds what this area serves to the capabilities the server declares
+    /// (`initialize`, `server/discover`).
+    fn advertise(&self, capabilities: &mut ServerCapabilities);
+
+    /// The list this area serves whose changes clients are told of, if any.
+    fn list(&self) -> Option<List> {
+        None
+    }
+
+    /// Whether `change` of the set changed this area's list.
+    fn changed(&self, change: &ToolsetChange) -> bool {
+        let _ = change;
+        false
+    }
+}
+
+/// A list whose changes are notified (`notifications/…/list_changed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum List {
+    /// `tools/list`.
+    Tools,
+}
+
+impl List {
+    /// Adds this list's changes to `filter` (what `subscriptions/listen`
+    /// may carry).
+    pub(super) fn accept(self, filter: &mut SubscriptionFilter) {
+        match self {
+            Self::Tools => filter.tools_list_changed = Some(true),
+        }
+    }
+
+    /// Whether a subscription with `filter` asked for this list's changes.
+    pub(super) fn accepted_by(self, filter: &SubscriptionFilter) -> bool {
+        match self {
+            Self::Tools => filter.tools_list_changed == Some(true),
+        }
+    }
+
+    /// The notification that says this list changed.
+    pub(super) fn notification(self) -> ServerNotification {
+        match self {
+            Self::Tools => ServerNotification::ToolListChangedNotification(Default::default()),
+        }
+    }
+
+    /// The notification's method, for the log.
+    pub(super) fn method(self) -> &'static str {
+        match self {
+            Self::Tools => "notifications/tools/list_changed",
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! What a transport attaches to each request it hands to the session, and the
+//! one place a handler reads it from: who the request is from (HTTP: the
+//! [`Principal`] its authentication named) and a [`Hangup`] cancelled when
+//! the client can no longer receive the answer (stdio: its end closed; HTTP:
+//! the connection of the request's POST dropped).
+//!
+//! A transport attaches either to the request's own extensions (stdio) or to
+//! the HTTP request's, which rmcp hands the handler as
+//! [`axum::http::request::Parts`]; handlers never look at either directly.
+
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+use tokio_util::sync::CancellationToken;
+
+use crate::toolset::Principal;
+
+/// Cancelled when the client can no longer receive a request's answer.
+#[derive(Debug, Clone)]
+pub(super) struct Hangup {
+    token: CancellationToken,
+    /// Why, for the log: "the client closed its end".
+    why: &'static str,
+}
+
+impl Hangup {
+    /// A hangup that `token` signals, logged as `why`.
+    pub(super) fn new(token: CancellationToken, why: &'static str) -> Self {
+        Self { token, why }
+    }
+
+    /// Completes when the client has hung up; gives why.
+    pub(super) async fn hung_up(&self) -> &'static str {
+        self.token.cancelled().await;
+        self.why
+    }
+}
+
+/// What the transport attached to this request, of type `T`.
+fn attached<T: Send + Sync + 'static>(context: &RequestContext<RoleServer>) -> Option<&T> {
+    context.extensions.get::<T>().or_else(|| {
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<T>())
+    })
+}
+
+/// The principal a request acts for (`None`: the transport authenticates
+/// nobody, as on stdio).
+pub(super) fn principal(context: &RequestContext<RoleServer>) -> Option<&Arc<Principal>> {
+    attached(context)
+}
+
+/// The request's hangup: it never completes when the transport attached none.
+pub(super) async fn hung_up(context: &RequestContext<RoleServer>) -> &'static str {
+    match attached::<Hangup>(context) {
+        Some(hangup) => hangup.hung_up().await,
+        None => std::future::pending().await,
+    }
+}
