@@ -474,29 +474,38 @@ fn call_request(
 fn is_known_method(method: &str) -> bool {
     static KNOWN: LazyLock<HashSet<String>> = LazyLock::new(|| {
         let schema = schemars::schema_for!(ClientRequest);
+        let schema = schema.as_value();
         let mut known = HashSet::new();
-        request_methods(schema.as_value(), &mut known);
+        request_methods(schema, schema.get("$defs"), &mut known);
         known
     });
     KNOWN.contains(method)
 }
 
-/// Every `method` constant in a schema: the typed requests' (a custom
-/// request's method is any string, so it adds none).
-fn request_methods(schema: &Value, known: &mut HashSet<String>) {
+/// Every `method` constant in a schema (inline or a reference into `defs`):
+/// the typed requests' (a custom request's method is any string, so it adds
+/// none).
+fn request_methods(schema: &Value, defs: Option<&Value>, known: &mut HashSet<String>) {
     match schema {
         Value::Object(map) => {
-            if let Some(method) = map
+            let method = map
                 .get("properties")
-                .and_then(|properties| properties.get("method"))
-                .and_then(|method| method.get("const"))
-                .and_then(Value::as_str)
-            {
+                .and_then(|properties| properties.get("method"));
+            let method = match method.and_then(|m| m.get("$ref")).and_then(Value::as_str) {
+                Some(reference) => reference
+                    .strip_prefix("#/$defs/")
+                    .and_then(|name| defs?.get(name)),
+                None => method,
+            };
+            if let Some(method) = method.and_then(|m| m.get("const")).and_then(Value::as_str) {
                 known.insert(method.to_owned());
             }
-            map.values().for_each(|value| request_methods(value, known));
+            map.values()
+                .for_each(|value| request_methods(value, defs, known));
         }
-        Value::Array(items) => items.iter().for_each(|item| request_methods(item, known)),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| request_methods(item, defs, known)),
         _ => {}
     }
 }
