@@ -107,13 +107,9 @@ impl Session {
         }
     }
 
-    /// What every session of the server shares.
-    pub(super) fn shared(&self) -> &Shared {
-        &self.shared
-    }
-
-    /// The same, to hand to a task that outlives the request.
-    pub(super) fn shared_arc(&self) -> &Arc<Shared> {
+    /// What every session of the server shares (an `Arc`, for a task that
+    /// outlives the request).
+    pub(super) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
 

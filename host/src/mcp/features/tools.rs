@@ -115,7 +115,7 @@ pub(in crate::mcp) async fn call(
             principal: auth::principal(&context).key(),
             running: shared.calls.enter()?,
         };
-        return match tasks::spawn(session.shared_arc(), job).await? {
+        return match tasks::spawn(session.shared(), job).await? {
             CreateTaskOr::Task(task) => Ok(CallToolResponse::Task(task)),
             CreateTaskOr::Busy(refused) => Ok(refused.into()),
         };
