@@ -482,7 +482,22 @@ pub enum CallError {
         /// [`CallError::AmbiguousTool`]).
         problem: Box<CallError>,
     },
-    /// The arguments do not match the tool's declaration. Every problem is listed.
+    /// No resource is at that URI (or it is hidden from the caller).
+    #[error("no resource at `{uri}`")]
+    UnknownResource {
+        /// The URI that was read.
+        uri: String,
+    },
+    /// No prompt of that name exists (or it is hidden from the caller).
+    #[error("no prompt named `{prompt}`; available prompts: {}", available.join(", "))]
+    UnknownPrompt {
+        /// The name that was asked for.
+        prompt: String,
+        /// The names that do exist.
+        available: Vec<String>,
+    },
+    /// The arguments do not match the tool's (or prompt's) declaration.
+    /// Every problem is listed.
     #[error("invalid arguments for `{tool}`: {}", problems.join("; "))]
     InvalidArguments {
         /// The tool.
@@ -629,6 +644,8 @@ impl CallError {
             Self::UnknownTool { .. }
                 | Self::AmbiguousTool { .. }
                 | Self::AliasUnresolved { .. }
+                | Self::UnknownResource { .. }
+                | Self::UnknownPrompt { .. }
                 | Self::InvalidArguments { .. }
         )
     }

@@ -33,6 +33,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod catalog;
 pub mod config;
 pub mod engine;
 pub mod error;

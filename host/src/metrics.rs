@@ -317,6 +317,8 @@ fn kind(error: &CallError) -> &'static str {
         CallError::UnknownTool { .. } => "unknown_tool",
         CallError::AmbiguousTool { .. } => "ambiguous_tool",
         CallError::AliasUnresolved { .. } => "alias_unresolved",
+        CallError::UnknownResource { .. } => "unknown_resource",
+        CallError::UnknownPrompt { .. } => "unknown_prompt",
         CallError::InvalidArguments { .. } => "invalid_arguments",
         CallError::Failed { .. } => "failed",
         CallError::Exhausted { budget, .. } => match budget {

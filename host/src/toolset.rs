@@ -1,13 +1,19 @@
 //! Tools and toolsets as an agent framework sees them: ADK's `Tool` /
 //! `Toolset`, Eino's `BaseTool`, across the WebAssembly boundary.
 //!
-//! A [`Tool`] has a spec (info and declaration), `invoke` and `stream`. Plugin
+//! A [`Tool`] has a spec (info and declaration), `prepare` and `run`. Plugin
 //! tools and tools written natively in Rust are both `Tool`s. A [`Toolset`]
 //! returns the tools a given [`Context`] may see: a plugin, a plugins directory,
 //! or a layer (filter, confirmation, aliases) wrapped around another set.
+//!
+//! Tools are the first kind of a toolset's catalog: a set may also offer
+//! [`Resource`]s, [`ResourceTemplate`]s and [`Prompt`]s (MCP's other server
+//! features; see [`catalog`](crate::catalog)), and the layers that judge items
+//! ([`Filter`]) judge them all.
 
 mod alias;
 mod call;
+mod catalog;
 mod confirm;
 pub(crate) mod context;
 mod dir;
@@ -18,6 +24,7 @@ mod plugin_set;
 mod plugin_tools;
 mod unknown;
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -27,6 +34,7 @@ use serde_json::Value;
 pub use alias::{AliasError, Aliases, ToolAliases};
 pub(crate) use call::drive;
 pub use call::{ApproveAll, Approver, NoApprover, Started, call, start, start_prepared};
+pub use catalog::{Prompt, Resource, ResourceTemplate};
 pub use confirm::{Confirm, ConfirmationHint, ConfirmationRequest, DEFAULT_REMEMBERED_DECISIONS};
 pub use context::{Context, Decision, Identity, Principal};
 pub use dir::{LoadState, PluginDir, PluginStatus, ToolsetChange, WatchError};
@@ -42,6 +50,7 @@ pub(crate) use plugin_set::{log_failed, log_loaded, plugin_name, warn_clash};
 pub use plugin_tools::{PluginTool, SinglePlugin};
 pub use unknown::{OnUnknown, UnknownFuture};
 
+use crate::catalog::{Kinds, PromptMessages, ResourceContents};
 use crate::error::CallError;
 use crate::tool::ToolStream;
 use crate::tool::{Prepared, ToolOutput, ToolSpec};
@@ -118,6 +127,49 @@ pub trait Toolset: Send + Sync {
     fn not_found(&self, cx: &Context, name: &str) -> CallError {
         unresolved(&self.tools(cx), name)
     }
+
+    /// The kinds of items this set may offer, now or after a change: what a
+    /// front end advertises. The default is tools only; a set that offers
+    /// resources or prompts says so, and layers say what their inner set says.
+    fn kinds(&self) -> Kinds {
+        Kinds::TOOLS
+    }
+
+    /// The resources this context may see and read, in a stable order. URIs
+    /// are unique. The default: none.
+    fn resources(&self, cx: &Context) -> Vec<Arc<dyn Resource>> {
+        let _ = cx;
+        Vec::new()
+    }
+
+    /// The resource templates this context may see, in a stable order. The
+    /// default: none.
+    fn resource_templates(&self, cx: &Context) -> Vec<Arc<dyn ResourceTemplate>> {
+        let _ = cx;
+        Vec::new()
+    }
+
+    /// The prompts this context may see and get, in a stable order. Names are
+    /// unique. The default: none.
+    fn prompts(&self, cx: &Context) -> Vec<Arc<dyn Prompt>> {
+        let _ = cx;
+        Vec::new()
+    }
+
+    /// The resource a read of `uri` reaches in this context. The default: the
+    /// listed resource at `uri`, else the one the first template that knows
+    /// `uri` makes ([`ResourceTemplate::resolve`]). Layers that hide items
+    /// must judge the resource this returns.
+    fn resource(&self, cx: &Context, uri: &str) -> Option<Arc<dyn Resource>> {
+        catalog::find_resource(&self.resources(cx), &self.resource_templates(cx), cx, uri)
+    }
+
+    /// The prompt a get of `name` reaches in this context. The default: the
+    /// prompt listed as `name`, else one that answers to it (a qualified or
+    /// bare name, as for tools).
+    fn prompt(&self, cx: &Context, name: &str) -> Option<Arc<dyn Prompt>> {
+        catalog::find_prompt(&self.prompts(cx), name)
+    }
 }
 
 /// The first of `tools` listed as `name`, else the first whose qualified name
@@ -154,8 +206,8 @@ pub(crate) fn unresolved(tools: &[Arc<dyn Tool>], name: &str) -> CallError {
 }
 
 /// A layer over a toolset that passes on the inner set's tools, each through
-/// [`Layer::wrap`] (confirmation, aliases, middlewares): tower's `Layer`, for
-/// toolsets. Implement it and the layer is a [`Toolset`] whose name and
+/// [`Layer::wrap`] (confirmation, aliases, middlewares), and the rest of its
+/// catalog unchanged: tower's `Layer`, for toolsets. Implement it and the layer is a [`Toolset`] whose name and
 /// listing come from the inner set, and whose lookups and refusals do too
 /// unless the layer resolves names of its own ([`Layer::resolve`],
 /// [`Layer::unresolved`]). Layers that hide tools ([`Filter`]) implement
@@ -204,6 +256,31 @@ impl<L: Layer> Toolset for L {
 
     fn not_found(&self, cx: &Context, name: &str) -> CallError {
         self.unresolved(cx, name)
+    }
+
+    // Layers change tools; the rest of the catalog passes through.
+    fn kinds(&self) -> Kinds {
+        self.inner().kinds()
+    }
+
+    fn resources(&self, cx: &Context) -> Vec<Arc<dyn Resource>> {
+        self.inner().resources(cx)
+    }
+
+    fn resource_templates(&self, cx: &Context) -> Vec<Arc<dyn ResourceTemplate>> {
+        self.inner().resource_templates(cx)
+    }
+
+    fn prompts(&self, cx: &Context) -> Vec<Arc<dyn Prompt>> {
+        self.inner().prompts(cx)
+    }
+
+    fn resource(&self, cx: &Context, uri: &str) -> Option<Arc<dyn Resource>> {
+        self.inner().resource(cx, uri)
+    }
+
+    fn prompt(&self, cx: &Context, name: &str) -> Option<Arc<dyn Prompt>> {
+        self.inner().prompt(cx, name)
     }
 }
 
@@ -285,6 +362,61 @@ pub trait ToolsetExt: Toolset {
             start(&*tool, cx, arguments, &NoApprover)
                 .await?
                 .into_stream()
+        })
+    }
+
+    /// Reads the resource at `uri` ([`Toolset::resource`]).
+    ///
+    /// # Errors
+    /// [`CallError::UnknownResource`] when no resource this context may read
+    /// is there, or the resource's own error.
+    fn read<'a>(
+        &'a self,
+        cx: &'a Context,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, CallError>>
+    where
+        Self: Sync,
+    {
+        Box::pin(async move {
+            let resource = self
+                .resource(cx, uri)
+                .ok_or_else(|| CallError::UnknownResource {
+                    uri: uri.to_owned(),
+                })?;
+            resource.read(cx).await
+        })
+    }
+
+    /// Gets the prompt `name` ([`Toolset::prompt`]) filled in with
+    /// `arguments`, once they are checked against its spec
+    /// ([`PromptSpec::check`](crate::catalog::PromptSpec::check)).
+    ///
+    /// # Errors
+    /// [`CallError::UnknownPrompt`] listing the prompts this context can see,
+    /// [`CallError::InvalidArguments`], or the prompt's own error.
+    fn get_prompt<'a>(
+        &'a self,
+        cx: &'a Context,
+        name: &'a str,
+        arguments: BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<PromptMessages, CallError>>
+    where
+        Self: Sync,
+    {
+        Box::pin(async move {
+            let prompt = self
+                .prompt(cx, name)
+                .ok_or_else(|| CallError::UnknownPrompt {
+                    prompt: name.to_owned(),
+                    available: self
+                        .prompts(cx)
+                        .iter()
+                        .map(|prompt| prompt.spec().name.clone())
+                        .collect(),
+                })?;
+            prompt.spec().check(&arguments)?;
+            prompt.get(cx, arguments).await
         })
     }
 }

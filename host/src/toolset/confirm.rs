@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use serde_json::Value;
 
 use super::{BoxFuture, Context, Decision, Layer, Predicate, Started, Tool, Toolset};
+use crate::catalog::Item;
 pub use crate::error::ConfirmationRequest;
 use crate::error::{CallError, StateError};
 use crate::state::StateStore;
@@ -67,7 +68,7 @@ impl Rules {
     fn matched(&self, cx: &Context, spec: &ToolSpec) -> Option<&ConfirmationHint> {
         self.matching
             .iter()
-            .find_map(|(predicate, hint)| predicate.test(cx, spec).then_some(hint))
+            .find_map(|(predicate, hint)| predicate.test(cx, Item::Tool(spec)).then_some(hint))
     }
 
     /// The static rule for this tool: one for any of its names (listed,

@@ -1,23 +1,28 @@
 //! The filter layer (ADK's `FilterToolset` and `Predicate`): shows each context
-//! only the tools a rule lets it see.
+//! only the catalog items (tools, resources, templates, prompts) a rule lets
+//! it see.
 //!
 //! Hidden means absent: a filtered-out tool is not listed, and a call to it is
 //! [`CallError::UnknownTool`](crate::CallError::UnknownTool), the same answer
-//! as for a name no tool has, so the model learns nothing about it.
+//! as for a name no tool has, so the model learns nothing about it; a hidden
+//! resource or prompt is likewise unknown.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::{Context, Tool, Toolset};
+use super::{Context, Prompt, Resource, ResourceTemplate, Tool, Toolset};
+use crate::catalog::{Item, Kind, Kinds};
 use crate::error::CallError;
-use crate::tool::ToolSpec;
 
-type PredicateFn = dyn Fn(&Context, &ToolSpec) -> bool + Send + Sync;
+type PredicateFn = dyn Fn(&Context, Item<'_>) -> bool + Send + Sync;
 
-/// A rule over (context, tool): true means the context may see the tool.
+/// A rule over (context, catalog item): true means the context may see the
+/// item. Rules judge every kind of item ([`Item`]): a tool, a resource, a
+/// resource template or a prompt.
 ///
-/// Name rules ([`Predicate::allow`], [`Predicate::glob`]) match any of the
-/// tool's names ([`ToolSpec::names`]): its listed name, its qualified name
+/// Name rules ([`Predicate::allow`], [`Predicate::glob`]) match any of an
+/// item's names ([`Item::any_name`]); for a tool ([`ToolSpec::names`](crate::ToolSpec::names)),
+/// its listed name, its qualified name
 /// `plugin.tool` and its bare name. So `write_file` matches the tool
 /// `write_file` of every plugin, whether it is listed bare or (clashing) as
 /// `fs.write_file`; `fs.write_file` and `fs.*` match only plugin `fs`'s,
@@ -47,23 +52,35 @@ impl std::fmt::Debug for Predicate {
 
 impl Predicate {
     /// A custom rule.
-    pub fn new(test: impl Fn(&Context, &ToolSpec) -> bool + Send + Sync + 'static) -> Self {
+    ///
+    /// # Examples
+    /// ```
+    /// use toolhost::catalog::Item;
+    /// use toolhost::toolset::Predicate;
+    /// // Tools that say they change nothing, and every other kind of item.
+    /// let read_only = Predicate::new(|_, item| match item {
+    ///     Item::Tool(spec) => spec.hints.read_only == Some(true),
+    ///     _ => true,
+    /// });
+    /// # let _ = read_only;
+    /// ```
+    pub fn new(test: impl Fn(&Context, Item<'_>) -> bool + Send + Sync + 'static) -> Self {
         Self {
             test: Arc::new(test),
         }
     }
 
-    /// Only the tools with these names (ADK's `AllowedToolsPredicate`).
+    /// Only the items with these names (ADK's `AllowedToolsPredicate`).
     pub fn allow<I, S>(names: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
         let names: BTreeSet<String> = names.into_iter().map(Into::into).collect();
-        Self::new(move |_, spec| spec.names().any(|name| names.contains(name)))
+        Self::new(move |_, item| item.any_name(|name| names.contains(name)))
     }
 
-    /// Every tool except those with these names.
+    /// Every item except those with these names.
     pub fn deny<I, S>(names: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -72,10 +89,10 @@ impl Predicate {
         !Self::allow(names)
     }
 
-    /// The tools with a name ([`ToolSpec::names`]) matching any of these
+    /// The items with a name ([`Item::any_name`]) matching any of these
     /// patterns: `*` matches any run of characters (`.` included, so `echo.*`
-    /// matches every tool of the plugin `echo`), `?` matches one character,
-    /// anything else itself.
+    /// matches every tool, resource and prompt of the plugin `echo`), `?`
+    /// matches one character, anything else itself.
     pub fn glob<I, S>(patterns: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -85,21 +102,35 @@ impl Predicate {
             .into_iter()
             .map(|p| p.as_ref().chars().collect())
             .collect();
-        Self::new(move |_, spec| {
-            spec.names().any(|name| {
+        Self::new(move |_, item| {
+            item.any_name(|name| {
                 let name: Vec<char> = name.chars().collect();
                 patterns.iter().any(|p| glob_match(p, &name))
             })
         })
     }
 
-    /// Every tool, for callers whose [`Identity`](crate::toolset::Identity) has this role.
+    /// The items of this kind.
+    ///
+    /// # Examples
+    /// ```
+    /// use toolhost::catalog::Kind;
+    /// use toolhost::toolset::Predicate;
+    /// // Prompts for everyone; tools and resources for admins.
+    /// let rule = Predicate::kind(Kind::Prompt).or(Predicate::role("admin"));
+    /// # let _ = rule;
+    /// ```
+    pub fn kind(kind: Kind) -> Self {
+        Self::new(move |_, item| item.kind() == kind)
+    }
+
+    /// Every item, for callers whose [`Identity`](crate::toolset::Identity) has this role.
     pub fn role(role: impl Into<String>) -> Self {
         let role = role.into();
         Self::new(move |cx, _| cx.identity().roles.contains(&role))
     }
 
-    /// Every tool, for callers with at least one of these roles.
+    /// Every item, for callers with at least one of these roles.
     pub fn any_role<I, S>(roles: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -112,13 +143,13 @@ impl Predicate {
     /// True when every rule is (true for none).
     pub fn all(rules: impl IntoIterator<Item = Predicate>) -> Self {
         let rules: Vec<Predicate> = rules.into_iter().collect();
-        Self::new(move |cx, spec| rules.iter().all(|r| r.test(cx, spec)))
+        Self::new(move |cx, item| rules.iter().all(|r| r.test(cx, item)))
     }
 
     /// True when any rule is (false for none).
     pub fn any(rules: impl IntoIterator<Item = Predicate>) -> Self {
         let rules: Vec<Predicate> = rules.into_iter().collect();
-        Self::new(move |cx, spec| rules.iter().any(|r| r.test(cx, spec)))
+        Self::new(move |cx, item| rules.iter().any(|r| r.test(cx, item)))
     }
 
     /// True when both are.
@@ -131,9 +162,9 @@ impl Predicate {
         Self::any([self, other])
     }
 
-    /// Whether this context may see this tool.
-    pub fn test(&self, cx: &Context, spec: &ToolSpec) -> bool {
-        (self.test)(cx, spec)
+    /// Whether this context may see this item.
+    pub fn test(&self, cx: &Context, item: Item<'_>) -> bool {
+        (self.test)(cx, item)
     }
 }
 
@@ -142,7 +173,7 @@ impl std::ops::Not for Predicate {
 
     /// True when the rule is false.
     fn not(self) -> Predicate {
-        Predicate::new(move |cx, spec| !self.test(cx, spec))
+        Predicate::new(move |cx, item| !self.test(cx, item))
     }
 }
 
@@ -182,7 +213,8 @@ fn glob_match(pattern: &[char], name: &[char]) -> bool {
     pattern[p..].iter().all(|&c| c == '*')
 }
 
-/// A toolset showing only the tools its [`Predicate`] lets each context see.
+/// A toolset showing only the items (tools, resources, templates, prompts)
+/// its [`Predicate`] lets each context see.
 ///
 /// # Examples
 /// ```
@@ -199,7 +231,7 @@ pub struct Filter<T> {
 }
 
 impl<T: Toolset> Filter<T> {
-    /// Wraps `inner`; only tools for which `predicate` holds stay visible.
+    /// Wraps `inner`; only items for which `predicate` holds stay visible.
     pub fn new(inner: T, predicate: Predicate) -> Self {
         Self { inner, predicate }
     }
@@ -217,7 +249,7 @@ impl<T: Toolset> Toolset for Filter<T> {
 
     fn tools(&self, cx: &Context) -> Vec<Arc<dyn Tool>> {
         let mut tools = self.inner.tools(cx);
-        tools.retain(|tool| self.predicate.test(cx, tool.spec()));
+        tools.retain(|tool| self.predicate.test(cx, Item::Tool(tool.spec())));
         tools
     }
 
@@ -226,8 +258,9 @@ impl<T: Toolset> Toolset for Filter<T> {
         // tool it resolves to: hidden under its name means hidden under all.
         self.inner
             .lookup(cx, name)
-            .filter(|tool| self.predicate.test(cx, tool.spec()))
+            .filter(|tool| self.predicate.test(cx, Item::Tool(tool.spec())))
     }
+
     fn not_found(&self, cx: &Context, name: &str) -> CallError {
         // The inner set explains (it may know aliases); the explanation may
         // name only the tools this context can see.
@@ -237,6 +270,45 @@ impl<T: Toolset> Toolset for Filter<T> {
             .map(|tool| tool.spec().name.clone())
             .collect();
         restrict(self.inner.not_found(cx, name), &visible)
+    }
+
+    fn kinds(&self) -> Kinds {
+        self.inner.kinds()
+    }
+
+    fn resources(&self, cx: &Context) -> Vec<Arc<dyn Resource>> {
+        let mut resources = self.inner.resources(cx);
+        resources.retain(|resource| self.predicate.test(cx, Item::Resource(resource.spec())));
+        resources
+    }
+
+    fn resource_templates(&self, cx: &Context) -> Vec<Arc<dyn ResourceTemplate>> {
+        let mut templates = self.inner.resource_templates(cx);
+        templates.retain(|template| {
+            self.predicate
+                .test(cx, Item::ResourceTemplate(template.spec()))
+        });
+        templates
+    }
+
+    fn prompts(&self, cx: &Context) -> Vec<Arc<dyn Prompt>> {
+        let mut prompts = self.inner.prompts(cx);
+        prompts.retain(|prompt| self.predicate.test(cx, Item::Prompt(prompt.spec())));
+        prompts
+    }
+
+    fn resource(&self, cx: &Context, uri: &str) -> Option<Arc<dyn Resource>> {
+        // Judged as the resource a read reaches, whether listed or made by a
+        // template: a rule that hides a template's name hides what it makes.
+        self.inner
+            .resource(cx, uri)
+            .filter(|resource| self.predicate.test(cx, Item::Resource(resource.spec())))
+    }
+
+    fn prompt(&self, cx: &Context, name: &str) -> Option<Arc<dyn Prompt>> {
+        self.inner
+            .prompt(cx, name)
+            .filter(|prompt| self.predicate.test(cx, Item::Prompt(prompt.spec())))
     }
 }
 
@@ -270,7 +342,7 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::error::CallError;
-    use crate::tool::{Prepared, ToolOutput};
+    use crate::tool::{Prepared, ToolOutput, ToolSpec};
     use crate::toolset::{BoxFuture, Identity, Started, ToolsetExt};
 
     /// A native tool that counts its runs and answers `{"tool", "arguments"}`.
@@ -476,7 +548,10 @@ pub(crate) mod tests {
 
     #[test]
     fn custom_rules_see_context_and_spec() {
-        let rule = Predicate::new(|cx, spec| {
+        let rule = Predicate::new(|cx, item| {
+            let Item::Tool(spec) = item else {
+                return false;
+            };
             cx.identity().attributes.get("tenant").map(String::as_str) == Some("acme")
                 && !spec.description.contains("delete")
         });

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Context, Started, Tool, Toolset};
+use super::{BoxFuture, Context, Prompt, Resource, ResourceTemplate, Started, Tool, Toolset};
+use crate::catalog::Kinds;
 use crate::error::CallError;
 use crate::tool::{Prepared, ToolOutput, ToolSpec};
 
@@ -103,6 +104,31 @@ impl<T: Toolset> Toolset for OnUnknown<T> {
             available,
             handler: Arc::clone(&self.handler),
         }))
+    }
+
+    // Unknown tool names only: the rest of the catalog is the inner set's.
+    fn kinds(&self) -> Kinds {
+        self.inner.kinds()
+    }
+
+    fn resources(&self, cx: &Context) -> Vec<Arc<dyn Resource>> {
+        self.inner.resources(cx)
+    }
+
+    fn resource_templates(&self, cx: &Context) -> Vec<Arc<dyn ResourceTemplate>> {
+        self.inner.resource_templates(cx)
+    }
+
+    fn prompts(&self, cx: &Context) -> Vec<Arc<dyn Prompt>> {
+        self.inner.prompts(cx)
+    }
+
+    fn resource(&self, cx: &Context, uri: &str) -> Option<Arc<dyn Resource>> {
+        self.inner.resource(cx, uri)
+    }
+
+    fn prompt(&self, cx: &Context, name: &str) -> Option<Arc<dyn Prompt>> {
+        self.inner.prompt(cx, name)
     }
 }
 

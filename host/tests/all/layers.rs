@@ -2,6 +2,7 @@
 //! aliases and unknown tools, alone and stacked.
 
 use serde_json::{Value, json};
+use toolhost::catalog::Item;
 use toolhost::tool::Part;
 use toolhost::toolset::{
     AliasError, Aliases, Confirm, ConfirmationHint, Decision, Filter, Identity, OnUnknown,
@@ -404,8 +405,11 @@ async fn a_confirmed_tool_asks_however_it_is_named_or_called() {
         .unwrap();
     // Globs, as `[confirm] tools` uses them: `echo.*` covers tools listed bare.
     let needs = Predicate::glob(["echo.*"]);
-    let set = Confirm::new(echoes(false).await)
-        .provider(move |cx, spec, _| needs.test(cx, spec).then(ConfirmationHint::default));
+    let set = Confirm::new(echoes(false).await).provider(move |cx, spec, _| {
+        needs
+            .test(cx, Item::Tool(spec))
+            .then(ConfirmationHint::default)
+    });
     asks(
         set.invoke(&Context::new(), "add", args.clone()).await,
         "add",

@@ -5,6 +5,7 @@
 mod auth;
 mod cache;
 mod caps;
+mod catalog;
 mod cli;
 mod confirm;
 mod conformance;
