@@ -69,10 +69,11 @@ mod transport;
 pub use approval::{ApprovalKeys, KeyRingError};
 pub use auth::{AuthError, Authenticator, StaticToken, Unverified};
 use calls::Calls;
-use features::{Feature, tasks, tools};
+use features::{Feature, prompts, resources, tasks, tools};
 use session::Session;
 
 use crate::Engine;
+use crate::catalog::Kind;
 use crate::metrics::Metrics;
 use crate::toolset::{Toolset, ToolsetChange};
 
@@ -308,6 +309,10 @@ struct Shared {
     ready: Option<tokio::sync::watch::Receiver<bool>>,
     /// How tools are served.
     tools: tools::Tools,
+    /// Whether resources are served.
+    resources: resources::Resources,
+    /// Whether prompts are served.
+    prompts: prompts::Prompts,
     /// The `tools/call`s running now, and whether a stop is draining them.
     calls: Calls,
     /// What `GET /metrics` reports.
@@ -320,8 +325,8 @@ struct Shared {
 
 impl Shared {
     /// The feature areas served (see `features.rs`).
-    fn features(&self) -> [&dyn Feature; 2] {
-        [&self.tools, &self.tasks]
+    fn features(&self) -> [&dyn Feature; 4] {
+        [&self.tools, &self.resources, &self.prompts, &self.tasks]
     }
 
     fn is_ready(&self) -> bool {
@@ -368,6 +373,7 @@ impl McpServer {
     /// A server for this set of tools.
     pub fn new(toolset: impl Toolset + 'static) -> Self {
         let metrics = Arc::new(Metrics::new());
+        let kinds = toolset.kinds();
         Self {
             shared: Arc::new(Shared {
                 toolset: Box::new(toolset),
@@ -384,6 +390,13 @@ impl McpServer {
                         ApprovalKeys::generate(),
                         Self::DEFAULT_APPROVAL_TTL,
                     ),
+                },
+                resources: resources::Resources {
+                    offered: kinds.contains(Kind::Resource)
+                        || kinds.contains(Kind::ResourceTemplate),
+                },
+                prompts: prompts::Prompts {
+                    offered: kinds.contains(Kind::Prompt),
                 },
                 calls: Calls::default(),
                 metrics: Arc::clone(&metrics),

@@ -1,5 +1,5 @@
 //! Conversions between the host's types and MCP's: tool names, tool
-//! listings, results and content, errors.
+//! listings, results and content, resource contents, errors.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
+use crate::catalog::{self, Body};
 use crate::error::CallError;
 use crate::tool::{
     MAX_TOOL_NAME, MediaKind, Part, ToolHints, ToolOutput, ToolSpec, is_valid_tool_name,
@@ -57,7 +58,7 @@ pub(super) fn stream_result(output: ToolOutput, result_text: bool) -> CallToolRe
 
 /// One part as MCP content: text, an image, audio, or an embedded resource
 /// named `toolhost://CALL_ID/FILE`.
-fn content(part: Part, call_id: &str, index: usize) -> ContentBlock {
+pub(super) fn content(part: Part, call_id: &str, index: usize) -> ContentBlock {
     let base64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
     match part {
         Part::Text(text) => ContentBlock::text(text),
@@ -86,6 +87,45 @@ fn content(part: Part, call_id: &str, index: usize) -> ContentBlock {
                 ResourceContents::blob(base64(&data), uri).with_mime_type(mime_type),
             )
         }
+    }
+}
+
+/// A resource's content as MCP's (text, or bytes in base64).
+pub(super) fn resource_contents(contents: catalog::ResourceContents) -> ResourceContents {
+    let catalog::ResourceContents {
+        uri,
+        mime_type,
+        body,
+        ..
+    } = contents;
+    match body {
+        Body::Text(text) => ResourceContents::TextResourceContents {
+            uri,
+            mime_type,
+            text,
+            meta: None,
+        },
+        Body::Bytes(bytes) => ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+            meta: None,
+        },
+    }
+}
+
+/// Why a read or get failed, as a JSON-RPC error: a URI no resource the
+/// caller may read is at is "resource not found" (-32002, with the URI); an
+/// unknown prompt or bad arguments are invalid params; anything else the
+/// server's failure.
+pub(super) fn catalog_error(err: CallError) -> ErrorData {
+    match err {
+        CallError::UnknownResource { uri } => ErrorData::resource_not_found(
+            CallError::UnknownResource { uri: uri.clone() }.to_string(),
+            Some(json!({ "uri": uri })),
+        ),
+        err if err.is_caller_error() => ErrorData::invalid_params(err.to_string(), None),
+        err => ErrorData::internal_error(err.to_string(), None),
     }
 }
 

@@ -1,10 +1,11 @@
 //! The MCP surface, cut by feature area: each module serves one area's
-//! requests (`tools.rs`: `tools/list` and `tools/call`; `tasks.rs`: the
-//! Tasks extension) and says, through [`Feature`], what the server
+//! requests (`tools.rs`: `tools/list` and `tools/call`; `resources.rs` and
+//! `prompts.rs`: the rest of the toolset's catalog; `tasks.rs`: the Tasks
+//! extension) and says, through [`Feature`], what the server
 //! advertises for it and which list changes its clients are told of.
 //! `Session` only routes requests here.
 //!
-//! A new area (resources, prompts, completions) is one module here with its
+//! A new area (completions, logging) is one module here with its
 //! handlers and a [`Feature`], listed in `Shared::features`, plus its routes
 //! in `session.rs`'s `ServerHandler` (one line each).
 
@@ -12,6 +13,8 @@ use rmcp::model::{ServerCapabilities, ServerNotification, SubscriptionFilter};
 
 use crate::toolset::ToolsetChange;
 
+pub(super) mod prompts;
+pub(super) mod resources;
 pub(super) mod tasks;
 pub(super) mod tools;
 

@@ -5,6 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use toolhost::catalog::{
     Body, Kind, PromptArgument, PromptMessage, PromptMessages, PromptSpec, ResourceContents,
@@ -14,7 +18,7 @@ use toolhost::toolset::{
     Aliases, BoxFuture, Confirm, Filter, Identity, OnUnknown, Predicate, Prompt, Resource,
     ResourceTemplate, SinglePlugin, ToolAliases, WithMiddleware,
 };
-use toolhost::{CallError, Config, Context, Tool, Toolset, ToolsetExt};
+use toolhost::{CallError, Config, Context, McpServer, Tool, Toolset, ToolsetExt};
 use toolhost_test_plugins::ECHO;
 
 use crate::plugin;
@@ -381,4 +385,175 @@ async fn layers_that_change_tools_pass_the_rest_of_the_catalog_on() {
             .unwrap();
         assert_eq!(got.messages.len(), 1, "{layer}");
     }
+}
+
+/// A JSON-RPC client of an MCP server served over an in-memory pipe.
+struct Client {
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    next_id: u64,
+    serving: tokio::task::JoinHandle<Result<(), toolhost::mcp::McpError>>,
+}
+
+impl Client {
+    /// Serves `set` and initializes a 2025-11-25 session; the server's
+    /// capabilities.
+    async fn start(set: impl Toolset + 'static) -> (Self, Value) {
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (server_read, server_write) = tokio::io::split(server);
+        let serving = tokio::spawn(McpServer::new(set).serve_io(server_read, server_write));
+        let (read, write) = tokio::io::split(client);
+        let mut client = Self {
+            write,
+            lines: BufReader::new(read).lines(),
+            next_id: 0,
+            serving,
+        };
+        let answer = client
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "0"}}),
+            )
+            .await;
+        client
+            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        let capabilities = answer["result"]["capabilities"].clone();
+        (client, capabilities)
+    }
+
+    async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.write.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    /// The whole answer (`result` or `error`) to one request.
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let line = self.lines.next_line().await.unwrap().expect("an answer");
+                let message: Value = serde_json::from_str(&line).unwrap();
+                if message["id"] == id {
+                    break message;
+                }
+            }
+        })
+        .await
+        .expect("the request is answered")
+    }
+
+    async fn stop(mut self) {
+        self.write.shutdown().await.unwrap();
+        drop(self.write);
+        drop(self.lines);
+        tokio::time::timeout(Duration::from_secs(30), self.serving)
+            .await
+            .expect("the session ends at the end of input")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn an_mcp_server_serves_the_catalog_it_is_given() {
+    let set = Filter::new(Notes::new().await, Predicate::deny(["notes:///secret"]));
+    let (mut client, capabilities) = Client::start(set).await;
+    assert!(capabilities["resources"].is_object(), "{capabilities}");
+    assert!(capabilities["prompts"].is_object(), "{capabilities}");
+    assert!(capabilities["tools"].is_object(), "{capabilities}");
+
+    let listed = client.request("resources/list", json!({})).await;
+    assert_eq!(
+        listed["result"]["resources"],
+        json!([{"uri": "notes:///today", "name": "today"}]),
+        "{listed}"
+    );
+    let templates = client.request("resources/templates/list", json!({})).await;
+    assert_eq!(
+        templates["result"]["resourceTemplates"],
+        json!([{"uriTemplate": "notes:///day/{day}", "name": "day"}]),
+        "{templates}"
+    );
+    let read = client
+        .request("resources/read", json!({"uri": "notes:///day/tuesday"}))
+        .await;
+    assert_eq!(
+        read["result"]["contents"],
+        json!([{"uri": "notes:///day/tuesday", "mimeType": "text/plain",
+            "text": "Notes of tuesday."}]),
+        "{read}"
+    );
+    // Hidden is not found, with the URI, as the specification's -32002.
+    let hidden = client
+        .request("resources/read", json!({"uri": "notes:///secret"}))
+        .await;
+    assert_eq!(hidden["error"]["code"], -32002, "{hidden}");
+    assert_eq!(
+        hidden["error"]["data"]["uri"], "notes:///secret",
+        "{hidden}"
+    );
+
+    let prompts = client.request("prompts/list", json!({})).await;
+    assert_eq!(
+        prompts["result"]["prompts"],
+        json!([{"name": "summarize", "description": "Summarizes a text.", "arguments": [
+            {"name": "text", "required": true},
+            {"name": "style", "description": "plain or bullets", "required": false},
+        ]}]),
+        "{prompts}"
+    );
+    let got = client
+        .request(
+            "prompts/get",
+            json!({"name": "summarize", "arguments": {"text": "Long.", "style": "bullets"}}),
+        )
+        .await;
+    assert_eq!(
+        got["result"]["messages"],
+        json!([{"role": "user", "content": {"type": "text", "text": "Summarize, bullets: Long."}}]),
+        "{got}"
+    );
+    for (params, says) in [
+        (
+            json!({"name": "summarize", "arguments": {}}),
+            "missing required argument `text`",
+        ),
+        (
+            json!({"name": "summarize", "arguments": {"text": 1}}),
+            "is not a string",
+        ),
+        (json!({"name": "translate"}), "no prompt named `translate`"),
+    ] {
+        let refused = client.request("prompts/get", params).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{refused}");
+    }
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_of_tools_alone_serves_no_resources_or_prompts() {
+    let (mut client, capabilities) = Client::start(SinglePlugin::new(plugin(ECHO).await)).await;
+    assert!(capabilities.get("resources").is_none(), "{capabilities}");
+    assert!(capabilities.get("prompts").is_none(), "{capabilities}");
+    for method in ["resources/list", "resources/templates/list", "prompts/list"] {
+        let answer = client.request(method, json!({})).await;
+        assert_eq!(answer["error"]["code"], -32601, "{method}: {answer}");
+    }
+    let answer = client
+        .request("resources/read", json!({"uri": "notes:///today"}))
+        .await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    let answer = client
+        .request("prompts/get", json!({"name": "summarize"}))
+        .await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    client.stop().await;
 }
