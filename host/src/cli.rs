@@ -428,7 +428,7 @@ async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<Arc<PluginS
 
 /// The loaded plugins as the model sees them (see [`layered`]), after warning
 /// about the config names that match none of them.
-fn layered_set(set: &Arc<PluginSet>, config: &Config) -> Result<Box<dyn Toolset>> {
+fn layered_set(set: &Arc<PluginSet>, config: &Config, engine: &Engine) -> Result<Box<dyn Toolset>> {
     let plugins = Arc::clone(set);
     let names: Vec<String> = set
         .plugins()
@@ -439,7 +439,7 @@ fn layered_set(set: &Arc<PluginSet>, config: &Config) -> Result<Box<dyn Toolset>
     for name in unmatched(config, &names, &plugins) {
         warn_unmatched(&name);
     }
-    layered(plugins, config)
+    layered(plugins, config, engine)
 }
 
 fn file_stem(path: &Path) -> Option<String> {
@@ -459,9 +459,16 @@ fn warn_unmatched(name: &UnmatchedName) {
     tracing::warn!("configuration: {name}");
 }
 
-/// The plugins as the model sees them ([`Config::layered`]).
-fn layered(plugins: impl Toolset + 'static, config: &Config) -> Result<Box<dyn Toolset>> {
-    Ok(Box::new(config.layered(plugins)?))
+/// The plugins as the model sees them ([`Config::layered_with_state`]),
+/// approvals kept in the engine's state store.
+fn layered(
+    plugins: impl Toolset + 'static,
+    config: &Config,
+    engine: &Engine,
+) -> Result<Box<dyn Toolset>> {
+    Ok(Box::new(
+        config.layered_with_state(plugins, engine.state())?,
+    ))
 }
 
 async fn run(cli: Cli) -> Result<()> {
@@ -505,12 +512,12 @@ async fn run(cli: Cli) -> Result<()> {
     match &cli.command {
         Command::List { json, check } => {
             let set = load(&cli, &config, &engine).await?;
-            list(&set, &*layered_set(&set, &config)?, *json, *check)
+            list(&set, &*layered_set(&set, &config, &engine)?, *json, *check)
         }
         Command::Status { json } => status(&cli, &config, &engine, *json).await,
         Command::Describe { tool } => {
             let set = load(&cli, &config, &engine).await?;
-            let tools = layered_set(&set, &config)?;
+            let tools = layered_set(&set, &config, &engine)?;
             let found = tools.find(&Cx::new(), tool)?;
             print_json(&declaration(found.spec()))
         }
@@ -522,7 +529,7 @@ async fn run(cli: Cli) -> Result<()> {
             yes,
         } => {
             let set = load(&cli, &config, &engine).await?;
-            let tools = layered_set(&set, &config)?;
+            let tools = layered_set(&set, &config, &engine)?;
             let arguments = read_arguments(args)?;
             let mut cx = Cx::new();
             if let Some(id) = call_id {

@@ -57,7 +57,7 @@ pub(super) async fn serve(
         rescan_every(&plugins, Duration::from_secs(rescan));
     }
     let changes = plugins.subscribe();
-    let tools = layered(plugins, config)?;
+    let tools = layered(plugins, config, engine)?;
     let mut server = McpServer::new(tools)
         .with_changes(changes)
         .with_engine(engine)

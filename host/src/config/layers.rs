@@ -57,13 +57,41 @@ impl Config {
     ///
     /// With `[state] url`, decided approvals are kept in Redis
     /// ([`Confirm::with_store`]), so an approval is used once across every
-    /// replica sharing it.
+    /// replica sharing it. This makes a store (a Redis client) of its own;
+    /// [`Config::layered_with_state`] shares the engine's.
     ///
     /// # Errors
     /// A [`ConfigError`] naming the `[aliases]` key at fault (an alias that
     /// clashes with another, or with a tool's own name), or `state.url` if
     /// `$TOOLHOST_STATE_URL` is not a Redis URL.
     pub fn layered<T: Toolset>(&self, plugins: T) -> Result<Layered<T>, ConfigError> {
+        let options = self.state.options();
+        let state = if options.url.is_some() {
+            StateStore::new(&options).map_err(|e| ConfigError {
+                path: self.path(),
+                key: Some("state.url".to_owned()),
+                reason: e.to_string(),
+            })?
+        } else {
+            StateStore::embedded()
+        };
+        self.layered_with_state(plugins, &state)
+    }
+
+    /// As [`Config::layered`], keeping decided approvals in `state` when it
+    /// is shared ([`StateStore::is_shared`]: the engine's store of this
+    /// configuration's `[state]`, [`Engine::state`](crate::Engine::state)),
+    /// so one process holds one Redis client. An in-process `state` is not
+    /// used: each `Confirm` layer remembers its own decisions, as without
+    /// `[state] url`.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the `[aliases]` key at fault.
+    pub fn layered_with_state<T: Toolset>(
+        &self,
+        plugins: T,
+        state: &StateStore,
+    ) -> Result<Layered<T>, ConfigError> {
         let filter = &self.filter;
         let mut visible = Predicate::new(|_, _| true);
         if !filter.allow.is_empty() {
@@ -79,15 +107,9 @@ impl Config {
             .clone()
             .unwrap_or_else(|| DEFAULT_HINT.to_owned());
         let mut confirmed = Confirm::new(filtered);
-        let state = self.state.options();
-        if state.url.is_some() {
+        if state.is_shared() {
             // Used approvals in Redis: refused on every replica that shares it.
-            let store = StateStore::new(&state).map_err(|e| ConfigError {
-                path: self.path(),
-                key: Some("state.url".to_owned()),
-                reason: e.to_string(),
-            })?;
-            confirmed = confirmed.with_store(store);
+            confirmed = confirmed.with_store(state.clone());
         }
         if self.confirm.all {
             confirmed = confirmed.require_all_with(ConfirmationHint::new(hint.clone()));

@@ -102,10 +102,22 @@ impl Redis {
 
     /// The process ID of the server answering on the port (`INFO server`).
     fn process_id(&self) -> Option<u32> {
+        self.info("server", "process_id")
+    }
+
+    /// How many clients are connected now, this query's included (`INFO clients`).
+    fn connected_clients(&self) -> Option<u32> {
+        self.info("clients", "connected_clients")
+    }
+
+    /// The number `key` of `INFO section`, from a connection of its own.
+    fn info(&self, section: &str, key: &str) -> Option<u32> {
         use std::io::BufRead as _;
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
         stream.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-        stream.write_all(b"INFO server\r\n").ok()?;
+        stream
+            .write_all(format!("INFO {section}\r\n").as_bytes())
+            .ok()?;
         // A bulk string: `$LEN`, then `LEN` bytes of `key:value` lines.
         let mut reader = std::io::BufReader::new(stream);
         let mut line = String::new();
@@ -113,10 +125,11 @@ impl Redis {
         let len: usize = line.trim_end().strip_prefix('$')?.parse().ok()?;
         let mut body = vec![0; len];
         reader.read_exact(&mut body).ok()?;
+        let prefix = format!("{key}:");
         String::from_utf8_lossy(&body)
             .lines()
-            .find_map(|line| line.strip_prefix("process_id:"))
-            .and_then(|pid| pid.trim().parse().ok())
+            .find_map(|line| line.strip_prefix(prefix.as_str()).map(str::to_owned))
+            .and_then(|value| value.trim().parse().ok())
     }
 
     /// Keeps the server busy (unresponsive) for `time`, from a thread;
@@ -390,6 +403,34 @@ async fn an_approval_used_on_one_replica_is_refused_on_another() {
         1,
         "{x:?} {y:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_set_keeps_approvals_on_the_engines_redis_client() {
+    let redis = Redis::start();
+    let a = replica(&redis, "one:", HOUR).await;
+    let text = format!(
+        "[state]\nurl = \"{}\"\nprefix = \"one:\"\n[confirm]\ntools = [\"remember\"]\n",
+        redis.url()
+    );
+    let config = Config::parse(&text, std::path::Path::new("toolhost.toml")).unwrap();
+    let set = config
+        .layered_with_state(SinglePlugin::new(a.echo.clone()), a.engine.state())
+        .unwrap();
+    let args = json!({"key": "k", "value": "v"});
+    let cx = Context::new()
+        .with_call_id("call-1")
+        .with_invocation_id("one");
+    let approved = cx.clone().with_decision("call-1", approve(args.clone()));
+    // The approval is claimed and the state written, both in Redis.
+    set.invoke(&approved, "remember", args.clone())
+        .await
+        .unwrap();
+    refused_as_used(set.invoke(&approved, "remember", args.clone()).await);
+    assert_eq!(recall(&a, "one", "k").await, "v");
+    // The engine's connection and this query's: the layer made no client of
+    // its own (`Config::layered` does, for an embedder without an engine).
+    assert_eq!(redis.connected_clients(), Some(2));
 }
 
 fn refused_as_used(result: Result<ToolOutput, CallError>) {
