@@ -21,18 +21,22 @@
 //! plugin, they win and its sidecar is ignored (with a warning).
 //!
 //! This module is the front: [`Grants`], [`Capability`], [`GrantsConfig`] and
-//! sidecar files. Each kind of capability has a module of its own, in the
-//! manner of wasmtime-wasi's: `files`, `env`, `http`, `sockets` and `stdio`
-//! each hold their grant type, their config keys (checked and resolved
-//! there), what they add to a call's WASI context, and their linker
-//! additions if any. `refusals` logs refused requests across kinds.
+//! sidecar files. Each kind of capability is one unit, in the manner of
+//! Spin's factors (`kind.rs`: the `Kind` trait and the `KINDS` table every
+//! use goes through): `files`, `env`, `http` and `sockets` each hold their
+//! grant type, which imports they govern, their config keys (checked and
+//! resolved there), their summary, what they add to a call's WASI context,
+//! and their linker additions if any ([`add_to_linker`] calls those). `stdio`
+//! (always on, logged) and the per-call state of all kinds ([`CallCaps`])
+//! are here too; `refusals` logs refused requests across kinds.
 
 mod env;
 mod files;
-pub(crate) mod http;
-pub(crate) mod refusals;
-pub(crate) mod sockets;
-pub(crate) mod stdio;
+mod http;
+mod kind;
+mod refusals;
+mod sockets;
+mod stdio;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -41,11 +45,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
+use wasmtime::component::Linker;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpView};
 
 pub use self::env::{EnvGrant, EnvSource, EnvVarConfig, Secret};
 pub use self::files::{Access, DirConfig, DirGrant};
 pub use self::http::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, HostPattern};
+use self::kind::{KINDS, kind_of};
 pub use self::sockets::SocketPattern;
 use crate::error::ConfigError;
 
@@ -104,50 +111,101 @@ impl Default for Grants {
 impl Grants {
     /// Whether nothing at all is granted.
     pub fn is_empty(&self) -> bool {
-        self.dirs.is_empty()
-            && self.env.is_empty()
-            && self.http.is_empty()
-            && self.tcp.is_empty()
-            && !self.name_lookup
+        KINDS.into_iter().all(|kind| {
+            kind.capabilities()
+                .iter()
+                .all(|capability| !kind.covers(self, *capability))
+        })
     }
 
     /// Whether a capability is granted (clocks, randomness and the logged stdio always are).
     pub fn covers(&self, capability: Capability) -> bool {
-        match capability {
-            Capability::Files => !self.dirs.is_empty(),
-            Capability::Environment => !self.env.is_empty(),
-            Capability::Http => !self.http.is_empty(),
-            Capability::Tcp => !self.tcp.is_empty(),
-            Capability::NameLookup => self.name_lookup,
-            Capability::Udp => false,
-            Capability::Stdio | Capability::Clocks | Capability::Random | Capability::Other => true,
-        }
+        kind_of(capability).is_none_or(|kind| kind.covers(self, capability))
     }
 
     /// A one-line summary of what is granted, without any value: for `list` and logs.
     pub fn summary(&self) -> Vec<String> {
         let mut out = Vec::new();
-        files::summary(self, &mut out);
-        env::summary(self, &mut out);
-        http::summary(self, &mut out);
-        sockets::summary(self, &mut out);
+        for kind in KINDS {
+            kind.summary(self, &mut out);
+        }
         out
     }
 
     /// Builds the WASI context of one call: exactly these grants, nothing
     /// inherited; each capability adds its part.
-    pub(crate) fn wasi_ctx(
-        &self,
-        stdio: &stdio::StdioLog,
-        call: &Arc<CallTag>,
-    ) -> Result<WasiCtx, String> {
+    fn wasi_ctx(&self, stdio: &stdio::StdioLog, call: &Arc<CallTag>) -> Result<WasiCtx, String> {
         let mut builder = WasiCtxBuilder::new();
         stdio::add_to_wasi(stdio, &mut builder);
-        files::add_to_wasi(self, &mut builder)?;
-        env::add_to_wasi(self, &mut builder);
-        sockets::add_to_wasi(self, &mut builder, call);
+        for kind in KINDS {
+            kind.add_to_wasi(self, &mut builder, call)?;
+        }
         Ok(builder.build())
     }
+}
+
+/// What the capabilities keep in one call's store: its WASI context (exactly
+/// the grants), its logged stdio, and its HTTP context and hooks. A new kind
+/// with per-call state adds it here, and to [`CallCaps::rebind`] if a kept
+/// instance's next call must see it anew.
+pub(crate) struct CallCaps {
+    /// The WASI context: each kind's part ([`Kind::add_to_wasi`](kind::Kind)).
+    pub(crate) wasi: WasiCtx,
+    /// Where the guest's stdout, stderr and `log` messages go.
+    pub(crate) stdio: stdio::StdioLog,
+    /// `wasi:http`'s context.
+    pub(crate) http: WasiHttpCtx,
+    /// Checks every outgoing HTTP request against the grants.
+    pub(crate) http_hooks: http::HttpHooks,
+}
+
+impl CallCaps {
+    /// The capabilities of one call of `call.tool` under `grants`, its log
+    /// output capped at `max_stdio_bytes`.
+    ///
+    /// # Errors
+    /// Why a grant cannot be given now (a granted directory that cannot be
+    /// opened).
+    pub(crate) fn new(
+        grants: &Arc<Grants>,
+        call: &Arc<CallTag>,
+        max_stdio_bytes: u64,
+    ) -> Result<Self, String> {
+        let stdio = stdio::StdioLog::new(Arc::clone(call), max_stdio_bytes);
+        // Exactly the grants: no inherited environment, arguments or network.
+        let wasi = grants.wasi_ctx(&stdio, call)?;
+        Ok(Self {
+            wasi,
+            stdio,
+            http: WasiHttpCtx::new(),
+            http_hooks: http::HttpHooks::new(Arc::clone(call), Arc::clone(grants)),
+        })
+    }
+
+    /// Readies them for the next call of a kept instance: its output cap and
+    /// the call its logs and refusals name.
+    pub(crate) fn rebind(&mut self, call: &Arc<CallTag>) {
+        self.stdio.rebind(Arc::clone(call));
+        self.http_hooks.call = Arc::clone(call);
+    }
+}
+
+/// Adds every interface a plugin may import to `linker`: WASI, `wasi:http`
+/// (its hooks check each request), and the kinds' additions (logging in front
+/// of refused socket functions). Shadowing is off again afterwards.
+///
+/// # Errors
+/// A duplicate definition: a programming error.
+pub(crate) fn add_to_linker<T>(linker: &mut Linker<T>) -> wasmtime::Result<()>
+where
+    T: CallState + WasiHttpView,
+{
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    http::add_to_linker(linker)?;
+    // Refusals of sockets are logged where a call hits them.
+    sockets::add_to_linker(linker)?;
+    linker.allow_shadowing(false);
+    Ok(())
 }
 
 /// Which call a refusal or a line of output belongs to, for the log.
@@ -190,13 +248,10 @@ impl Capability {
     /// The capability an import asks for.
     pub fn of_import(import: &str) -> Self {
         let interface = import.split('@').next().unwrap_or(import);
+        if let Some(capability) = KINDS.into_iter().find_map(|kind| kind.of_import(interface)) {
+            return capability;
+        }
         match interface {
-            i if i.starts_with("wasi:filesystem/") => Self::Files,
-            "wasi:cli/environment" => Self::Environment,
-            i if i.starts_with("wasi:http/") => Self::Http,
-            "wasi:sockets/ip-name-lookup" => Self::NameLookup,
-            i if i.starts_with("wasi:sockets/udp") => Self::Udp,
-            i if i.starts_with("wasi:sockets/") => Self::Tcp,
             "wasi:cli/stdin" | "wasi:cli/stdout" | "wasi:cli/stderr" => Self::Stdio,
             i if i.starts_with("wasi:cli/terminal-") => Self::Stdio,
             i if i.starts_with("wasi:clocks/") => Self::Clocks,
@@ -326,11 +381,7 @@ impl GrantsConfig {
     /// Checks what can be checked without touching the file system.
     pub(crate) fn check(&self, path: &Path, prefix: &str) -> Result<(), ConfigError> {
         let at = ErrorAt { path, prefix };
-        files::check(&self.dirs, &at)?;
-        env::check(&self.env, &self.env_vars, &at)?;
-        http::check_hosts(&self.network, &at)?;
-        sockets::check(&self.network, &at)?;
-        http::check_limits(&self.network, &at)
+        KINDS.into_iter().try_for_each(|kind| kind.check(self, &at))
     }
 
     /// Turns the written grants into [`Grants`]: resolves paths against `base`
@@ -345,10 +396,9 @@ impl GrantsConfig {
         let base = path.parent().unwrap_or(Path::new(""));
         let at = ErrorAt { path, prefix };
         let mut grants = Grants::default();
-        files::resolve(&self.dirs, base, &at, &mut grants)?;
-        env::resolve(&self.env, &self.env_vars, base, &at, &mut grants)?;
-        http::resolve(&self.network, &mut grants);
-        sockets::resolve(&self.network, &mut grants);
+        for kind in KINDS {
+            kind.resolve(self, base, &at, &mut grants)?;
+        }
         Ok(grants)
     }
 }

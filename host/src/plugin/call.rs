@@ -294,8 +294,7 @@ impl Plugin {
     ) -> Result<(), CallError> {
         let call = self.call_tag(tool, call_id);
         let state = store.data_mut();
-        state.stdio.rebind(Arc::clone(&call));
-        state.http_hooks.call = Arc::clone(&call);
+        state.caps.rebind(&call);
         state.call = call;
         state.panic_message = None;
         self.arm(store, tool)

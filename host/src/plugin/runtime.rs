@@ -74,10 +74,7 @@ impl Runtime for PluginRuntime {
 /// A linker with everything a plugin may import, for stores of `wasm`.
 fn new_linker(wasm: &wasmtime::Engine) -> wasmtime::Result<Linker<PluginState>> {
     let mut linker = Linker::new(wasm);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    crate::policy::http::add_to_linker(&mut linker)?;
+    crate::policy::add_to_linker(&mut linker)?;
     super::abi::add_to_linker(&mut linker)?;
-    // Refusals of sockets are logged where a call hits them.
-    crate::policy::sockets::add_to_linker(&mut linker)?;
     Ok(linker)
 }

@@ -5,15 +5,13 @@
 use std::sync::Arc;
 
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi::{WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
 use crate::Engine;
 use crate::engine::limits::{Limiter, Limits};
 use crate::error::CallError;
-use crate::policy::http::HttpHooks;
-use crate::policy::stdio::StdioLog;
-use crate::policy::{CallState, CallTag, Grants};
+use crate::policy::{CallCaps, CallState, CallTag, Grants};
 use crate::state::Scratch;
 
 /// The longest log message the host keeps from a guest.
@@ -23,16 +21,13 @@ const MAX_MESSAGE_BYTES: usize = 8 << 10;
 pub(crate) struct PluginState {
     /// Plugin, tool and call ID, for the log (shared with stdio and HTTP hooks).
     pub(crate) call: Arc<CallTag>,
-    /// Where the guest's stdout and stderr go (rebound per call on a reused instance).
-    pub(crate) stdio: StdioLog,
     /// The invocation's scratch state (its store is the engine's).
     pub(crate) scratch: Scratch,
-    pub(crate) wasi: WasiCtx,
+    /// What the capabilities keep of this call: WASI context, logged stdio,
+    /// HTTP context and hooks (rebound per call on a reused instance).
+    pub(crate) caps: CallCaps,
     /// What the plugin is granted (each capability's linker additions ask it).
     pub(crate) grants: Arc<Grants>,
-    pub(crate) http: WasiHttpCtx,
-    /// Checks every outgoing HTTP request against the plugin's grants.
-    pub(crate) http_hooks: HttpHooks,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: Limiter,
     pub(crate) panic_message: Option<String>,
@@ -61,22 +56,17 @@ impl PluginState {
     ) -> Result<Self, CallError> {
         let mut table = ResourceTable::new();
         table.set_max_capacity(max_resources);
-        let stdio = StdioLog::new(Arc::clone(&call), limits.max_stdio_bytes);
-        // Exactly the grants: no inherited environment, arguments or network.
-        let wasi = grants
-            .wasi_ctx(&stdio, &call)
-            .map_err(|reason| CallError::Host {
+        let caps = CallCaps::new(grants, &call, limits.max_stdio_bytes).map_err(|reason| {
+            CallError::Host {
                 tool: call.tool.clone(),
                 reason,
-            })?;
+            }
+        })?;
         Ok(Self {
-            call: Arc::clone(&call),
-            stdio,
+            call,
             scratch: engine.state().scratch(invocation_id),
-            wasi,
+            caps,
             grants: Arc::clone(grants),
-            http: WasiHttpCtx::new(),
-            http_hooks: HttpHooks::new(call, Arc::clone(grants)),
             table,
             limiter: Limiter::new(limits, Arc::clone(engine.memory_budget())),
             panic_message: None,
@@ -89,9 +79,9 @@ impl PluginState {
 impl WasiHttpView for PluginState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView {
-            ctx: &mut self.http,
+            ctx: &mut self.caps.http,
             table: &mut self.table,
-            hooks: &mut self.http_hooks,
+            hooks: &mut self.caps.http_hooks,
         }
     }
 }
@@ -109,7 +99,7 @@ impl CallState for PluginState {
 impl WasiView for PluginState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: &mut self.caps.wasi,
             table: &mut self.table,
         }
     }
@@ -123,7 +113,9 @@ impl PluginState {
         while !message.is_char_boundary(end) {
             end -= 1;
         }
-        self.stdio.log(level, &message[..end], end < message.len());
+        self.caps
+            .stdio
+            .log(level, &message[..end], end < message.len());
     }
 
     /// Keeps why the guest is about to trap.

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use wasmtime_wasi::WasiCtxBuilder;
 
-use super::{ErrorAt, Grants};
+use super::kind::Kind;
+use super::{CallTag, Capability, ErrorAt, Grants, GrantsConfig};
 use crate::error::ConfigError;
 
 /// A value that is never printed: `Debug` shows `"***"` and there is no `Display`.
@@ -125,8 +126,64 @@ fn valid_env_name(name: &str) -> bool {
     !name.is_empty() && !name.contains(['=', '\0'])
 }
 
+/// The environment: `env` and `[env_vars]`, exactly these variables per call.
+pub(super) struct Env;
+
+impl Kind for Env {
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Environment]
+    }
+
+    fn of_import(&self, interface: &str) -> Option<Capability> {
+        (interface == "wasi:cli/environment").then_some(Capability::Environment)
+    }
+
+    fn covers(&self, grants: &Grants, _capability: Capability) -> bool {
+        !grants.env.is_empty()
+    }
+
+    fn grant_for(&self, _capability: Capability) -> &'static str {
+        "`env` or `[env_vars]` in its grants"
+    }
+
+    fn check(&self, config: &GrantsConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
+        check(&config.env, &config.env_vars, at)
+    }
+
+    fn resolve(
+        &self,
+        config: &GrantsConfig,
+        base: &Path,
+        at: &ErrorAt<'_>,
+        grants: &mut Grants,
+    ) -> Result<(), ConfigError> {
+        resolve(&config.env, &config.env_vars, base, at, grants)
+    }
+
+    /// The granted variables' names (never their values).
+    fn summary(&self, grants: &Grants, out: &mut Vec<String>) {
+        if !grants.env.is_empty() {
+            let names: Vec<&str> = grants.env.iter().map(|e| e.name.as_str()).collect();
+            out.push(format!("env {}", names.join(", ")));
+        }
+    }
+
+    /// Sets exactly the granted variables.
+    fn add_to_wasi(
+        &self,
+        grants: &Grants,
+        builder: &mut WasiCtxBuilder,
+        _call: &Arc<CallTag>,
+    ) -> Result<(), String> {
+        for env in &grants.env {
+            builder.env(&env.name, env.value.expose());
+        }
+        Ok(())
+    }
+}
+
 /// Checks `env` and `[env_vars]` without touching the file system.
-pub(super) fn check(
+fn check(
     env: &[String],
     env_vars: &BTreeMap<String, EnvVarConfig>,
     at: &ErrorAt<'_>,
@@ -162,7 +219,7 @@ pub(super) fn check(
 /// Grants `env` and `[env_vars]`: reads the host's environment and secret
 /// files (relative to `base`, the policy file's directory). A missing host
 /// variable is not an error: it is logged and left unset.
-pub(super) fn resolve(
+fn resolve(
     env: &[String],
     env_vars: &BTreeMap<String, EnvVarConfig>,
     base: &Path,
@@ -218,19 +275,4 @@ pub(super) fn resolve(
         }
     }
     Ok(())
-}
-
-/// The granted variables' names (never their values), for `list` and logs.
-pub(super) fn summary(grants: &Grants, out: &mut Vec<String>) {
-    if !grants.env.is_empty() {
-        let names: Vec<&str> = grants.env.iter().map(|e| e.name.as_str()).collect();
-        out.push(format!("env {}", names.join(", ")));
-    }
-}
-
-/// Sets exactly the granted variables in a call's WASI context.
-pub(super) fn add_to_wasi(grants: &Grants, builder: &mut WasiCtxBuilder) {
-    for env in &grants.env {
-        builder.env(&env.name, env.value.expose());
-    }
 }

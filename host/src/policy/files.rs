@@ -6,11 +6,13 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use super::{ErrorAt, Grants};
+use super::kind::Kind;
+use super::{CallTag, Capability, ErrorAt, Grants, GrantsConfig};
 use crate::error::ConfigError;
 
 /// How a plugin may use a granted directory.
@@ -81,8 +83,80 @@ impl Grants {
     }
 }
 
+/// Files: `[[dirs]]`, preopened per call.
+pub(super) struct Files;
+
+impl Kind for Files {
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Files]
+    }
+
+    fn of_import(&self, interface: &str) -> Option<Capability> {
+        interface
+            .starts_with("wasi:filesystem/")
+            .then_some(Capability::Files)
+    }
+
+    fn covers(&self, grants: &Grants, _capability: Capability) -> bool {
+        !grants.dirs.is_empty()
+    }
+
+    fn grant_for(&self, _capability: Capability) -> &'static str {
+        "`[[dirs]]` in its grants"
+    }
+
+    fn check(&self, config: &GrantsConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
+        check(&config.dirs, at)
+    }
+
+    fn resolve(
+        &self,
+        config: &GrantsConfig,
+        base: &Path,
+        at: &ErrorAt<'_>,
+        grants: &mut Grants,
+    ) -> Result<(), ConfigError> {
+        resolve(&config.dirs, base, at, grants)
+    }
+
+    fn summary(&self, grants: &Grants, out: &mut Vec<String>) {
+        for dir in &grants.dirs {
+            out.push(format!(
+                "files {} → {} ({})",
+                dir.host.display(),
+                dir.guest,
+                dir.access
+            ));
+        }
+    }
+
+    /// Preopens the granted directories.
+    fn add_to_wasi(
+        &self,
+        grants: &Grants,
+        builder: &mut WasiCtxBuilder,
+        _call: &Arc<CallTag>,
+    ) -> Result<(), String> {
+        for dir in &grants.dirs {
+            let perms = match dir.access {
+                Access::ReadOnly => FsPerms::ReadOnly,
+                Access::ReadWrite => FsPerms::ReadWrite,
+            };
+            builder
+                .preopened_dir(&dir.host, &dir.guest, perms)
+                .map_err(|e| {
+                    format!(
+                        "the granted directory {} cannot be opened: {e}",
+                        dir.host.display()
+                    )
+                })?;
+        }
+        Ok(())
+    }
+}
+
 /// Checks `[[dirs]]` without touching the file system.
-pub(super) fn check(dirs: &[DirConfig], at: &ErrorAt<'_>) -> Result<(), ConfigError> {
+fn check(dirs: &[DirConfig], at: &ErrorAt<'_>) -> Result<(), ConfigError> {
     for (i, dir) in dirs.iter().enumerate() {
         if !dir.guest.starts_with('/') {
             return Err(at.key(
@@ -102,7 +176,7 @@ pub(super) fn check(dirs: &[DirConfig], at: &ErrorAt<'_>) -> Result<(), ConfigEr
 
 /// Grants `[[dirs]]`, resolved against `base` (the policy file's directory);
 /// each must be a directory.
-pub(super) fn resolve(
+fn resolve(
     dirs: &[DirConfig],
     base: &Path,
     at: &ErrorAt<'_>,
@@ -122,37 +196,6 @@ pub(super) fn resolve(
             Access::ReadOnly
         };
         grants.dir(host, dir.guest.clone(), access);
-    }
-    Ok(())
-}
-
-/// The granted directories, for `list` and logs.
-pub(super) fn summary(grants: &Grants, out: &mut Vec<String>) {
-    for dir in &grants.dirs {
-        out.push(format!(
-            "files {} → {} ({})",
-            dir.host.display(),
-            dir.guest,
-            dir.access
-        ));
-    }
-}
-
-/// Preopens the granted directories in a call's WASI context.
-pub(super) fn add_to_wasi(grants: &Grants, builder: &mut WasiCtxBuilder) -> Result<(), String> {
-    for dir in &grants.dirs {
-        let perms = match dir.access {
-            Access::ReadOnly => FsPerms::ReadOnly,
-            Access::ReadWrite => FsPerms::ReadWrite,
-        };
-        builder
-            .preopened_dir(&dir.host, &dir.guest, perms)
-            .map_err(|e| {
-                format!(
-                    "the granted directory {} cannot be opened: {e}",
-                    dir.host.display()
-                )
-            })?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::net::IpAddr;
+use std::path::Path;
 use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -19,9 +20,11 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use wasmtime::component::Linker;
+use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks, WasiHttpView};
 
-use super::{CallTag, Capability, ErrorAt, Grants, NetworkConfig};
+use super::kind::Kind;
+use super::{CallTag, Capability, ErrorAt, Grants, GrantsConfig, NetworkConfig};
 use crate::error::ConfigError;
 
 /// The default cap on an HTTP response body, in bytes.
@@ -216,8 +219,67 @@ impl Grants {
     }
 }
 
+/// HTTP: outgoing requests to allow-listed hosts through `wasi:http`,
+/// checked by [`HttpHooks`] on every request.
+pub(super) struct Http;
+
+impl Kind for Http {
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Http]
+    }
+
+    fn of_import(&self, interface: &str) -> Option<Capability> {
+        interface
+            .starts_with("wasi:http/")
+            .then_some(Capability::Http)
+    }
+
+    fn covers(&self, grants: &Grants, _capability: Capability) -> bool {
+        !grants.http.is_empty()
+    }
+
+    fn grant_for(&self, _capability: Capability) -> &'static str {
+        "`[network] http = [...]` in its grants"
+    }
+
+    fn check(&self, config: &GrantsConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
+        check_hosts(&config.network, at)?;
+        check_limits(&config.network, at)
+    }
+
+    fn resolve(
+        &self,
+        config: &GrantsConfig,
+        _base: &Path,
+        _at: &ErrorAt<'_>,
+        grants: &mut Grants,
+    ) -> Result<(), ConfigError> {
+        resolve(&config.network, grants);
+        Ok(())
+    }
+
+    /// The allowed destinations.
+    fn summary(&self, grants: &Grants, out: &mut Vec<String>) {
+        if !grants.http.is_empty() {
+            let hosts: Vec<String> = grants.http.iter().map(ToString::to_string).collect();
+            out.push(format!("http {}", hosts.join(", ")));
+        }
+    }
+
+    /// Nothing: `wasi:http` is linked for every plugin, and its hooks check
+    /// each request against the grants.
+    fn add_to_wasi(
+        &self,
+        _grants: &Grants,
+        _builder: &mut WasiCtxBuilder,
+        _call: &Arc<CallTag>,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// Checks `network.http`.
-pub(super) fn check_hosts(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
+fn check_hosts(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
     for (i, host) in network.http.iter().enumerate() {
         host.parse::<HostPattern>()
             .map_err(|reason| at.key(format!("network.http[{i}]"), reason))?;
@@ -226,7 +288,7 @@ pub(super) fn check_hosts(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<(
 }
 
 /// Checks `network.max_response_bytes` and `network.timeout_ms`.
-pub(super) fn check_limits(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
+fn check_limits(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
     if network.max_response_bytes == Some(0) || network.timeout_ms == Some(0) {
         let key = if network.timeout_ms == Some(0) {
             "network.timeout_ms"
@@ -239,7 +301,7 @@ pub(super) fn check_limits(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<
 }
 
 /// Grants `network.http` and its limits (checked before).
-pub(super) fn resolve(network: &NetworkConfig, grants: &mut Grants) {
+fn resolve(network: &NetworkConfig, grants: &mut Grants) {
     for host in &network.http {
         if let Ok(pattern) = host.parse() {
             grants.http(pattern);
@@ -250,14 +312,6 @@ pub(super) fn resolve(network: &NetworkConfig, grants: &mut Grants) {
     }
     if let Some(ms) = network.timeout_ms {
         grants.request_timeout(Duration::from_millis(ms));
-    }
-}
-
-/// The allowed destinations, for `list` and logs.
-pub(super) fn summary(grants: &Grants, out: &mut Vec<String>) {
-    if !grants.http.is_empty() {
-        let hosts: Vec<String> = grants.http.iter().map(ToString::to_string).collect();
-        out.push(format!("http {}", hosts.join(", ")));
     }
 }
 

@@ -63,12 +63,5 @@ pub(crate) fn log(call: &CallTag, capability: Capability, interface: &str, what:
 
 /// Where the grant that allows a capability is written.
 fn grant_for(capability: Capability) -> &'static str {
-    match capability {
-        Capability::Http => "`[network] http = [...]` in its grants",
-        Capability::Tcp => "`[network] tcp = [\"IP:PORT\"]` in its grants",
-        Capability::NameLookup => "`[network] name_lookup = true` in its grants",
-        Capability::Files => "`[[dirs]]` in its grants",
-        Capability::Udp => "nothing: UDP is never granted",
-        _ => "its grants",
-    }
+    super::kind::kind_of(capability).map_or("its grants", |kind| kind.grant_for(capability))
 }

@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -18,8 +19,9 @@ use wasmtime_wasi::p2::bindings::sockets::tcp_create_socket;
 use wasmtime_wasi::p2::{TcpSocket, UdpSocket};
 use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsView as _};
 
+use super::kind::Kind;
 use super::refusals::log;
-use super::{CallState, CallTag, Capability, ErrorAt, Grants, NetworkConfig};
+use super::{CallState, CallTag, Capability, ErrorAt, Grants, GrantsConfig, NetworkConfig};
 use crate::error::ConfigError;
 
 /// The socket interfaces' version in wasmtime-wasi's linker; a guest's
@@ -96,8 +98,78 @@ impl Grants {
     }
 }
 
+/// Sockets: raw TCP to allow-listed addresses, name lookup, never UDP.
+pub(super) struct Sockets;
+
+impl Kind for Sockets {
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Tcp, Capability::Udp, Capability::NameLookup]
+    }
+
+    fn of_import(&self, interface: &str) -> Option<Capability> {
+        match interface {
+            "wasi:sockets/ip-name-lookup" => Some(Capability::NameLookup),
+            i if i.starts_with("wasi:sockets/udp") => Some(Capability::Udp),
+            i if i.starts_with("wasi:sockets/") => Some(Capability::Tcp),
+            _ => None,
+        }
+    }
+
+    fn covers(&self, grants: &Grants, capability: Capability) -> bool {
+        match capability {
+            Capability::Tcp => !grants.tcp.is_empty(),
+            Capability::NameLookup => grants.name_lookup,
+            _ => false,
+        }
+    }
+
+    fn grant_for(&self, capability: Capability) -> &'static str {
+        match capability {
+            Capability::Tcp => "`[network] tcp = [\"IP:PORT\"]` in its grants",
+            Capability::NameLookup => "`[network] name_lookup = true` in its grants",
+            _ => "nothing: UDP is never granted",
+        }
+    }
+
+    fn check(&self, config: &GrantsConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
+        check(&config.network, at)
+    }
+
+    fn resolve(
+        &self,
+        config: &GrantsConfig,
+        _base: &Path,
+        _at: &ErrorAt<'_>,
+        grants: &mut Grants,
+    ) -> Result<(), ConfigError> {
+        resolve(&config.network, grants);
+        Ok(())
+    }
+
+    /// The allowed addresses and name lookup.
+    fn summary(&self, grants: &Grants, out: &mut Vec<String>) {
+        if !grants.tcp.is_empty() {
+            let addrs: Vec<String> = grants.tcp.iter().map(ToString::to_string).collect();
+            out.push(format!("tcp {}", addrs.join(", ")));
+        }
+        if grants.name_lookup {
+            out.push("name lookup".to_owned());
+        }
+    }
+
+    fn add_to_wasi(
+        &self,
+        grants: &Grants,
+        builder: &mut WasiCtxBuilder,
+        call: &Arc<CallTag>,
+    ) -> Result<(), String> {
+        add_to_wasi(grants, builder, call);
+        Ok(())
+    }
+}
+
 /// Checks `network.tcp`.
-pub(super) fn check(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
+fn check(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
     for (i, addr) in network.tcp.iter().enumerate() {
         addr.parse::<SocketPattern>()
             .map_err(|reason| at.key(format!("network.tcp[{i}]"), reason))?;
@@ -106,7 +178,7 @@ pub(super) fn check(network: &NetworkConfig, at: &ErrorAt<'_>) -> Result<(), Con
 }
 
 /// Grants `network.tcp` and `network.name_lookup` (checked before).
-pub(super) fn resolve(network: &NetworkConfig, grants: &mut Grants) {
+fn resolve(network: &NetworkConfig, grants: &mut Grants) {
     for addr in &network.tcp {
         if let Ok(pattern) = addr.parse() {
             grants.tcp(pattern);
@@ -115,20 +187,9 @@ pub(super) fn resolve(network: &NetworkConfig, grants: &mut Grants) {
     grants.name_lookup(network.name_lookup);
 }
 
-/// The allowed addresses and name lookup, for `list` and logs.
-pub(super) fn summary(grants: &Grants, out: &mut Vec<String>) {
-    if !grants.tcp.is_empty() {
-        let addrs: Vec<String> = grants.tcp.iter().map(ToString::to_string).collect();
-        out.push(format!("tcp {}", addrs.join(", ")));
-    }
-    if grants.name_lookup {
-        out.push("name lookup".to_owned());
-    }
-}
-
 /// Turns sockets on in a call's WASI context as far as granted: TCP with an
 /// address check when some address is, name lookup when granted, UDP never.
-pub(super) fn add_to_wasi(grants: &Grants, builder: &mut WasiCtxBuilder, call: &Arc<CallTag>) {
+fn add_to_wasi(grants: &Grants, builder: &mut WasiCtxBuilder, call: &Arc<CallTag>) {
     builder
         .allow_tcp(false)
         .allow_udp(false)
