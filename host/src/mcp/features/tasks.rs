@@ -36,18 +36,15 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use tokio::sync::mpsc;
 
-use super::Feature;
+use super::{Feature, tools};
 use crate::error::CallError;
 use crate::mcp::Shared;
 use crate::mcp::approval::{self, random_id};
 use crate::mcp::calls::Counted;
-use crate::mcp::convert::{error_result, output_result, stream_result};
 use crate::state::StateError;
 use crate::state::tasks::{TaskRecord, TaskStatus, TaskStore, Transition, now_ms};
 use crate::tool::Prepared;
-use crate::toolset::{
-    Approver, BoxFuture, ConfirmationRequest, Context, Decision, Started, Tool, drive,
-};
+use crate::toolset::{Approver, BoxFuture, ConfirmationRequest, Context, Decision, Tool, drive};
 
 /// How often the owner of a running task beats.
 pub(in crate::mcp) const BEAT: Duration = Duration::from_millis(250);
@@ -308,18 +305,10 @@ async fn run_call(
     arguments: Result<Prepared, CallError>,
     approver: &TaskApprover,
 ) -> Result<CallToolResult, ErrorData> {
-    let output = match drive(tool, cx, arguments, approver).await {
-        Ok(Started::Output(output)) => Ok((output, false)),
-        Ok(Started::Stream(stream)) => stream.collect().await.map(|output| (output, true)),
-        // The task's approver always decides (or fails).
-        Ok(Started::NeedsApproval(ask)) => Err(approval::unavailable(&ask)),
-        Err(err) => Err(err),
-    };
-    match output {
-        Ok((output, true)) => Ok(stream_result(output, shared.tools.result_text)),
-        Ok((output, false)) => Ok(output_result(output, shared.tools.result_text)),
-        Err(err) => error_result(err),
-    }
+    // The task's approver always decides (or fails), so the call never
+    // comes back waiting for one; its client polls, so no progress goes out.
+    let started = drive(tool, cx, arguments, approver).await;
+    tools::answer(shared, &tool.spec().name, started, None).await
 }
 
 /// The owner's side of one task: runs the call, beats, and keeps the outcome.

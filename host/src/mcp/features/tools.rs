@@ -240,24 +240,39 @@ async fn run(
         };
         drive(&*tool, &cx, arguments, &approver).await
     };
-    let result = match started {
-        Ok(Started::NeedsApproval(ask)) => {
-            // The tool did not run.
-            return self::ask(shared, &ask, request).map_or_else(
-                |err| error_result(err).map(Into::into),
-                |asked| Ok(asked.into()),
-            );
-        }
-        Ok(Started::Output(output)) => Ok(output_result(output, shared.tools.result_text)),
+    if let Ok(Started::NeedsApproval(ask)) = &started {
+        // The tool did not run.
+        return self::ask(shared, ask, request).map_or_else(
+            |err| error_result(err).map(Into::into),
+            |asked| Ok(asked.into()),
+        );
+    }
+    answer(shared, &tool.spec().name, started, Some(request))
+        .await
+        .map(Into::into)
+}
+
+/// A started call's MCP result, as every MCP way of calling gives it: the
+/// whole output, or the stream gathered, with progress notifications to the
+/// client of `request` when it asked for them (`None` for a task, whose client
+/// polls). A call still waiting for an approval its caller could not get is
+/// an error result saying so.
+pub(in crate::mcp) async fn answer(
+    shared: &Shared,
+    tool: &str,
+    started: Result<Started, CallError>,
+    request: Option<&RequestContext<RoleServer>>,
+) -> Result<CallToolResult, ErrorData> {
+    let result_text = shared.tools.result_text;
+    match started {
+        Ok(Started::Output(output)) => Ok(output_result(output, result_text)),
         Ok(Started::Stream(stream)) => {
-            let name = &tool.spec().name;
             let interval = shared.tools.progress_interval;
-            let result_text = shared.tools.result_text;
-            progress::pump(stream, name, request, interval, result_text).await
+            progress::pump(stream, tool, request, interval, result_text).await
         }
+        Ok(Started::NeedsApproval(ask)) => error_result(crate::mcp::approval::unavailable(&ask)),
         Err(err) => error_result(err),
-    };
-    result.map(Into::into)
+    }
 }
 
 /// The Multi Round-Trip answer that asks the client for an approval.

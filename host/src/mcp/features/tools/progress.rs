@@ -12,20 +12,21 @@ use crate::tool::ToolStream;
 use crate::tool::{Collector, Part};
 
 /// Pulls a stream to its end, reporting it in progress notifications when the
-/// client asked for progress (at most one per `interval`; see the module
-/// docs); the result holds the whole output. (The call's observers are told
-/// by the stream itself when it ends.)
+/// client of `request` asked for progress (at most one per `interval`; see the
+/// module docs; a task, polled instead, has no request here); the result holds
+/// the whole output. (The call's observers are told by the stream itself when
+/// it ends.)
 pub(super) async fn pump(
     mut stream: ToolStream,
     tool: &str,
-    request: &RequestContext<RoleServer>,
+    request: Option<&RequestContext<RoleServer>>,
     interval: Duration,
     result_text: bool,
 ) -> Result<CallToolResult, ErrorData> {
-    let mut progress = request
-        .meta
-        .get_progress_token()
-        .map(|token| Progress::new(token, interval));
+    let mut progress = request.and_then(|request| {
+        let token = request.meta.get_progress_token()?;
+        Some(Progress::new(token, interval, request.peer.clone()))
+    });
     let mut parts = Collector::new();
     loop {
         let next = match progress.as_ref().and_then(Progress::due) {
@@ -34,7 +35,7 @@ pub(super) async fn pump(
                 part = stream.next() => part,
                 () = tokio::time::sleep_until(due) => {
                     if let Some(progress) = &mut progress {
-                        progress.flush(tool, &request.peer).await;
+                        progress.flush(tool).await;
                     }
                     continue;
                 }
@@ -52,14 +53,14 @@ pub(super) async fn pump(
                 .due()
                 .is_some_and(|due| due <= tokio::time::Instant::now())
             {
-                progress.flush(tool, &request.peer).await;
+                progress.flush(tool).await;
             }
         }
         parts.push(part);
     }
     // What is still pending goes out before the result.
     if let Some(progress) = &mut progress {
-        progress.flush(tool, &request.peer).await;
+        progress.flush(tool).await;
     }
     let usage = stream.usage();
     let output = parts.finish(stream.call_id(), usage);
@@ -71,6 +72,8 @@ pub(super) async fn pump(
 struct Progress {
     token: rmcp::model::ProgressToken,
     interval: Duration,
+    /// Whom to tell.
+    peer: Peer<RoleServer>,
     /// Chunks so far.
     count: u32,
     /// The text of the chunks not yet reported, and how many there are.
@@ -80,10 +83,11 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(token: rmcp::model::ProgressToken, interval: Duration) -> Self {
+    fn new(token: rmcp::model::ProgressToken, interval: Duration, peer: Peer<RoleServer>) -> Self {
         Self {
             token,
             interval,
+            peer,
             count: 0,
             pending: String::new(),
             unsent: 0,
@@ -115,7 +119,7 @@ impl Progress {
         })
     }
 
-    async fn flush(&mut self, tool: &str, peer: &Peer<RoleServer>) {
+    async fn flush(&mut self, tool: &str) {
         if self.unsent == 0 {
             return;
         }
@@ -124,7 +128,7 @@ impl Progress {
         self.last_sent = Some(tokio::time::Instant::now());
         let progress = ProgressNotificationParam::new(self.token.clone(), f64::from(self.count))
             .with_message(message);
-        if let Err(err) = peer.notify_progress(progress).await {
+        if let Err(err) = self.peer.notify_progress(progress).await {
             tracing::debug!(%tool, %err, "could not send a progress notification");
         }
     }
