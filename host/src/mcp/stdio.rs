@@ -35,10 +35,13 @@ use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock};
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+use futures_util::StreamExt as _;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
 use inline::Inline;
+use lines::{Frame, Lines};
 use output::Output;
 
 use super::session::Session;
@@ -60,10 +63,8 @@ enum Verdict {
 
 /// A line transport that answers what rmcp would leave unanswered.
 pub(crate) struct StdioTransport<R> {
-    read: BufReader<R>,
-    line: Vec<u8>,
-    /// Skipping the rest of an oversized line, up to its newline.
-    discarding: bool,
+    /// The client's lines (`lines.rs`).
+    read: FramedRead<R, Lines>,
     out: Option<Arc<Output>>,
     closed: CancellationToken,
     /// Runs the session's `tools/call`s as they are read (see `inline.rs`).
@@ -83,9 +84,7 @@ impl<R: AsyncRead + Send + Unpin> StdioTransport<R> {
     {
         let (out, writer) = Output::start(Box::new(write));
         let transport = Self {
-            read: BufReader::new(read),
-            line: Vec::new(),
-            discarding: false,
+            read: FramedRead::new(read, Lines::new(MAX_LINE)),
             out: Some(out),
             closed,
             inline: None,
@@ -102,44 +101,6 @@ impl<R: AsyncRead + Send + Unpin> StdioTransport<R> {
             .map(|out| Inline::new(session, Arc::clone(out)));
         self
     }
-
-    /// Reads one line into `self.line`; `Ok(false)` at the end of input.
-    /// Cancel-safe: a partial line stays in `self.line` for the next call.
-    async fn read_line(&mut self) -> std::io::Result<Line> {
-        loop {
-            let available = self.read.fill_buf().await?;
-            if available.is_empty() {
-                return Ok(Line::Eof);
-            }
-            let newline = available.iter().position(|b| *b == b'\n');
-            let take = newline.map_or(available.len(), |i| i + 1);
-            let mut oversized = false;
-            if !self.discarding {
-                if self.line.len().saturating_add(take) > MAX_LINE + 1 {
-                    self.line = Vec::new();
-                    oversized = true;
-                    self.discarding = newline.is_none();
-                } else {
-                    self.line.extend_from_slice(&available[..take]);
-                }
-            } else if newline.is_some() {
-                self.discarding = false;
-            }
-            self.read.consume(take);
-            if oversized {
-                return Ok(Line::Oversized);
-            }
-            if newline.is_some() && !self.line.is_empty() {
-                return Ok(Line::Whole);
-            }
-        }
-    }
-}
-
-enum Line {
-    Whole,
-    Oversized,
-    Eof,
 }
 
 impl<R> Drop for StdioTransport<R> {
@@ -178,13 +139,10 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioTransport<R> {
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            let verdict = match self.read_line().await {
-                Ok(Line::Whole) => {
-                    let verdict = check_line(&self.line);
-                    self.line.clear();
-                    verdict
-                }
-                Ok(Line::Oversized) => {
+            // Cancel-safe: a partial line stays buffered for the next call.
+            let verdict = match self.read.next().await {
+                Some(Ok(Frame::Line(line))) => check_line(&line),
+                Some(Ok(Frame::Oversized)) => {
                     tracing::warn!(
                         limit = MAX_LINE,
                         "an MCP message longer than the limit was skipped"
@@ -198,12 +156,12 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioTransport<R> {
                         ),
                     ))
                 }
-                Ok(Line::Eof) => {
+                None => {
                     tracing::debug!("the MCP client closed its end");
                     self.closed.cancel();
                     return None;
                 }
-                Err(err) => {
+                Some(Err(err)) => {
                     tracing::warn!(%err, "cannot read from the MCP client");
                     self.closed.cancel();
                     return None;
@@ -220,7 +178,7 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioTransport<R> {
                     let Some(inline) = &self.inline else {
                         return Some(*message);
                     };
-                    let more = !self.read.buffer().is_empty();
+                    let more = !self.read.read_buffer().is_empty();
                     if let Some(message) = inline.handle(*message, more) {
                         return Some(message);
                     }
@@ -572,6 +530,7 @@ pub(crate) fn stdio() -> (Reader, Writer) {
 }
 
 mod inline;
+mod lines;
 mod output;
 #[cfg(test)]
 mod tests;
