@@ -392,11 +392,12 @@ impl McpServer {
                     ),
                 },
                 resources: resources::Resources {
-                    offered: kinds.contains(Kind::Resource)
-                        || kinds.contains(Kind::ResourceTemplate),
+                    offered: features::Offered(
+                        kinds.contains(Kind::Resource) || kinds.contains(Kind::ResourceTemplate),
+                    ),
                 },
                 prompts: prompts::Prompts {
-                    offered: kinds.contains(Kind::Prompt),
+                    offered: features::Offered(kinds.contains(Kind::Prompt)),
                 },
                 calls: Calls::default(),
                 metrics: Arc::clone(&metrics),

@@ -9,9 +9,12 @@
 //! handlers and a [`Feature`], listed in `Shared::features`, plus its routes
 //! in `session.rs`'s `ServerHandler` (one line each).
 
-use rmcp::model::{ServerCapabilities, ServerNotification, SubscriptionFilter};
+use rmcp::model::{ConstString, ServerCapabilities, ServerNotification, SubscriptionFilter};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
 
-use crate::toolset::ToolsetChange;
+use crate::mcp::session::Session;
+use crate::toolset::{Context, ToolsetChange};
 
 pub(super) mod prompts;
 pub(super) mod resources;
@@ -33,6 +36,28 @@ pub(super) trait Feature: Send + Sync {
     fn changed(&self, change: &ToolsetChange) -> bool {
         let _ = change;
         false
+    }
+}
+
+/// Whether a catalog area (resources, prompts) is served: when the set may
+/// offer its items ([`Toolset::kinds`](crate::Toolset::kinds)). An area
+/// not served answers its methods as rmcp does by default.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Offered(pub(super) bool);
+
+impl Offered {
+    /// The caller's context for a request of method `M`, once the set's
+    /// first load is done; "method not found" if the area is not served.
+    async fn begin<M: ConstString>(
+        self,
+        session: &Session,
+        request: &RequestContext<RoleServer>,
+    ) -> Result<Context, ErrorData> {
+        if !self.0 {
+            return Err(ErrorData::method_not_found::<M>());
+        }
+        session.shared().wait_ready().await;
+        Ok(session.item_context(request))
     }
 }
 

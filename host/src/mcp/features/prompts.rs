@@ -14,7 +14,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
-use super::Feature;
+use super::{Feature, Offered};
 use crate::catalog::{self, MessageContent, PromptMessages, PromptSpec};
 use crate::mcp::convert::{catalog_error, content, resource_contents};
 use crate::mcp::session::Session;
@@ -23,25 +23,14 @@ use crate::toolset::ToolsetExt;
 /// Whether the server serves prompts: when its set may offer them
 /// ([`Toolset::kinds`](crate::Toolset::kinds)).
 pub(in crate::mcp) struct Prompts {
-    pub(in crate::mcp) offered: bool,
+    pub(in crate::mcp) offered: Offered,
 }
 
 impl Feature for Prompts {
     fn advertise(&self, capabilities: &mut ServerCapabilities) {
-        if self.offered {
+        if self.offered.0 {
             // No `listChanged` yet: nothing tells the server the list changed.
             capabilities.prompts = Some(PromptsCapability::default());
-        }
-    }
-}
-
-impl Prompts {
-    /// The error of a method the server does not serve, as rmcp's default.
-    fn served<M: rmcp::model::ConstString>(&self) -> Result<(), ErrorData> {
-        if self.offered {
-            Ok(())
-        } else {
-            Err(ErrorData::method_not_found::<M>())
         }
     }
 }
@@ -52,9 +41,11 @@ pub(in crate::mcp) async fn list(
     context: RequestContext<RoleServer>,
 ) -> Result<ListPromptsResult, ErrorData> {
     let shared = session.shared();
-    shared.prompts.served::<ListPromptsRequestMethod>()?;
-    shared.wait_ready().await;
-    let cx = session.item_context(&context);
+    let cx = shared
+        .prompts
+        .offered
+        .begin::<ListPromptsRequestMethod>(session, &context)
+        .await?;
     let listed = shared
         .toolset
         .prompts(&cx)
@@ -72,9 +63,11 @@ pub(in crate::mcp) async fn get(
     context: RequestContext<RoleServer>,
 ) -> Result<GetPromptResponse, ErrorData> {
     let shared = session.shared();
-    shared.prompts.served::<GetPromptRequestMethod>()?;
-    shared.wait_ready().await;
-    let cx = session.item_context(&context);
+    let cx = shared
+        .prompts
+        .offered
+        .begin::<GetPromptRequestMethod>(session, &context)
+        .await?;
     let mut arguments = BTreeMap::new();
     for (name, value) in request.arguments.unwrap_or_default() {
         let Value::String(value) = value else {

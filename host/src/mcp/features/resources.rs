@@ -12,7 +12,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 
-use super::Feature;
+use super::{Feature, Offered};
 use crate::catalog::{ResourceSpec, ResourceTemplateSpec};
 use crate::mcp::convert::{catalog_error, resource_contents};
 use crate::mcp::session::Session;
@@ -21,26 +21,15 @@ use crate::toolset::ToolsetExt;
 /// Whether the server serves resources: when its set may offer resources or
 /// templates ([`Toolset::kinds`](crate::Toolset::kinds)).
 pub(in crate::mcp) struct Resources {
-    pub(in crate::mcp) offered: bool,
+    pub(in crate::mcp) offered: Offered,
 }
 
 impl Feature for Resources {
     fn advertise(&self, capabilities: &mut ServerCapabilities) {
-        if self.offered {
+        if self.offered.0 {
             // No `subscribe` and no `listChanged` yet: nothing tells the
             // server when a resource or the list changes.
             capabilities.resources = Some(ResourcesCapability::default());
-        }
-    }
-}
-
-impl Resources {
-    /// The error of a method the server does not serve, as rmcp's default.
-    fn served<M: rmcp::model::ConstString>(&self) -> Result<(), ErrorData> {
-        if self.offered {
-            Ok(())
-        } else {
-            Err(ErrorData::method_not_found::<M>())
         }
     }
 }
@@ -51,9 +40,11 @@ pub(in crate::mcp) async fn list(
     context: RequestContext<RoleServer>,
 ) -> Result<ListResourcesResult, ErrorData> {
     let shared = session.shared();
-    shared.resources.served::<ListResourcesRequestMethod>()?;
-    shared.wait_ready().await;
-    let cx = session.item_context(&context);
+    let cx = shared
+        .resources
+        .offered
+        .begin::<ListResourcesRequestMethod>(session, &context)
+        .await?;
     let listed = shared
         .toolset
         .resources(&cx)
@@ -69,11 +60,11 @@ pub(in crate::mcp) async fn templates(
     context: RequestContext<RoleServer>,
 ) -> Result<ListResourceTemplatesResult, ErrorData> {
     let shared = session.shared();
-    shared
+    let cx = shared
         .resources
-        .served::<ListResourceTemplatesRequestMethod>()?;
-    shared.wait_ready().await;
-    let cx = session.item_context(&context);
+        .offered
+        .begin::<ListResourceTemplatesRequestMethod>(session, &context)
+        .await?;
     let listed = shared
         .toolset
         .resource_templates(&cx)
@@ -90,9 +81,11 @@ pub(in crate::mcp) async fn read(
     context: RequestContext<RoleServer>,
 ) -> Result<ReadResourceResponse, ErrorData> {
     let shared = session.shared();
-    shared.resources.served::<ReadResourceRequestMethod>()?;
-    shared.wait_ready().await;
-    let cx = session.item_context(&context);
+    let cx = shared
+        .resources
+        .offered
+        .begin::<ReadResourceRequestMethod>(session, &context)
+        .await?;
     let contents = shared
         .toolset
         .read(&cx, &request.uri)
