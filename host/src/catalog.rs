@@ -69,7 +69,7 @@ impl Kinds {
     /// Tools only: what a toolset offers unless it says otherwise.
     pub const TOOLS: Kinds = Kinds(1 << Kind::Tool as u8);
 
-    /// Tools and `kind`.
+    /// These kinds and `kind`.
     #[must_use]
     pub const fn with(self, kind: Kind) -> Kinds {
         Kinds(self.0 | 1 << kind as u8)

@@ -26,8 +26,8 @@
 //! use goes through): `files`, `env`, `http` and `sockets` each hold their
 //! grant type, which imports they govern, their config keys (checked and
 //! resolved there), their summary, what they add to a call's WASI context,
-//! and their linker additions if any ([`add_to_linker`] calls those). `stdio`
-//! (always on, logged) and the per-call state of all kinds ([`CallCaps`])
+//! and their linker additions if any (`add_to_linker` calls those). `stdio`
+//! (always on, logged) and the per-call state of all kinds (`CallCaps`)
 //! are here too; `refusals` logs refused requests across kinds.
 
 mod env;

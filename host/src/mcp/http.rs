@@ -4,6 +4,8 @@
 //! connection its answer was to go on has dropped. A stop drains: calls
 //! still running may finish (bounded) before the sessions end.
 
+pub(super) mod options;
+
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
