@@ -66,16 +66,15 @@ impl Config {
     /// `$TOOLHOST_STATE_URL` is not a Redis URL.
     pub fn layered<T: Toolset>(&self, plugins: T) -> Result<Layered<T>, ConfigError> {
         let options = self.state.options();
-        let state = if options.url.is_some() {
-            StateStore::new(&options).map_err(|e| ConfigError {
+        let shared = match options.url {
+            Some(_) => Some(StateStore::new(&options).map_err(|e| ConfigError {
                 path: self.path(),
                 key: Some("state.url".to_owned()),
                 reason: e.to_string(),
-            })?
-        } else {
-            StateStore::embedded()
+            })?),
+            None => None,
         };
-        self.layered_with_state(plugins, &state)
+        self.layers(plugins, shared)
     }
 
     /// As [`Config::layered`], keeping decided approvals in `state` when it
@@ -92,6 +91,15 @@ impl Config {
         plugins: T,
         state: &StateStore,
     ) -> Result<Layered<T>, ConfigError> {
+        self.layers(plugins, state.is_shared().then(|| state.clone()))
+    }
+
+    /// The layers, used approvals in `shared` (Redis) when given.
+    fn layers<T: Toolset>(
+        &self,
+        plugins: T,
+        shared: Option<StateStore>,
+    ) -> Result<Layered<T>, ConfigError> {
         let filter = &self.filter;
         let mut visible = Predicate::new(|_, _| true);
         if !filter.allow.is_empty() {
@@ -107,9 +115,9 @@ impl Config {
             .clone()
             .unwrap_or_else(|| DEFAULT_HINT.to_owned());
         let mut confirmed = Confirm::new(filtered);
-        if state.is_shared() {
+        if let Some(store) = shared {
             // Used approvals in Redis: refused on every replica that shares it.
-            confirmed = confirmed.with_store(state.clone());
+            confirmed = confirmed.with_store(store);
         }
         if self.confirm.all {
             confirmed = confirmed.require_all_with(ConfirmationHint::new(hint.clone()));

@@ -157,7 +157,7 @@ impl Session {
         request: &RequestContext<RoleServer>,
         revision: Revision,
     ) -> Result<Context, ErrorData> {
-        let call_id = format!("{}-{}", self.state.id, request.id);
+        let call_id = self.request_id(request);
         // rmcp moves the request's `_meta` into the context before the handler runs.
         let invocation = match named_invocation(&request.meta)? {
             Some(named) => named,
@@ -174,12 +174,17 @@ impl Session {
             .with_observers(Arc::clone(&self.shared.observers)))
     }
 
+    /// A request's ID unique across replicas: `session-request`.
+    fn request_id(&self, request: &RequestContext<RoleServer>) -> String {
+        format!("{}-{}", self.state.id, request.id)
+    }
+
     /// The context of a read or get of a catalog item (a resource, a
     /// prompt): an ID for the request and the caller's identity; no
     /// invocation, since nothing runs in the sandbox.
     pub(super) fn item_context(&self, request: &RequestContext<RoleServer>) -> Context {
         Context::new()
-            .with_call_id(format!("{}-{}", self.state.id, request.id))
+            .with_call_id(self.request_id(request))
             .with_identity(self.identity(request))
     }
 

@@ -20,7 +20,6 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use wasmtime::component::Linker;
-use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks, WasiHttpView};
 
 use super::kind::Kind;
@@ -266,16 +265,8 @@ impl Kind for Http {
         }
     }
 
-    /// Nothing: `wasi:http` is linked for every plugin, and its hooks check
-    /// each request against the grants.
-    fn add_to_wasi(
-        &self,
-        _grants: &Grants,
-        _builder: &mut WasiCtxBuilder,
-        _call: &Arc<CallTag>,
-    ) -> Result<(), String> {
-        Ok(())
-    }
+    // No part of the WASI context: `wasi:http` is linked for every plugin,
+    // and its hooks check each request against the grants.
 }
 
 /// Checks `network.http`.

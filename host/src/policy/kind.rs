@@ -52,7 +52,8 @@ pub(super) trait Kind: Sync {
     /// Its lines of [`Grants::summary`], without any secret value.
     fn summary(&self, grants: &Grants, out: &mut Vec<String>);
 
-    /// Its part of one call's WASI context: exactly what is granted.
+    /// Its part of one call's WASI context: exactly what is granted. The
+    /// default adds nothing (a kind served by its own interface, as HTTP).
     ///
     /// # Errors
     /// Why the grant cannot be given now (a granted directory that cannot
@@ -62,7 +63,10 @@ pub(super) trait Kind: Sync {
         grants: &Grants,
         builder: &mut WasiCtxBuilder,
         call: &Arc<CallTag>,
-    ) -> Result<(), String>;
+    ) -> Result<(), String> {
+        let _ = (grants, builder, call);
+        Ok(())
+    }
 }
 
 /// Every kind, in the order their keys are checked and their lines summed up.
