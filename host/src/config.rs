@@ -15,12 +15,14 @@ use crate::plugin::Reuse;
 use crate::policy::{Grants, GrantsConfig};
 use crate::state::{StateOptions, StateStore};
 
+mod auth;
 mod layers;
 mod names;
 mod oci;
 mod sources;
 
 pub use crate::error::ConfigError;
+pub use auth::{AuthConfig, IssuerConfig};
 pub use layers::Layered;
 pub use names::{NameSource, UnmatchedName};
 pub use oci::OciConfig;
@@ -138,8 +140,12 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// A file holding the bearer token clients must send (relative paths are
     /// relative to the configuration file). `$TOOLHOST_MCP_TOKEN` wins over it.
+    /// Not with `[serve.auth]`.
     #[serde(default)]
     pub token_file: Option<PathBuf>,
+    /// OAuth 2.1 authorization (`[serve.auth]`): tokens from trusted issuers
+    /// instead of one shared token.
+    pub auth: Option<AuthConfig>,
     /// The most HTTP connections open at once; more are answered 503 (256).
     pub max_connections: Option<usize>,
     /// Milliseconds a connection may take to send a request head, also the
@@ -538,6 +544,15 @@ impl Config {
             if value == Some(0) {
                 return Err(error(key.to_owned(), "must be greater than 0"));
             }
+        }
+        if let Some(auth) = &self.serve.auth {
+            if self.serve.token_file.is_some() {
+                return Err(error(
+                    "serve.token_file".to_owned(),
+                    "choose one: a shared token, or [serve.auth] (OAuth)",
+                ));
+            }
+            auth.check(|key, reason| error(key, reason))?;
         }
         if let Some(url) = &self.state.url {
             StateStore::new(&self.state.options_with_url(Some(url.clone())))

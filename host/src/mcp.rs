@@ -67,7 +67,10 @@ mod stdio;
 mod transport;
 
 pub use approval::{ApprovalKeys, KeyRingError};
-pub use auth::{AuthError, Authenticator, StaticToken, Unverified};
+pub use auth::{
+    AuthError, Authenticator, OAuth, OAuthOptions, OAuthSetupError, ProtectedResource, StaticToken,
+    Unverified,
+};
 use calls::Calls;
 use features::{Feature, prompts, resources, tasks, tools};
 pub use http::options::{HttpOptions, REPLICA_HEADER};
@@ -463,8 +466,9 @@ impl McpServer {
             .unwrap_or_else(|| Arc::new(Unverified));
         let ready = self.shared.clone();
         let answers = self.shared.clone();
+        let guarded = self.shared.clone();
         // Probes for load balancers and orchestrators: no token, no session.
-        let probes = axum::Router::new()
+        let mut probes = axum::Router::new()
             .route("/healthz", axum::routing::get(|| async { "alive\n" }))
             .route(
                 "/readyz",
@@ -473,6 +477,23 @@ impl McpServer {
                     async move { http::readiness(&ready).await }
                 }),
             );
+        // An OAuth resource server's metadata (RFC 9728): no token, as
+        // clients read it to learn where to get one.
+        if let Some(resource) = authenticator.protected_resource() {
+            let document = resource.document().to_string();
+            for path in resource.metadata_paths() {
+                let document = document.clone();
+                probes = probes.route(
+                    &path,
+                    axum::routing::get(move || {
+                        std::future::ready((
+                            [(axum::http::header::CONTENT_TYPE, "application/json")],
+                            document.clone(),
+                        ))
+                    }),
+                );
+            }
+        }
         let metrics = self.shared.clone();
         let app = axum::Router::new()
             .nest_service("/mcp", service)
@@ -484,7 +505,7 @@ impl McpServer {
                 http::watch_disconnect(answers.clone(), request, next)
             }))
             .layer(axum::middleware::from_fn(move |request, next| {
-                http::authorize(Arc::clone(&authenticator), request, next)
+                http::authorize(Arc::clone(&authenticator), guarded.clone(), request, next)
             }))
             .merge(probes);
         let app = match options.replica.clone() {

@@ -37,6 +37,11 @@ struct ErrorLabels {
     kind: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    reason: &'static str,
+}
+
 type Histograms = Family<ToolLabels, Histogram, fn() -> Histogram>;
 
 /// The metrics of one MCP server.
@@ -51,6 +56,7 @@ pub(crate) struct Metrics {
     in_flight: Gauge,
     changes: Counter,
     load_failures: Counter,
+    auth_refusals: Family<RefusalLabels, Counter>,
     guest_memory: Gauge,
     guest_memory_peak: Gauge,
     guest_memory_budget: Gauge,
@@ -130,6 +136,12 @@ impl Metrics {
             "Plugin files whose new version failed to load",
             load_failures.clone(),
         );
+        let auth_refusals = Family::<RefusalLabels, Counter>::default();
+        registry.register(
+            "auth_refusals",
+            "HTTP requests refused by authentication, by reason (missing, invalid_token, insufficient_scope, unavailable)",
+            auth_refusals.clone(),
+        );
         let guest_memory = Gauge::default();
         registry.register(
             "guest_memory_bytes",
@@ -170,6 +182,7 @@ impl Metrics {
             in_flight,
             changes,
             load_failures,
+            auth_refusals,
             guest_memory,
             guest_memory_peak,
             guest_memory_budget,
@@ -198,6 +211,13 @@ impl Metrics {
     }
 
     /// Counts changes missed (a lagging receiver).
+    /// Counts one request refused by authentication.
+    pub(crate) fn auth_refused(&self, reason: &'static str) {
+        self.auth_refusals
+            .get_or_create(&RefusalLabels { reason })
+            .inc();
+    }
+
     pub(crate) fn missed_changes(&self, n: u64) {
         self.changes.inc_by(n);
     }

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use toolhost::config::{ServeConfig, UnmatchedName};
-use toolhost::mcp::{ApprovalKeys, HttpOptions};
+use toolhost::config::{AuthConfig, ServeConfig, UnmatchedName};
+use toolhost::mcp::{ApprovalKeys, HttpOptions, OAuth, OAuthOptions};
 use toolhost::state::StateOptions;
 use toolhost::{Config, Engine, McpServer, PluginDir};
 
@@ -150,8 +150,17 @@ pub(super) async fn serve(
         }
         _ => None,
     };
-    if let Some(token) = token {
-        options.bearer_token(token);
+    match (token, &settings.auth) {
+        (Some(_), Some(_)) => bail!(
+            "$TOOLHOST_MCP_TOKEN is set and [serve.auth] is configured: choose one (a shared token, or OAuth)"
+        ),
+        (Some(token), None) => {
+            options.bearer_token(token);
+        }
+        (None, Some(auth)) => {
+            options.authenticator(oauth(auth)?);
+        }
+        (None, None) => {}
     }
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -160,6 +169,7 @@ pub(super) async fn serve(
     if !local.ip().is_loopback()
         && std::env::var("TOOLHOST_MCP_TOKEN").is_err()
         && config.serve.token_file.is_none()
+        && settings.auth.is_none()
     {
         eprintln!(
             "warning: serving on {local}, which is not a loopback address, without a bearer token (set TOOLHOST_MCP_TOKEN or [serve] token_file)"
@@ -196,6 +206,36 @@ pub(super) async fn serve(
     server.serve_http(listener, options, shutdown).await?;
     drop(sources);
     Ok(())
+}
+
+/// The OAuth resource server `[serve.auth]` describes.
+fn oauth(auth: &AuthConfig) -> Result<OAuth> {
+    let mut options = OAuthOptions::new(auth.resource.trim());
+    for issuer in &auth.issuers {
+        match &issuer.jwks_uri {
+            Some(jwks) => options.issuer_with_jwks(issuer.issuer.trim(), jwks.trim()),
+            None => options.issuer(issuer.issuer.trim()),
+        };
+    }
+    options
+        .require_scopes(auth.scopes.iter().cloned())
+        .scopes_supported(auth.scopes_supported.iter().cloned());
+    if let Some(claim) = &auth.roles_claim {
+        options.roles_claim(claim.clone());
+    }
+    if let Some(secs) = auth.leeway_secs {
+        options.leeway(Duration::from_secs(secs));
+    }
+    if let Some(secs) = auth.jwks_cache_secs {
+        options.jwks_cache(Duration::from_secs(secs));
+    }
+    if let Some(secs) = auth.jwks_refresh_min_secs {
+        options.jwks_min_refresh(Duration::from_secs(secs));
+    }
+    if let Some(ms) = auth.fetch_timeout_ms {
+        options.fetch_timeout(Duration::from_millis(ms));
+    }
+    OAuth::new(options).context("[serve.auth]")
 }
 
 /// The default of `[serve] rescan_secs`.

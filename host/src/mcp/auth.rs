@@ -8,10 +8,20 @@
 //! has no credentials: its one client is whoever started the process, the
 //! anonymous principal.
 //!
-//! Two schemes are built in: [`StaticToken`] (`[serve] token`, one shared
-//! bearer token) and, when none is configured, [`Unverified`].
+//! Three schemes are built in: [`OAuth`] (`[serve.auth]`: an OAuth 2.1
+//! resource server, JWTs from trusted issuers; it publishes its RFC 9728
+//! metadata, [`ProtectedResource`]), [`StaticToken`] (`[serve] token`, one
+//! shared bearer token) and, when none is configured, [`Unverified`].
 
-use std::sync::{Arc, LazyLock};
+mod jwks;
+mod oauth;
+mod resource;
+
+pub use oauth::{OAuth, OAuthOptions, OAuthSetupError};
+pub use resource::ProtectedResource;
+
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Instant;
 
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
@@ -58,6 +68,13 @@ pub trait Authenticator: Send + Sync + 'static {
         &'a self,
         headers: &'a HeaderMap,
     ) -> BoxFuture<'a, Result<Principal, AuthError>>;
+
+    /// What the server publishes as an OAuth protected resource (RFC 9728),
+    /// if the scheme is OAuth: the metadata document, served without
+    /// credentials, and the challenge of every refusal. `None` by default.
+    fn protected_resource(&self) -> Option<&ProtectedResource> {
+        None
+    }
 }
 
 /// Why an [`Authenticator`] refused a request.
@@ -70,6 +87,51 @@ pub enum AuthError {
     /// The request's credentials are not valid.
     #[error("wrong bearer token")]
     Invalid,
+    /// The bearer token cannot be accepted: malformed, expired, for another
+    /// resource, from an untrusted issuer, wrongly signed (`401`,
+    /// `error="invalid_token"`).
+    #[error("invalid token: {reason}")]
+    InvalidToken {
+        /// Why, as the client is told (`error_description`).
+        reason: String,
+    },
+    /// The token is valid but does not grant what the request needs (`403`,
+    /// `error="insufficient_scope"`: the client may ask for more).
+    #[error("insufficient scope: needs {}", needed.join(" "))]
+    InsufficientScope {
+        /// The scopes needed.
+        needed: Vec<String>,
+    },
+    /// Tokens cannot be checked now (the issuer's keys cannot be fetched):
+    /// `503`, try again.
+    #[error("cannot check the token now: {reason}")]
+    Unavailable {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl AuthError {
+    /// The HTTP status the request is refused with.
+    pub fn status(&self) -> axum::http::StatusCode {
+        use axum::http::StatusCode;
+        match self {
+            Self::InsufficientScope { .. } => StatusCode::FORBIDDEN,
+            Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::UNAUTHORIZED,
+        }
+    }
+
+    /// A short name for the refusal (the `reason` label of
+    /// `toolhost_auth_refusals_total`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Invalid | Self::InvalidToken { .. } => "invalid_token",
+            Self::InsufficientScope { .. } => "insufficient_scope",
+            Self::Unavailable { .. } => "unavailable",
+        }
+    }
 }
 
 /// One bearer token every client shares (`[serve] token`): every holder of
@@ -164,9 +226,11 @@ pub(super) fn principal(context: &RequestContext<RoleServer>) -> Arc<Principal> 
 }
 
 /// Authenticates `request` with `authenticator`: its principal goes into the
-/// request's extensions, or the request is answered `401`.
+/// request's extensions, or the request is refused (`401`, `403` or `503`,
+/// with the scheme's challenge).
 pub(super) async fn authenticate(
     authenticator: &dyn Authenticator,
+    metrics: &crate::metrics::Metrics,
     mut request: axum::extract::Request,
 ) -> Result<axum::extract::Request, axum::response::Response> {
     use axum::response::IntoResponse;
@@ -176,13 +240,56 @@ pub(super) async fn authenticate(
             Ok(request)
         }
         Err(error) => {
-            tracing::warn!(%error, "refused an MCP HTTP request without the right bearer token");
-            Err((
-                axum::http::StatusCode::UNAUTHORIZED,
-                [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-                "missing or wrong bearer token",
+            metrics.auth_refused(error.kind());
+            REFUSALS.note(&error);
+            let challenge = match authenticator.protected_resource() {
+                Some(resource) => resource.challenge(&error),
+                None => axum::http::HeaderValue::from_static("Bearer"),
+            };
+            let mut response = (
+                error.status(),
+                [(axum::http::header::WWW_AUTHENTICATE, challenge)],
+                format!("{error}\n"),
             )
-                .into_response())
+                .into_response();
+            if matches!(error, AuthError::Unavailable { .. }) {
+                response.headers_mut().insert(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from_static("5"),
+                );
+            }
+            Err(response)
+        }
+    }
+}
+
+/// Refused requests, logged at most once a second (with how many were
+/// refused since), so a client sending bad tokens cannot flood the log.
+struct RefusalLog {
+    state: Mutex<(Option<Instant>, u64)>,
+}
+
+static REFUSALS: RefusalLog = RefusalLog {
+    state: Mutex::new((None, 0)),
+};
+
+impl RefusalLog {
+    fn note(&self, error: &AuthError) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        state.1 += 1;
+        let due = state
+            .0
+            .is_none_or(|at| at.elapsed() >= std::time::Duration::from_secs(1));
+        if due {
+            tracing::warn!(
+                target: "toolhost::auth",
+                %error,
+                refused = state.1,
+                "refused MCP HTTP request(s) (this one's reason shown; at most one line a second)"
+            );
+            *state = (Some(Instant::now()), 0);
         }
     }
 }

@@ -407,10 +407,11 @@ impl Drop for Guarded {
 /// answered `401`); answers a session's end the way clients expect.
 pub(super) async fn authorize(
     authenticator: Arc<dyn Authenticator>,
+    shared: Arc<super::Shared>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let request = match super::auth::authenticate(&*authenticator, request).await {
+    let request = match super::auth::authenticate(&*authenticator, &shared.metrics, request).await {
         Ok(request) => request,
         Err(refused) => return refused,
     };

@@ -37,7 +37,7 @@ impl Authenticator for Gateway {
 }
 
 /// Says who called it, as its context tells.
-struct Caller(ToolSpec);
+pub(crate) struct Caller(pub(crate) ToolSpec);
 
 impl Tool for Caller {
     fn spec(&self) -> &ToolSpec {
@@ -65,9 +65,9 @@ impl Tool for Caller {
 }
 
 /// The echo plugin's tools and `caller`.
-struct Tools {
-    echo: SinglePlugin,
-    caller: Arc<dyn Tool>,
+pub(crate) struct Tools {
+    pub(crate) echo: SinglePlugin,
+    pub(crate) caller: Arc<dyn Tool>,
 }
 
 impl Toolset for Tools {
@@ -90,6 +90,18 @@ pub(crate) async fn request(
     method: &str,
     params: Value,
 ) -> (u16, Value) {
+    let headers: Vec<(&str, &str)> = user.map(|user| ("x-user", user)).into_iter().collect();
+    let (status, _, answer) = request_with(port, &headers, method, params).await;
+    (status, answer)
+}
+
+/// As [`request`], with these extra headers; also the response's headers.
+pub(crate) async fn request_with(
+    port: u16,
+    headers: &[(&str, &str)],
+    method: &str,
+    params: Value,
+) -> (u16, http::HeaderMap, Value) {
     let stream = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
         .await
         .unwrap();
@@ -112,14 +124,15 @@ pub(crate) async fn request(
     if let Some(name) = params.get("name").and_then(Value::as_str) {
         builder = builder.header("mcp-name", name);
     }
-    if let Some(user) = user {
-        builder = builder.header("x-user", user);
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
     }
     let request = builder
         .body(Full::new(Bytes::from(body.to_string())))
         .unwrap();
     let response = sender.send_request(request).await.unwrap();
     let status = response.status().as_u16();
+    let headers = response.headers().clone();
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let text = String::from_utf8_lossy(&body);
     // An SSE stream of one event (`data: {...}`), or a JSON body.
@@ -127,7 +140,11 @@ pub(crate) async fn request(
         .lines()
         .find_map(|line| line.strip_prefix("data: "))
         .unwrap_or(&text);
-    (status, serde_json::from_str(json).unwrap_or(Value::Null))
+    (
+        status,
+        headers,
+        serde_json::from_str(json).unwrap_or(Value::Null),
+    )
 }
 
 fn names(listed: &Value) -> Vec<String> {

@@ -15,6 +15,7 @@ mod layers;
 mod loading;
 mod mcp;
 mod network;
+mod oauth;
 mod oci;
 mod oci_wkg;
 mod reload;

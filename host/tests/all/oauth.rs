@@ -1,0 +1,546 @@
+//! The MCP HTTP server as an OAuth 2.1 resource server, against a real
+//! issuer on loopback: discovered metadata, a JWKS, real ES256-signed JWTs.
+//! Every way a token can be wrong is refused with the challenge the MCP
+//! authorization specification asks for; trouble at the issuer's JWKS never
+//! stops the server answering, and cached keys keep working.
+
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use p256::pkcs8::EncodePrivateKey as _;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use toolhost::McpServer;
+use toolhost::mcp::{HttpOptions, OAuth, OAuthOptions};
+use toolhost::toolset::SinglePlugin;
+use toolhost::{Tool, ToolSpec};
+use toolhost_test_plugins::ECHO;
+
+use crate::auth::{Caller, Tools, request_with};
+use crate::plugin;
+
+/// An ES256 signing key and its public JWK.
+struct Key {
+    kid: String,
+    encoding: EncodingKey,
+    jwk: Value,
+}
+
+impl Key {
+    fn new(kid: &str) -> Self {
+        let secret = p256::SecretKey::random(&mut p256::elliptic_curve::rand_core::OsRng);
+        let pem = secret.to_pkcs8_pem(Default::default()).unwrap();
+        let encoding = EncodingKey::from_ec_pem(pem.as_bytes()).unwrap();
+        let mut jwk: Value = serde_json::from_str(&secret.public_key().to_jwk_string()).unwrap();
+        jwk["kid"] = json!(kid);
+        jwk["alg"] = json!("ES256");
+        jwk["use"] = json!("sig");
+        Self {
+            kid: kid.to_owned(),
+            encoding,
+            jwk,
+        }
+    }
+
+    /// A token of these claims, signed by this key, naming `kid`.
+    fn sign_as(&self, kid: &str, claims: &Value) -> String {
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some(kid.to_owned());
+        jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
+    }
+
+    fn sign(&self, claims: &Value) -> String {
+        self.sign_as(&self.kid, claims)
+    }
+}
+
+/// How the issuer's JWKS endpoint behaves.
+const NORMAL: u8 = 0;
+const DOWN: u8 = 1;
+const SLOW: u8 = 2;
+const HUGE: u8 = 3;
+
+/// An authorization server's public side on loopback: RFC 8414 metadata
+/// and a JWKS, whose behaviour a test switches, counting its fetches.
+struct Issuer {
+    url: String,
+    keys: Arc<Mutex<Vec<Value>>>,
+    mode: Arc<AtomicU8>,
+    fetches: Arc<AtomicU64>,
+    stop: CancellationToken,
+}
+
+impl Issuer {
+    async fn start(keys: &[&Key]) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let published = Arc::new(Mutex::new(
+            keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>(),
+        ));
+        let mode = Arc::new(AtomicU8::new(NORMAL));
+        let fetches = Arc::new(AtomicU64::new(0));
+        let metadata = json!({
+            "issuer": url,
+            "jwks_uri": format!("{url}/jwks"),
+            "authorization_endpoint": format!("{url}/authorize"),
+            "token_endpoint": format!("{url}/token"),
+            "response_types_supported": ["code"],
+        })
+        .to_string();
+        let jwks = {
+            let (published, mode, fetches) = (published.clone(), mode.clone(), fetches.clone());
+            move || {
+                let (published, mode, fetches) = (published.clone(), mode.clone(), fetches.clone());
+                async move {
+                    use axum::http::StatusCode;
+                    fetches.fetch_add(1, Ordering::SeqCst);
+                    match mode.load(Ordering::SeqCst) {
+                        DOWN => (StatusCode::INTERNAL_SERVER_ERROR, "down".to_owned()),
+                        SLOW => {
+                            tokio::time::sleep(Duration::from_secs(30)).await;
+                            (StatusCode::OK, "{}".to_owned())
+                        }
+                        HUGE => {
+                            let padding = "x".repeat(2 << 20);
+                            let keys = published.lock().unwrap().clone();
+                            let body = json!({"keys": keys, "padding": padding});
+                            (StatusCode::OK, body.to_string())
+                        }
+                        _ => {
+                            let keys = published.lock().unwrap().clone();
+                            (StatusCode::OK, json!({"keys": keys}).to_string())
+                        }
+                    }
+                }
+            }
+        };
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/oauth-authorization-server",
+                axum::routing::get(move || std::future::ready(metadata.clone())),
+            )
+            .route("/jwks", axum::routing::get(jwks));
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stopped.cancelled().await })
+                .await
+                .unwrap();
+        });
+        Self {
+            url,
+            keys: published,
+            mode,
+            fetches,
+            stop,
+        }
+    }
+
+    fn set(&self, mode: u8) {
+        self.mode.store(mode, Ordering::SeqCst);
+    }
+
+    fn fetches(&self) -> u64 {
+        self.fetches.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Issuer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// A running MCP server with `oauth`, and its resource URI.
+struct Server {
+    port: u16,
+    resource: String,
+    stop: CancellationToken,
+}
+
+impl Server {
+    /// Serves the echo plugin and `caller`, authenticated by OAuth with the
+    /// options `configure` adds for `resource` (`http://127.0.0.1:PORT/mcp`).
+    async fn start(configure: impl FnOnce(&mut OAuthOptions)) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let resource = format!("http://127.0.0.1:{port}/mcp");
+        let mut options = OAuthOptions::new(&resource);
+        configure(&mut options);
+        let oauth = OAuth::new(options).unwrap();
+        let tools = Tools {
+            echo: SinglePlugin::new(plugin(ECHO).await),
+            caller: Arc::new(Caller(ToolSpec::new(
+                "caller",
+                "Who called.",
+                json!({"type": "object"}),
+            ))) as Arc<dyn Tool>,
+        };
+        let mut http = HttpOptions::default();
+        http.authenticator(oauth);
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        tokio::spawn(
+            McpServer::new(tools).serve_http(listener, http, async move {
+                stopped.cancelled().await;
+            }),
+        );
+        Self {
+            port,
+            resource,
+            stop,
+        }
+    }
+
+    /// `tools/call caller` with `Authorization: Bearer <token>`: the status,
+    /// the `WWW-Authenticate` header and the answer.
+    async fn call(&self, token: Option<&str>) -> (u16, String, Value) {
+        let bearer = token.map(|token| format!("Bearer {token}"));
+        let headers: Vec<(&str, &str)> = bearer
+            .as_deref()
+            .map(|value| ("authorization", value))
+            .into_iter()
+            .collect();
+        let call = json!({"name": "caller", "arguments": {}});
+        let (status, headers, answer) = request_with(self.port, &headers, "tools/call", call).await;
+        let challenge = headers
+            .get("www-authenticate")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (status, challenge, answer)
+    }
+
+    /// A GET of `path` with these headers: the status and the body.
+    async fn get(&self, path: &str, token: Option<&str>) -> (u16, String) {
+        let client = reqwest::Client::new();
+        let mut request = client.get(format!("http://127.0.0.1:{}{path}", self.port));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+fn now() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
+}
+
+/// Claims of a good token of `issuer` for `resource`.
+fn claims(issuer: &str, resource: &str) -> Value {
+    json!({
+        "iss": issuer,
+        "sub": "ana",
+        "aud": resource,
+        "exp": now() + 600,
+        "iat": now(),
+        "nbf": now() - 5,
+        "scope": "mcp:tools tools:read",
+        "groups": ["staff", "fs-writers"],
+    })
+}
+
+/// `claims` with `changes` merged in (`null` removes a claim).
+fn with(mut claims: Value, changes: Value) -> Value {
+    for (name, value) in changes.as_object().unwrap() {
+        if value.is_null() {
+            claims.as_object_mut().unwrap().remove(name);
+        } else {
+            claims[name] = value.clone();
+        }
+    }
+    claims
+}
+
+/// A JWT of `header` and `claims` with `signature` (base64url parts).
+fn forge(header: &Value, claims: &Value, signature: &[u8]) -> String {
+    let part = |value: &Value| URL_SAFE_NO_PAD.encode(value.to_string());
+    format!(
+        "{}.{}.{}",
+        part(header),
+        part(claims),
+        URL_SAFE_NO_PAD.encode(signature)
+    )
+}
+
+#[tokio::test]
+async fn tokens_from_a_trusted_issuer_for_this_resource_are_the_only_ones_accepted() {
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let server = Server::start(|options| {
+        options
+            .issuer(&issuer.url)
+            .require_scopes(["mcp:tools"])
+            .scopes_supported(["mcp:tools", "tools:read"])
+            .roles_claim("groups");
+    })
+    .await;
+    let good = claims(&issuer.url, &server.resource);
+    let metadata_url = format!(
+        "http://127.0.0.1:{}/.well-known/oauth-protected-resource/mcp",
+        server.port
+    );
+
+    // The protected resource metadata (RFC 9728), at both paths, no token.
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let (status, body) = server.get(path, None).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        let document: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(document["resource"], server.resource.as_str());
+        assert_eq!(document["authorization_servers"], json!([issuer.url]));
+        assert_eq!(
+            document["scopes_supported"],
+            json!(["mcp:tools", "tools:read"])
+        );
+        assert_eq!(document["bearer_methods_supported"], json!(["header"]));
+    }
+
+    // No token: 401, pointing at the metadata, naming the scope, no error code.
+    let (status, challenge, _) = server.call(None).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenge,
+        format!("Bearer scope=\"mcp:tools\", resource_metadata=\"{metadata_url}\"")
+    );
+    assert_eq!(
+        issuer.fetches(),
+        0,
+        "a request without a token fetches nothing"
+    );
+
+    // A good token: the caller is its issuer and subject, with its roles.
+    let (status, _, answer) = server.call(Some(&key.sign(&good))).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({"issuer": issuer.url, "subject": "ana", "roles": ["fs-writers", "staff"]}),
+        "{answer}"
+    );
+
+    // Every way a token can be wrong: 401 `invalid_token`, saying why.
+    let other = Key::new("k1");
+    let mut hs256 = Header::new(Algorithm::HS256);
+    hs256.kid = Some("k1".into());
+    let confused = jsonwebtoken::encode(
+        &hs256,
+        &good,
+        &EncodingKey::from_secret(key.jwk.to_string().as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let unsigned = forge(&json!({"alg": "none", "typ": "JWT"}), &good, b"");
+    let relabelled = {
+        // A good token's signature under claims it did not sign.
+        let token = key.sign(&good);
+        let signature = token.rsplit('.').next().unwrap().to_owned();
+        let header = json!({"alg": "ES256", "kid": "k1", "typ": "JWT"});
+        let forged = forge(&header, &with(good.clone(), json!({"sub": "root"})), b"");
+        format!("{forged}{signature}")
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "expired",
+            key.sign(&with(good.clone(), json!({"exp": now() - 3600}))),
+            "expired",
+        ),
+        (
+            "not yet valid",
+            key.sign(&with(good.clone(), json!({"nbf": now() + 3600}))),
+            "not valid yet",
+        ),
+        (
+            "another resource",
+            key.sign(&with(
+                good.clone(),
+                json!({"aud": format!("http://127.0.0.1:{}/other", server.port)}),
+            )),
+            "another resource",
+        ),
+        (
+            "an API's audience",
+            key.sign(&with(
+                good.clone(),
+                json!({"aud": "https://api.example.com"}),
+            )),
+            "another resource",
+        ),
+        (
+            "no audience",
+            key.sign(&with(good.clone(), json!({"aud": null}))),
+            "required claim",
+        ),
+        (
+            "untrusted issuer",
+            key.sign(&with(
+                good.clone(),
+                json!({"iss": "https://evil.example.com"}),
+            )),
+            "not trusted",
+        ),
+        ("another key, same kid", other.sign(&good), "signature"),
+        ("unknown kid", key.sign_as("k9", &good), "signing key"),
+        ("alg none", unsigned, "not a JWT"),
+        ("HS256 with the public key", confused, "algorithm"),
+        ("claims changed", relabelled, "signature"),
+        (
+            "no subject",
+            key.sign(&with(good.clone(), json!({"sub": null}))),
+            "required claim",
+        ),
+        ("junk", "not.a.token".to_owned(), "not a JWT"),
+        ("huge", "x".repeat(20_000), "too long"),
+    ];
+    for (what, token, reason) in &cases {
+        let (status, challenge, answer) = server.call(Some(token)).await;
+        assert_eq!(status, 401, "{what}: {answer}");
+        assert!(
+            challenge.starts_with("Bearer error=\"invalid_token\", error_description=\"")
+                && challenge.contains(reason)
+                && challenge.ends_with(&format!(
+                    "scope=\"mcp:tools\", resource_metadata=\"{metadata_url}\""
+                )),
+            "{what}: {challenge}"
+        );
+    }
+
+    // Valid, but without the scope every request needs: 403, naming it.
+    let narrow = key.sign(&with(good.clone(), json!({"scope": "tools:read"})));
+    let (status, challenge, _) = server.call(Some(&narrow)).await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        challenge,
+        format!(
+            "Bearer error=\"insufficient_scope\", scope=\"mcp:tools\", resource_metadata=\"{metadata_url}\""
+        )
+    );
+
+    // The server still serves good tokens, and counted the refusals.
+    let token = key.sign(&good);
+    let (status, _, _) = server.call(Some(&token)).await;
+    assert_eq!(status, 200);
+    let (status, metrics) = server.get("/metrics", Some(&token)).await;
+    assert_eq!(status, 200);
+    let count = |reason: &str| -> u64 {
+        let series = format!("toolhost_auth_refusals_total{{reason=\"{reason}\"}} ");
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&series))
+            .map_or(0, |n| n.trim().parse().unwrap())
+    };
+    assert_eq!(count("invalid_token"), cases.len() as u64, "{metrics}");
+    assert_eq!(count("insufficient_scope"), 1);
+    assert_eq!(count("missing"), 1);
+    assert_eq!(server.get("/metrics", None).await.0, 401);
+    // Discovery found the JWKS once; unknown kids fetched no more than
+    // the refresh interval (10 s) allows.
+    assert_eq!(issuer.fetches(), 1);
+}
+
+#[tokio::test]
+async fn trouble_at_the_jwks_never_stops_the_server_and_cached_keys_keep_working() {
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let server = Server::start(|options| {
+        options
+            .issuer_with_jwks(&issuer.url, format!("{}/jwks", issuer.url))
+            // Always stale: every call asks for a (background) refresh, at
+            // most one a second.
+            .jwks_cache(Duration::ZERO)
+            .jwks_min_refresh(Duration::from_secs(1))
+            .fetch_timeout(Duration::from_millis(500));
+    })
+    .await;
+    let good = claims(&issuer.url, &server.resource);
+    let (status, _, answer) = server.call(Some(&key.sign(&good))).await;
+    assert_eq!(status, 200, "{answer}");
+
+    for mode in [DOWN, SLOW, HUGE] {
+        issuer.set(mode);
+        let before = issuer.fetches();
+        // Cached keys serve on, without waiting for the refresh they start.
+        for _ in 0..3 {
+            let (status, _, answer) = server.call(Some(&key.sign(&good))).await;
+            assert_eq!(status, 200, "mode {mode}: {answer}");
+            tokio::time::sleep(Duration::from_millis(600)).await;
+        }
+        assert!(
+            issuer.fetches() > before,
+            "mode {mode}: refreshes were tried"
+        );
+        // A key the cache lacks cannot be had: refused, and promptly.
+        let (status, _, _) = server.call(Some(&key.sign_as("k2", &good))).await;
+        assert!(status == 401, "mode {mode}: {status}");
+    }
+
+    // A rotation: the issuer publishes a new key; a token naming it makes
+    // the server fetch the keys again, and it is accepted.
+    issuer.set(NORMAL);
+    let rotated = Key::new("k2");
+    issuer.keys.lock().unwrap().push(rotated.jwk.clone());
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (status, _, answer) = server.call(Some(&rotated.sign(&good))).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+#[tokio::test]
+async fn a_server_that_never_got_the_keys_refuses_with_503_and_stays_up() {
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    issuer.set(DOWN);
+    let server = Server::start(|options| {
+        options
+            .issuer(&issuer.url)
+            .jwks_min_refresh(Duration::from_secs(3600))
+            .fetch_timeout(Duration::from_millis(500));
+    })
+    .await;
+    let token = key.sign(&claims(&issuer.url, &server.resource));
+    let (status, _, _) = server.call(Some(&token)).await;
+    assert_eq!(status, 503, "cannot check tokens now");
+    assert_eq!(issuer.fetches(), 1);
+    // Many more requests: answered, without asking the issuer again.
+    for _ in 0..20 {
+        assert_eq!(server.call(Some(&token)).await.0, 503);
+    }
+    assert_eq!(
+        issuer.fetches(),
+        1,
+        "at most one fetch per refresh interval"
+    );
+    assert_eq!(server.get("/healthz", None).await.0, 200);
+
+    // Slow and huge answers are cut off the same way.
+    for mode in [SLOW, HUGE] {
+        let issuer = Issuer::start(&[&key]).await;
+        issuer.set(mode);
+        let server = Server::start(|options| {
+            options
+                .issuer_with_jwks(&issuer.url, format!("{}/jwks", issuer.url))
+                .fetch_timeout(Duration::from_millis(500));
+        })
+        .await;
+        let token = key.sign(&claims(&issuer.url, &server.resource));
+        let (status, _, _) = server.call(Some(&token)).await;
+        assert_eq!(status, 503, "mode {mode}");
+    }
+}
