@@ -15,6 +15,7 @@ use crate::plugin::Reuse;
 use crate::policy::{Grants, GrantsConfig};
 use crate::state::{StateOptions, StateStore};
 
+mod access;
 mod auth;
 mod layers;
 mod names;
@@ -22,6 +23,7 @@ mod oci;
 mod sources;
 
 pub use crate::error::ConfigError;
+pub use access::AccessConfig;
 pub use auth::{AuthConfig, IssuerConfig};
 pub use layers::Layered;
 pub use names::{NameSource, UnmatchedName};
@@ -111,6 +113,10 @@ pub struct Config {
     /// Plugins served live from OCI registries (`[[sources]]`).
     #[serde(default)]
     pub sources: Vec<SourceConfig>,
+    /// Who may list and call what (`[[access]]`); none: every caller may
+    /// use everything.
+    #[serde(default)]
+    pub access: Vec<AccessConfig>,
     /// The file this was read from: grants' relative paths are relative to it.
     #[serde(skip)]
     source: Option<PathBuf>,
@@ -544,6 +550,9 @@ impl Config {
             if value == Some(0) {
                 return Err(error(key.to_owned(), "must be greater than 0"));
             }
+        }
+        for (index, rule) in self.access.iter().enumerate() {
+            rule.check(index, &error)?;
         }
         if let Some(auth) = &self.serve.auth {
             if self.serve.token_file.is_some() {

@@ -496,6 +496,16 @@ pub enum CallError {
         /// The names that do exist.
         available: Vec<String>,
     },
+    /// The caller may not call this tool: no access rule grants it
+    /// ([`Access`](crate::toolset::Access)). Nothing ran; the arguments were
+    /// not looked at.
+    #[error("`{tool}` is not permitted for {caller}: no access rule grants it")]
+    Forbidden {
+        /// The tool.
+        tool: String,
+        /// Who asked, as the refusal names them.
+        caller: String,
+    },
     /// The arguments do not match the tool's (or prompt's) declaration.
     /// Every problem is listed.
     #[error("invalid arguments for `{tool}`: {}", problems.join("; "))]

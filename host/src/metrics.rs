@@ -340,6 +340,7 @@ fn kind(error: &CallError) -> &'static str {
         CallError::UnknownResource { .. } => "unknown_resource",
         CallError::UnknownPrompt { .. } => "unknown_prompt",
         CallError::InvalidArguments { .. } => "invalid_arguments",
+        CallError::Forbidden { .. } => "forbidden",
         CallError::Failed { .. } => "failed",
         CallError::Exhausted { budget, .. } => match budget {
             Exhausted::Fuel { .. } => "fuel",

@@ -11,6 +11,7 @@
 //! features; see [`catalog`](crate::catalog)), and the layers that judge items
 //! ([`Filter`]) judge them all.
 
+mod access;
 mod alias;
 mod call;
 mod catalog;
@@ -31,6 +32,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use access::{Access, AccessRule};
 pub use alias::{AliasError, Aliases, ToolAliases};
 pub(crate) use call::drive;
 pub use call::{ApproveAll, Approver, NoApprover, Started, call, start, start_prepared};

@@ -10,10 +10,11 @@ What it does:
   with a code, the client's `state` and `iss` (RFC 9207);
 - the token endpoint at `/token` (authorization codes and refresh tokens);
 - access tokens that are real JWTs (RFC 9068): RS256, signed with an RSA key
-  made at startup, header `kid` set; claims `iss` (exactly the metadata's
+  made at startup, header `kid` set (and `typ: at+jwt`); claims `iss` (exactly the metadata's
   `issuer`), `sub`, `aud` (the RFC 8707 `resource` the client asked for),
   `exp`, `iat`, `nbf`, `jti`, `scope` (space-separated), `client_id`, `groups`;
-- its public keys as a JWKS at `/jwks` (each with `kid`, `alg`, `use`), named
+- its public keys as a JWKS at `/jwks` (`jwks_path`; each key with `kid`,
+  `alg: RS256`, `use: sig`), named
   by `jwks_uri` in its metadata (RFC 8414) at
   `/.well-known/oauth-authorization-server` (the SDK's metadata has no
   `jwks_uri`; this server serves the SDK's document plus that member).

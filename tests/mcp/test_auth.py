@@ -17,6 +17,13 @@ What is checked:
   refuses everything and the server stays up;
 - the metadata documents and `/healthz` answer without a token.
 
+Some tests go beyond that list, each saying so: the other JWT rules (`aud` and
+`exp` required, `nbf`, exact issuer, the key's algorithm, no `jku`, no query
+token), key rotation and recovery (an unknown kid makes toolhost fetch the JWKS
+again, at most every `jwks_refresh_min_secs`: these set it to 1 s and retry for
+up to 30 s), an oversized or endless JWKS answer not used, and made-up kids not
+hammering the issuer.
+
 Each test starts its own authorization server and toolhost. Since the
 `resource` (the audience tokens must name) contains toolhost's port, the port
 is chosen before toolhost starts (`launch_oauth`). Timeouts are hang guards
@@ -73,6 +80,10 @@ pytestmark = pytest.mark.anyio
 REQUIRED = ["mcp:tools"]
 SUPPORTED = ["mcp:tools", "tools:read"]
 LEEWAY_S = 60
+
+#: For the tests that wait for toolhost to fetch an issuer's keys again: one
+#: second between fetches at least, two per fetch (defaults: 10 s and 5 s).
+QUICK_REFETCH = {"jwks_refresh_min_secs": 1, "fetch_timeout_ms": 2000}
 
 #: Where the SDK client says the authorization server should send the user
 #: back; nothing listens there: the test's "browser" reads the redirect itself.
@@ -157,16 +168,19 @@ def toml(value: Any) -> str:
 
 def auth_config(
     resource: str,
-    issuer: str,
-    jwks_uri: str | None,
+    issuers: Sequence[tuple[str, str | None]],
     *,
     scopes: Sequence[str] | None = REQUIRED,
     scopes_supported: Sequence[str] | None = SUPPORTED,
     roles_claim: str | None = "groups",
     leeway_secs: int | None = LEEWAY_S,
     jwks_cache_secs: int | None = 300,
+    jwks_refresh_min_secs: int | None = None,
+    fetch_timeout_ms: int | None = None,
 ) -> str:
-    """The `[serve.auth]` section (None leaves a key out)."""
+    """The `[serve.auth]` section trusting `issuers` (issuer, JWKS URI or None
+    to have it discovered); None leaves a key out (toolhost's defaults: at
+    least 10 s between two fetches of an issuer's keys, 5 s per fetch)."""
     lines = ["[serve.auth]", f"resource = {toml(resource)}"]
     for key, value in [
         ("scopes", scopes),
@@ -174,12 +188,15 @@ def auth_config(
         ("roles_claim", roles_claim),
         ("leeway_secs", leeway_secs),
         ("jwks_cache_secs", jwks_cache_secs),
+        ("jwks_refresh_min_secs", jwks_refresh_min_secs),
+        ("fetch_timeout_ms", fetch_timeout_ms),
     ]:
         if value is not None:
             lines.append(f"{key} = {toml(value if isinstance(value, (str, int)) else list(value))}")
-    lines += ["", "[[serve.auth.issuers]]", f"issuer = {toml(issuer)}"]
-    if jwks_uri is not None:
-        lines.append(f"jwks_uri = {toml(jwks_uri)}")
+    for issuer, jwks_uri in issuers:
+        lines += ["", "[[serve.auth.issuers]]", f"issuer = {toml(issuer)}"]
+        if jwks_uri is not None:
+            lines.append(f"jwks_uri = {toml(jwks_uri)}")
     return "\n".join(lines) + "\n"
 
 
@@ -189,18 +206,18 @@ DEFAULT: Any = object()
 
 @pytest.fixture
 def launch_oauth(toolhost_bin: Path, tmp_path: Path, cache_dir: Path, protocol: str) -> LaunchOAuth:
-    """`launch_oauth(plugins, auth, jwks_uri=..., **auth_config options)`: starts
-    toolhost with `[serve.auth]` trusting `auth` (its JWKS at `jwks_uri`:
-    default `auth.jwks_uri`; None: discovered from its metadata)."""
+    """`launch_oauth(plugins, auth, *more, jwks_uri=..., **auth_config options)`:
+    starts toolhost with `[serve.auth]` trusting `auth` (its JWKS at `jwks_uri`:
+    default `auth.jwks_uri`; None: discovered from its metadata) and the
+    authorization servers `more` (at their `jwks_uri`)."""
     counter = iter(range(1_000_000))
 
     @asynccontextmanager
     async def launch(
         plugins: Path,
         auth: AuthServer,
-        *,
+        *more: AuthServer,
         jwks_uri: Any = DEFAULT,
-        issuer: str | None = None,
         env: dict[str, str] | None = None,
         **options: Any,
     ) -> AsyncIterator[OAuthServer]:
@@ -215,8 +232,10 @@ def launch_oauth(toolhost_bin: Path, tmp_path: Path, cache_dir: Path, protocol: 
                 config_file.write_text(
                     auth_config(
                         f"http://127.0.0.1:{port}/mcp",
-                        issuer or auth.issuer,
-                        auth.jwks_uri if jwks_uri is DEFAULT else jwks_uri,
+                        [
+                            (auth.issuer, auth.jwks_uri if jwks_uri is DEFAULT else jwks_uri),
+                            *[(other.issuer, other.jwks_uri) for other in more],
+                        ],
                         **options,
                     )
                 )
@@ -486,9 +505,7 @@ async def test_the_sdk_client_authorizes_itself_and_calls_tools(
             assert ok(await client.call("echo", {"message": "again"}))["message"] == "again"
         assert len(auth.issued) == 1 and len(auth.registrations) == 1, (auth.issued, auth.registrations)
 
-        log = server.stderr()
-        signature = issued.token.rsplit(".", 1)[1]
-        assert issued.token not in log and signature not in log, "toolhost logged the access token"
+        assert_not_logged(server, [issued.token, issued.refresh_token or ""])
 
 
 # --- b. refusals ------------------------------------------------------------------------
@@ -547,13 +564,14 @@ def bad_tokens(auth: AuthServer, server: OAuthServer) -> dict[str, str]:
 
 
 def _mismatches(check: Callable[[Answer], None], answers: dict[str, Answer]) -> dict[str, str]:
-    """The cases whose answer fails `check`, with why."""
+    """The cases whose answer fails `check`, with what came back."""
     wrong = {}
     for case, answer in answers.items():
         try:
             check(answer)
-        except AssertionError as failure:
-            wrong[case] = str(failure)
+        except AssertionError:
+            challenge = answer.headers.get("www-authenticate")
+            wrong[case] = f"HTTP {answer.status}, WWW-Authenticate: {challenge!r}, body: {answer.body[:120]!r}"
     return wrong
 
 
@@ -561,8 +579,8 @@ def assert_not_logged(server: OAuthServer, tokens: Sequence[str]) -> None:
     """No token (nor its signature) is in toolhost's stderr."""
     log = server.stderr()
     for token in tokens:
-        parts = [token, *[p for p in token.split(".")[2:] if len(p) > 20]]
-        assert not any(p in log for p in parts if len(p) > 20), f"toolhost logged a bearer token: {token[:24]}…"
+        secret = [token, *token.split(".")[2:3]]
+        assert not any(s in log for s in secret if len(s) > 20), f"toolhost logged a bearer token: {token[:24]}…"
 
 
 async def test_bad_tokens_are_refused(launch_oauth: LaunchOAuth, make_plugins: PluginsFactory, auth: AuthServer) -> None:
@@ -657,6 +675,34 @@ async def test_tokens_failing_the_other_jwt_rules_are_refused(
                 response = await http.post(server.url, params={"access_token": good}, json=INITIALIZE, headers=BASE)
         assert response.status_code == 401, (response.status_code, response.text)
         await serves(server, good)
+
+
+async def test_each_trusted_issuer_is_checked_with_its_own_keys(
+    launch_oauth: LaunchOAuth, make_plugins: PluginsFactory, auth: AuthServer
+) -> None:
+    """With two `[[serve.auth.issuers]]`, both are advertised and the tokens of
+    each are accepted; but a key is good only for its own issuer: a token
+    claiming the first issuer signed by the second (under its own kid, or the
+    first's) is refused, and so is one from an issuer not trusted at all."""
+    with AuthServer() as second, AuthServer() as untrusted:
+        async with launch_oauth(make_plugins("echo"), auth, second) as server:
+            document = (await get(server.metadata_url)).json()
+            assert document.get("authorization_servers") == [auth.issuer, second.issuer], document
+            await serves(server, auth.token(server.resource), "first issuer")
+            await serves(server, second.token(server.resource), "second issuer")
+            claims = auth.claims(server.resource)  # iss: the first issuer
+            tokens = {
+                "the first issuer, signed by the second's key": second.mint(claims),
+                "the first issuer, signed by the second's key under the first's kid": second.mint(
+                    claims, kid=auth.key.kid
+                ),
+                "an untrusted issuer": untrusted.token(server.resource),
+                "an untrusted issuer, signed by a trusted key": auth.mint(untrusted.claims(server.resource)),
+            }
+            answers = {case: await post(server, token) for case, token in tokens.items()}
+            wrong = _mismatches(lambda answer: assert_challenged(server, answer), answers)
+            assert not wrong, "not refused as invalid_token:\n" + "\n".join(f"- {c}: {w}" for c, w in wrong.items())
+            assert untrusted.jwks_fetches == 0 and untrusted.metadata_fetches == 0, "toolhost asked an untrusted issuer"
 
 
 # --- c. the issuer's JWKS in trouble ----------------------------------------------------
@@ -756,10 +802,10 @@ async def until_accepted(server: OAuthServer, token: str) -> None:
 
 async def test_a_rotated_key_is_picked_up(launch_oauth: LaunchOAuth, make_plugins: PluginsFactory, auth: AuthServer) -> None:
     """Beyond the contract's list: when the issuer rotates to a new key, a token
-    of the new kid makes toolhost fetch the JWKS again (rate-limited refetches
-    are fine: this retries for up to 30 s) and is accepted; the old key, still
-    published, still works."""
-    async with launch_oauth(make_plugins("echo"), auth) as server:
+    of the new kid makes toolhost fetch the JWKS again (at most every
+    `jwks_refresh_min_secs`, here 1: this retries for up to 30 s) and is
+    accepted; the old key, still published, still works."""
+    async with launch_oauth(make_plugins("echo"), auth, **QUICK_REFETCH) as server:
         old = auth.token(server.resource)
         assert_accepted(await post(server, old))
         auth.add_key()
@@ -771,9 +817,10 @@ async def test_the_server_recovers_when_the_jwks_comes_back(
     launch_oauth: LaunchOAuth, make_plugins: PluginsFactory, auth: AuthServer
 ) -> None:
     """Beyond the contract's list: a JWKS down at first is not given up on; once
-    it answers, good tokens are accepted (within 30 s)."""
+    it answers, good tokens are accepted (retried for up to 30 s, with
+    `jwks_refresh_min_secs = 1`)."""
     auth.jwks_mode = "down"
-    async with launch_oauth(make_plugins("echo"), auth) as server:
+    async with launch_oauth(make_plugins("echo"), auth, **QUICK_REFETCH) as server:
         token = auth.token(server.resource)
         assert (await post(server, token)).status in (401, 503)
         auth.jwks_mode = "normal"
@@ -789,9 +836,9 @@ async def test_an_oversized_or_endless_jwks_answer_is_not_used(
     rotation does): the issuer publishes a new key in an answer of 8 MiB, or in
     one that never comes. Tokens of that key are refused, also by the request
     that made toolhost fetch the JWKS again and by the next ones (so the
-    oversized document was not used, and the fetch gave up in time); once the
-    JWKS answers normally, the key is accepted."""
-    async with launch_oauth(make_plugins("echo"), auth) as server:
+    oversized document was not used, and the fetch gave up: `fetch_timeout_ms`
+    is 2000 here); once the JWKS answers normally, the key is accepted."""
+    async with launch_oauth(make_plugins("echo"), auth, **QUICK_REFETCH) as server:
         assert_accepted(await post(server, auth.token(server.resource)))
         auth.jwks_mode = mode  # type: ignore[assignment]
         trouble_began = auth.jwks_fetches
@@ -814,7 +861,7 @@ async def test_unknown_kids_do_not_hammer_the_issuer(
 ) -> None:
     """Beyond the contract's list: anyone can make tokens with made-up kids; 20
     of them make toolhost fetch the issuer's JWKS again a few times at most,
-    not once each."""
+    not once each (default `jwks_refresh_min_secs`: 10)."""
     async with launch_oauth(make_plugins("echo"), auth) as server:
         assert_accepted(await post(server, auth.token(server.resource)))
         fetched = auth.jwks_fetches

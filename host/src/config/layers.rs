@@ -9,11 +9,14 @@ use super::{Config, ConfigError};
 use crate::plugin::PluginOptions;
 use crate::policy::Grants;
 use crate::state::StateStore;
-use crate::toolset::{Aliases, Confirm, ConfirmationHint, Filter, Predicate, ToolAliases, Toolset};
+use crate::toolset::{
+    Access, Aliases, Confirm, ConfirmationHint, Filter, Predicate, ToolAliases, Toolset,
+};
 
 /// A set of plugins with the layers of a configuration over it, inner to
-/// outer: plugins → filter → confirmation → aliases (see [`Config::layered`]).
-pub type Layered<T> = Aliases<Confirm<Filter<T>>>;
+/// outer: plugins → filter → access → confirmation → aliases (see
+/// [`Config::layered`]).
+pub type Layered<T> = Aliases<Confirm<Access<Filter<T>>>>;
 
 /// The hint of `[confirm]` when it gives none.
 const DEFAULT_HINT: &str = "This tool needs a human's approval for each call.";
@@ -51,9 +54,11 @@ impl Config {
     }
 
     /// `plugins` as the model sees them under this configuration, in the
-    /// documented order (inner to outer): `[filter]` hides tools, `[confirm]`
-    /// makes calls wait for a human's approval, `[aliases]` adds names for
-    /// tools and their argument keys.
+    /// documented order (inner to outer): `[filter]` hides tools,
+    /// `[[access]]` grants each caller what its rules say (everything when
+    /// there are none), `[confirm]` (and a rule's `confirm`) makes calls wait
+    /// for a human's approval, `[aliases]` adds names for tools and their
+    /// argument keys.
     ///
     /// With `[state] url`, decided approvals are kept in Redis
     /// ([`Confirm::with_store`]), so an approval is used once across every
@@ -109,12 +114,23 @@ impl Config {
             visible = visible.and(!Predicate::glob(filter.deny.clone()));
         }
         let filtered = Filter::new(plugins, visible);
+        let granted = if self.access.is_empty() {
+            Access::new(
+                filtered,
+                [crate::toolset::AccessRule::new(
+                    "everyone",
+                    Predicate::new(|_, _| true),
+                )],
+            )
+        } else {
+            Access::new(filtered, self.access.iter().map(|rule| rule.rule()))
+        };
         let hint = self
             .confirm
             .hint
             .clone()
             .unwrap_or_else(|| DEFAULT_HINT.to_owned());
-        let mut confirmed = Confirm::new(filtered);
+        let mut confirmed = Confirm::new(granted);
         if let Some(store) = shared {
             // Used approvals in Redis: refused on every replica that shares it.
             confirmed = confirmed.with_store(store);
@@ -127,6 +143,20 @@ impl Config {
             // are listed without the confirmation mark.
             let needs = Predicate::glob(self.confirm.tools.clone());
             confirmed = confirmed.require_matching(needs, ConfirmationHint::new(hint));
+        }
+        let per_caller: Vec<Predicate> = self
+            .access
+            .iter()
+            .filter_map(|rule| rule.confirmation())
+            .collect();
+        if !per_caller.is_empty() {
+            let hint = self
+                .confirm
+                .hint
+                .clone()
+                .unwrap_or_else(|| DEFAULT_HINT.to_owned());
+            confirmed =
+                confirmed.require_matching(Predicate::any(per_caller), ConfirmationHint::new(hint));
         }
         let mut aliases: BTreeMap<String, ToolAliases> = BTreeMap::new();
         for (alias, tool) in &self.aliases.tools {

@@ -153,6 +153,9 @@ struct Sealed {
     args: String,
     /// The call ID the approval is for (single use is per call ID).
     call: String,
+    /// The key of the principal that was asked: only it may answer.
+    #[serde(default)]
+    owner: String,
 }
 
 /// Asks and resumes approvals for one server.
@@ -183,11 +186,18 @@ impl Approvals {
     }
 
     /// The `InputRequiredResult` that asks for this approval.
-    pub(super) fn ask(&self, ask: &ConfirmationRequest) -> Result<InputRequiredResult, CallError> {
+    /// Only `owner` (a [`Principal::key`](crate::toolset::Principal::key))
+    /// may answer it.
+    pub(super) fn ask(
+        &self,
+        ask: &ConfirmationRequest,
+        owner: &str,
+    ) -> Result<InputRequiredResult, CallError> {
         let sealed = Sealed {
             tool: ask.tool.clone(),
             args: digest(&ask.arguments),
             call: ask.call_id.clone(),
+            owner: owner.to_owned(),
         };
         let options = SealOptions::new().associated_data(PURPOSE).ttl(self.ttl);
         let state = self
@@ -210,17 +220,19 @@ impl Approvals {
     /// refusal for the client, read as a decision: "`tool` was not run: why".
     pub(super) fn resume(
         &self,
+        owner: &str,
         tool: &str,
         arguments: &Value,
         state: &str,
         answers: Option<&InputResponses>,
     ) -> Result<Resumed, String> {
-        self.open(tool, arguments, state, answers)
+        self.open(owner, tool, arguments, state, answers)
             .map_err(|why| format!("`{tool}` was not run: {why}"))
     }
 
     fn open(
         &self,
+        owner: &str,
         tool: &str,
         arguments: &Value,
         state: &str,
@@ -247,6 +259,12 @@ impl Approvals {
                      call again to be asked again"
                     ),
                 })?;
+        if sealed.owner != owner {
+            return Err(
+                "the approval state was asked of another caller; call again to be asked again"
+                    .to_owned(),
+            );
+        }
         if sealed.tool != tool {
             return Err(format!(
                 "the approval state is for `{}`, not `{tool}`; call again to be asked again",
@@ -463,31 +481,37 @@ mod tests {
         answers
     }
 
+    /// The principal key approvals in these tests are asked of.
+    const OWNER: &str = "anonymous";
+
     #[test]
     fn an_approval_resumes_the_sealed_call_and_binds_the_arguments() {
         let approvals = Approvals::new(ApprovalKeys::parse(RING).unwrap(), Duration::from_secs(60));
-        let asked = approvals.ask(&request()).unwrap();
+        let asked = approvals.ask(&request(), OWNER).unwrap();
         let state = asked.request_state.clone().unwrap();
         assert!(asked.input_requests.unwrap().contains_key(QUESTION));
         // Key order does not matter; the values do.
         let same = json!({"a": [true, {"x": "s", "y": null}], "b": 1});
         let resumed = approvals
-            .resume("echo", &same, &state, Some(&accept()))
+            .resume(OWNER, "echo", &same, &state, Some(&accept()))
             .unwrap();
         assert_eq!(resumed.call_id, "call-1");
         assert!(matches!(resumed.decision, Decision::Approve { .. }));
         let changed = json!({"a": [true, {"x": "s", "y": null}], "b": 2});
         let err = approvals
-            .resume("echo", &changed, &state, Some(&accept()))
+            .resume(OWNER, "echo", &changed, &state, Some(&accept()))
             .err()
             .unwrap();
         assert!(err.contains("arguments changed"), "{err}");
         let err = approvals
-            .resume("other", &same, &state, Some(&accept()))
+            .resume(OWNER, "other", &same, &state, Some(&accept()))
             .err()
             .unwrap();
         assert!(err.contains("is for `echo`"), "{err}");
-        let err = approvals.resume("echo", &same, &state, None).err().unwrap();
+        let err = approvals
+            .resume(OWNER, "echo", &same, &state, None)
+            .err()
+            .unwrap();
         assert!(err.contains("no answer"), "{err}");
     }
 
@@ -495,7 +519,11 @@ mod tests {
     fn tampered_foreign_and_expired_states_are_refused() {
         let keys = ApprovalKeys::parse(RING).unwrap();
         let approvals = Approvals::new(keys.clone(), Duration::from_secs(60));
-        let state = approvals.ask(&request()).unwrap().request_state.unwrap();
+        let state = approvals
+            .ask(&request(), OWNER)
+            .unwrap()
+            .request_state
+            .unwrap();
         let args = request().arguments;
         // One character in the middle (the payload), so every bit counts.
         let mut tampered: Vec<char> = state.chars().collect();
@@ -503,16 +531,28 @@ mod tests {
         tampered[middle] = if tampered[middle] == 'A' { 'B' } else { 'A' };
         let tampered: String = tampered.into_iter().collect();
         let err = approvals
-            .resume("echo", &args, &tampered, Some(&accept()))
+            .resume(OWNER, "echo", &args, &tampered, Some(&accept()))
             .err()
             .unwrap();
         assert!(err.contains("not made by this server"), "{err}");
         let foreign = Approvals::new(ApprovalKeys::generate(), Duration::from_secs(60));
         let err = foreign
-            .resume("echo", &args, &state, Some(&accept()))
+            .resume(OWNER, "echo", &args, &state, Some(&accept()))
             .err()
             .unwrap();
         assert!(err.contains("key this server does not hold"), "{err}");
+        // Another caller cannot answer (replay) it, even holding the state.
+        let err = approvals
+            .resume(
+                r#"["https://idp","mallory"]"#,
+                "echo",
+                &args,
+                &state,
+                Some(&accept()),
+            )
+            .err()
+            .unwrap();
+        assert!(err.contains("another caller"), "{err}");
         // A ring that only verifies with the old key still opens it (rotation).
         let rotated = ApprovalKeys::parse(
             "k3 00000000000000000000000000000000000\nk2 0123456789abcdef0123456789abcdef01",
@@ -521,14 +561,14 @@ mod tests {
         let rotated = Approvals::new(rotated, Duration::from_secs(60));
         assert!(
             rotated
-                .resume("echo", &args, &state, Some(&accept()))
+                .resume(OWNER, "echo", &args, &state, Some(&accept()))
                 .is_ok()
         );
         let short = Approvals::new(keys, Duration::from_millis(1));
-        let state = short.ask(&request()).unwrap().request_state.unwrap();
+        let state = short.ask(&request(), OWNER).unwrap().request_state.unwrap();
         std::thread::sleep(Duration::from_millis(20));
         let err = short
-            .resume("echo", &args, &state, Some(&accept()))
+            .resume(OWNER, "echo", &args, &state, Some(&accept()))
             .err()
             .unwrap();
         assert!(err.contains("expired"), "{err}");

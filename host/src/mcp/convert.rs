@@ -166,6 +166,10 @@ pub(super) fn mcp_error_names(mut err: CallError, as_mcp: &HashMap<&str, &str>) 
 pub(super) fn error_result(err: CallError) -> Result<CallToolResult, ErrorData> {
     match &err {
         err if err.is_unresolved_name() => Err(ErrorData::invalid_params(err.to_string(), None)),
+        CallError::Forbidden { .. } => Err(ErrorData::invalid_params(
+            err.to_string(),
+            Some(json!({"reason": "forbidden"})),
+        )),
         CallError::Trapped { source, .. } => {
             tracing::warn!(error = ?source, "{err}");
             Ok(CallToolResult::error(vec![ContentBlock::text(

@@ -57,7 +57,7 @@ impl Offered {
             return Err(ErrorData::method_not_found::<M>());
         }
         session.shared().wait_ready().await;
-        Ok(session.item_context(request))
+        session.item_context(request)
     }
 }
 

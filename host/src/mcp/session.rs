@@ -7,10 +7,10 @@ use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetPromptRequestParams,
-    GetPromptResponse, GetTaskParams, GetTaskResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject, ServerCapabilities,
-    ServerConfig, ServerNotification, SubscriptionFilter, UpdateTaskParams,
+    GetPromptResponse, GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject,
+    ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -21,7 +21,10 @@ use super::approval::random_id;
 use super::features::{self, List};
 use super::revision::Revision;
 use super::{Shared, auth, transport};
+use sha2::{Digest as _, Sha256};
+
 use crate::Engine;
+use crate::hex::hex;
 use crate::toolset::{Context, Identity, ToolsetChange};
 
 /// The request `_meta` key a client names its invocation with: calls that
@@ -68,6 +71,9 @@ struct SessionState {
     identity: OnceLock<Identity>,
     /// Set once the client has initialized: the session's client.
     peer: OnceLock<Peer<RoleServer>>,
+    /// The key of the principal whose first request opened the session: no
+    /// other principal may use it (a stolen session ID reaches nothing).
+    owner: OnceLock<String>,
     /// Cancelled when the session ends: stops its change forwarder.
     ended: CancellationToken,
     engine: Option<Engine>,
@@ -99,6 +105,7 @@ impl Session {
             transport,
             identity: OnceLock::new(),
             peer: OnceLock::new(),
+            owner: OnceLock::new(),
             ended: CancellationToken::new(),
             engine: shared.engine.clone(),
             invocation_used: AtomicBool::new(false),
@@ -158,9 +165,13 @@ impl Session {
         revision: Revision,
     ) -> Result<Context, ErrorData> {
         let call_id = self.request_id(request);
+        let principal = self.owned(request)?;
         // rmcp moves the request's `_meta` into the context before the handler runs.
         let invocation = match named_invocation(&request.meta)? {
-            Some(named) => named,
+            // Each principal names its own invocations: another caller
+            // naming the same one reaches other state.
+            Some(named) if principal.is_anonymous() => named,
+            Some(named) => format!("{named}@{}", &hex(&Sha256::digest(principal.key()))[..16]),
             None if revision.call_is_its_invocation() => call_id.clone(),
             None => {
                 self.state.invocation_used.store(true, Ordering::Relaxed);
@@ -182,10 +193,38 @@ impl Session {
     /// The context of a read or get of a catalog item (a resource, a
     /// prompt): an ID for the request and the caller's identity; no
     /// invocation, since nothing runs in the sandbox.
-    pub(super) fn item_context(&self, request: &RequestContext<RoleServer>) -> Context {
-        Context::new()
+    pub(super) fn item_context(
+        &self,
+        request: &RequestContext<RoleServer>,
+    ) -> Result<Context, ErrorData> {
+        self.owned(request)?;
+        Ok(Context::new()
             .with_call_id(self.request_id(request))
-            .with_identity(self.identity(request))
+            .with_identity(self.identity(request)))
+    }
+
+    /// The request's principal, if the session is its own: the first
+    /// request's principal owns the session, and another's requests on it
+    /// are refused.
+    fn owned(
+        &self,
+        request: &RequestContext<RoleServer>,
+    ) -> Result<Arc<crate::toolset::Principal>, ErrorData> {
+        let principal = auth::principal(request);
+        let key = principal.key();
+        let owner = self.state.owner.get_or_init(|| key.clone());
+        if *owner != key {
+            tracing::warn!(
+                target: "toolhost::auth",
+                session = %self.state.id,
+                "refused a request on a session another caller opened"
+            );
+            return Err(ErrorData::invalid_request(
+                "this MCP session belongs to another caller; start a session of your own",
+                None,
+            ));
+        }
+        Ok(principal)
     }
 
     /// Tells this session's client of list changes until the session ends.
@@ -227,6 +266,17 @@ impl ServerHandler for Session {
         config.server_info.name = self.shared.name.clone();
         config.server_info.version = self.shared.version.clone();
         config
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // The session's owner: whoever initialized it.
+        self.owned(&context)?;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -110,10 +110,17 @@ pub(crate) async fn request_with(
         .unwrap();
     tokio::spawn(connection);
     let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
+    // The revision's own `_meta` keys, beside any the caller gave.
+    let mut meta = params["_meta"].as_object().cloned().unwrap_or_default();
+    meta.insert(
+        "io.modelcontextprotocol/protocolVersion".into(),
+        json!("2026-07-28"),
+    );
+    meta.insert(
+        "io.modelcontextprotocol/clientCapabilities".into(),
+        json!({}),
+    );
+    params["_meta"] = Value::Object(meta);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let mut builder = hyper::Request::post("/mcp")
         .header("host", format!("127.0.0.1:{port}"))

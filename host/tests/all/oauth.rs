@@ -544,3 +544,173 @@ async fn a_server_that_never_got_the_keys_refuses_with_503_and_stays_up() {
         assert_eq!(status, 503, "mode {mode}");
     }
 }
+
+/// Serves `set`, authenticated by `issuer`'s tokens (roles from `groups`).
+async fn serve_set(issuer: &Issuer, set: impl toolhost::Toolset + 'static) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let mut options = OAuthOptions::new(&resource);
+    options.issuer(&issuer.url).roles_claim("groups");
+    let mut http = HttpOptions::default();
+    http.authenticator(OAuth::new(options).unwrap());
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    tokio::spawn(McpServer::new(set).serve_http(listener, http, async move {
+        stopped.cancelled().await;
+    }));
+    Server {
+        port,
+        resource,
+        stop,
+    }
+}
+
+impl Server {
+    /// `method` with `params` as the holder of `token`: the status and answer.
+    async fn ask(&self, token: &str, method: &str, params: Value) -> (u16, Value) {
+        let bearer = format!("Bearer {token}");
+        let (status, _, answer) =
+            request_with(self.port, &[("authorization", &bearer)], method, params).await;
+        (status, answer)
+    }
+
+    /// The names `tools/list` shows the holder of `token`, and which of
+    /// them say they are read-only.
+    async fn listed(&self, token: &str) -> (Vec<String>, Vec<String>) {
+        let (status, answer) = self.ask(token, "tools/list", json!({})).await;
+        assert_eq!(status, 200, "{answer}");
+        let tools = answer["result"]["tools"].as_array().unwrap().clone();
+        let name = |t: &Value| t["name"].as_str().unwrap().to_owned();
+        let mut all: Vec<String> = tools.iter().map(name).collect();
+        let mut read_only: Vec<String> = tools
+            .iter()
+            .filter(|t| t["annotations"]["readOnlyHint"] == json!(true))
+            .map(name)
+            .collect();
+        all.sort();
+        read_only.sort();
+        (all, read_only)
+    }
+}
+
+#[tokio::test]
+async fn access_rules_give_each_principal_its_own_tools_and_refuse_the_rest() {
+    use toolhost::toolset::PluginSet;
+    use toolhost_test_plugins::CALC;
+
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let config = toolhost::Config::parse(
+        r#"
+        [[access]]
+        name = "readers"
+        scopes = ["tools:read"]
+        allow = ["*"]
+        read_only = true
+
+        [[access]]
+        name = "staff"
+        roles = ["staff"]
+        allow = ["echo.*"]
+        confirm_destructive = true
+
+        [[access]]
+        name = "admins"
+        subjects = ["root", "ops"]
+        allow = ["*"]
+        "#,
+        std::path::Path::new("toolhost.toml"),
+    )
+    .unwrap();
+    let plugins = PluginSet::from_plugins(vec![plugin(CALC).await, plugin(ECHO).await]);
+    let set = config.layered(plugins).unwrap();
+    let server = serve_set(&issuer, set).await;
+    let token = |sub: &str, scope: &str, groups: Value| {
+        let base = claims(&issuer.url, &server.resource);
+        key.sign(&with(
+            base,
+            json!({"sub": sub, "scope": scope, "groups": groups}),
+        ))
+    };
+    let root = token("root", "", json!([]));
+    let reader = token("rita", "tools:read", json!([]));
+    let staff = token("sam", "", json!(["staff"]));
+    let nobody = token("nina", "other", json!(["guests"]));
+
+    let (everything, read_only) = server.listed(&root).await;
+    assert!(
+        !read_only.is_empty() && read_only.len() < everything.len(),
+        "{everything:?}"
+    );
+    // Readers see the read-only tools; staff the echo plugin's (none
+    // read-only); someone no rule is for sees nothing.
+    assert_eq!(server.listed(&reader).await.0, read_only);
+    let (staffs, staff_read_only) = server.listed(&staff).await;
+    assert!(
+        !staffs.is_empty() && staff_read_only.is_empty(),
+        "{staffs:?}"
+    );
+    assert!(staffs.iter().all(|name| !read_only.contains(name)));
+    assert_eq!(server.listed(&nobody).await.0, Vec::<String>::new());
+
+    // A call outside the caller's rights is refused as forbidden, before its
+    // arguments are looked at (these are wrong for the tool).
+    let echo = json!({"name": "echo", "arguments": {"no such argument": 1}});
+    let (_, refused) = server.ask(&reader, "tools/call", echo.clone()).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(refused["error"]["data"]["reason"], "forbidden", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`echo` is not permitted for `rita`"),
+        "{message}"
+    );
+    // A name no tool has is still unknown, not forbidden.
+    let (_, unknown) = server
+        .ask(
+            &reader,
+            "tools/call",
+            json!({"name": "nope", "arguments": {}}),
+        )
+        .await;
+    assert!(unknown["error"]["data"].is_null(), "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no tool named"),
+        "{unknown}"
+    );
+
+    // The same tool: root runs it at once; staff must have it approved
+    // (this client cannot be asked, so it is not run).
+    let echo = json!({"name": "echo", "arguments": {"message": "hi"}});
+    let (_, ran) = server.ask(&root, "tools/call", echo.clone()).await;
+    assert_eq!(ran["result"]["isError"], false, "{ran}");
+    let (_, asked) = server.ask(&staff, "tools/call", echo).await;
+    assert_eq!(asked["result"]["isError"], true, "{asked}");
+    assert!(asked.to_string().contains("needs confirmation"), "{asked}");
+
+    // Two callers naming the same invocation get their own.
+    let whoami = json!({
+        "name": "whoami",
+        "arguments": {},
+        "_meta": {"dev.toolhost/invocation": "shared-name"},
+    });
+    let (_, a) = server.ask(&root, "tools/call", whoami.clone()).await;
+    let ops = token("ops", "", json!([]));
+    let (_, b) = server.ask(&ops, "tools/call", whoami).await;
+    let invocation = |v: &Value| v["result"]["structuredContent"]["invocation_id"].clone();
+    assert!(
+        invocation(&a).is_string() && invocation(&b).is_string(),
+        "{a} {b}"
+    );
+    assert_ne!(invocation(&a), invocation(&b), "{a} {b}");
+
+    // Forbidden calls are counted.
+    let (_, metrics) = server.get("/metrics", Some(&root)).await;
+    assert!(
+        metrics.contains("toolhost_tool_errors_total{tool=\"echo\",kind=\"forbidden\"} 1"),
+        "{metrics}"
+    );
+}

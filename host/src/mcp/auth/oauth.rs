@@ -227,7 +227,7 @@ impl OAuth {
     /// [`OAuthSetupError`]: a URI that is not absolute, a plain-`http`
     /// issuer or key URL off loopback, no issuer.
     pub fn new(options: OAuthOptions) -> Result<Self, OAuthSetupError> {
-        let resource = parse_resource(&options.resource)?;
+        let url = parse_resource(&options.resource)?;
         if options.issuers.is_empty() {
             return Err(OAuthSetupError::NoIssuer);
         }
@@ -264,12 +264,13 @@ impl OAuth {
             issuers.insert(issuer, keys);
         }
         Ok(Self {
-            resource: ProtectedResource {
-                resource,
-                authorization_servers: names,
-                scopes_supported: options.scopes_supported,
-                scopes_required: options.scopes_required,
-            },
+            resource: ProtectedResource::new(
+                options.resource,
+                url,
+                names,
+                options.scopes_supported,
+                options.scopes_required,
+            ),
             issuers,
             roles_claim: options
                 .roles_claim
@@ -322,7 +323,7 @@ impl OAuth {
         validation.leeway = self.leeway.as_secs();
         validation.validate_nbf = true;
         validation.set_issuer(&[&issuer]);
-        validation.set_audience(&[self.resource.resource.as_str()]);
+        validation.set_audience(&[&self.resource.resource]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
             .map_err(|err| {

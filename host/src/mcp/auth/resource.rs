@@ -21,8 +21,10 @@ pub(crate) const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 pub struct ProtectedResource {
     /// The server's canonical URI (`https://tools.example.com/mcp`): the
     /// `resource` clients ask tokens for (RFC 8707), and the audience a token
-    /// must name to be accepted.
-    pub resource: url::Url,
+    /// must name to be accepted, exactly as configured.
+    pub resource: String,
+    /// `resource`, parsed.
+    url: url::Url,
     /// The issuers (authorization servers) whose tokens are accepted.
     pub authorization_servers: Vec<String>,
     /// The scopes advertised in the metadata.
@@ -32,13 +34,29 @@ pub struct ProtectedResource {
 }
 
 impl ProtectedResource {
+    pub(super) fn new(
+        resource: String,
+        url: url::Url,
+        authorization_servers: Vec<String>,
+        scopes_supported: Vec<String>,
+        scopes_required: Vec<String>,
+    ) -> Self {
+        Self {
+            resource,
+            url,
+            authorization_servers,
+            scopes_supported,
+            scopes_required,
+        }
+    }
+
     /// The absolute URL of the metadata document: the resource's origin,
     /// the well-known prefix, then the resource's path (RFC 9728 § 3.1).
     pub fn metadata_url(&self) -> String {
-        let mut url = self.resource.clone();
+        let mut url = self.url.clone();
         url.set_query(None);
         url.set_fragment(None);
-        let path = self.resource.path().trim_end_matches('/');
+        let path = self.url.path().trim_end_matches('/');
         url.set_path(&format!("{WELL_KNOWN}{path}"));
         url.to_string()
     }
@@ -47,7 +65,7 @@ impl ProtectedResource {
     /// [`ProtectedResource::metadata_url`] and the bare well-known one
     /// (clients of the 2025-03-26 revision look there).
     pub(crate) fn metadata_paths(&self) -> Vec<String> {
-        let path = self.resource.path().trim_end_matches('/');
+        let path = self.url.path().trim_end_matches('/');
         let mut paths = vec![WELL_KNOWN.to_owned()];
         if !path.is_empty() {
             paths.push(format!("{WELL_KNOWN}{path}"));
@@ -58,7 +76,7 @@ impl ProtectedResource {
     /// The metadata document (RFC 9728 § 2).
     pub(crate) fn document(&self) -> Value {
         let mut document = json!({
-            "resource": self.resource.as_str(),
+            "resource": self.resource,
             "authorization_servers": self.authorization_servers,
             "bearer_methods_supported": ["header"],
             "resource_name": "toolhost",
@@ -128,12 +146,13 @@ mod tests {
     use super::*;
 
     fn resource(uri: &str) -> ProtectedResource {
-        ProtectedResource {
-            resource: uri.parse().unwrap(),
-            authorization_servers: vec!["https://idp.example.com/realms/tools".into()],
-            scopes_supported: vec![],
-            scopes_required: vec!["mcp:tools".into()],
-        }
+        ProtectedResource::new(
+            uri.to_owned(),
+            uri.parse().unwrap(),
+            vec!["https://idp.example.com/realms/tools".into()],
+            vec![],
+            vec!["mcp:tools".into()],
+        )
     }
 
     #[test]
@@ -153,6 +172,10 @@ mod tests {
             "https://tools.example.com/.well-known/oauth-protected-resource"
         );
         assert_eq!(root.metadata_paths(), [WELL_KNOWN]);
+        // As configured, not as a URL parser would spell it (the audience
+        // tokens carry, and what clients compare).
+        let bare = resource("https://tools.example.com");
+        assert_eq!(bare.document()["resource"], "https://tools.example.com");
         let doc = r.document();
         assert_eq!(doc["resource"], "https://tools.example.com/mcp");
         assert_eq!(doc["scopes_supported"], json!(["mcp:tools"]));

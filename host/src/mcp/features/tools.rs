@@ -288,7 +288,8 @@ fn ask(
     if !can_ask {
         return Err(cannot_ask(ask));
     }
-    let asked = shared.tools.approvals.ask(ask)?;
+    let owner = crate::mcp::auth::principal(request).key();
+    let asked = shared.tools.approvals.ask(ask, &owner)?;
     tracing::info!(tool = %ask.tool, call = %ask.call_id, "asked the client for approval (input required)");
     Ok(asked)
 }
@@ -314,7 +315,13 @@ fn resume(
         Ok(prepared) => prepared.arguments(),
         Err(err) => return Err(refuse(err.to_string())),
     };
+    let owner = cx
+        .identity()
+        .principal
+        .as_deref()
+        .map_or_else(|| "anonymous".to_owned(), |p| p.key());
     match shared.tools.approvals.resume(
+        &owner,
         &tool.spec().name,
         prepared,
         state,
