@@ -19,6 +19,7 @@ const BENCHES: &[&str] = &[
     "throughput",
     "startup",
     "mcp",
+    "auth",
     "cluster",
     "reload",
     "languages",

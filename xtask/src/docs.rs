@@ -39,7 +39,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::toolchain::{ensure_registry, ensure_wasm_target, venv};
+use crate::toolchain::{ensure_debian_packages, ensure_registry, ensure_wasm_target, venv};
 use crate::workspace::{copy_dir, root, run, target_dir};
 
 /// One fenced block of a markdown file.
@@ -264,6 +264,8 @@ pub(crate) fn test() -> Result<()> {
     ensure_wasm_target()?;
     // docs/oci.md runs a registry of its own.
     ensure_registry()?;
+    // docs/security.md asks a running server with curl.
+    ensure_debian_packages("the docs tests", &["curl"])?;
     let target = target_dir();
     let scratch = target.join("docs-test");
     if scratch.exists() {

@@ -16,6 +16,7 @@
 mod jwks;
 mod oauth;
 mod resource;
+mod verified;
 
 pub use oauth::{OAuth, OAuthOptions, OAuthSetupError};
 pub use resource::ProtectedResource;

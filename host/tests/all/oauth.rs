@@ -35,10 +35,18 @@ impl Key {
         let secret = p256::SecretKey::random(&mut p256::elliptic_curve::rand_core::OsRng);
         let pem = secret.to_pkcs8_pem(Default::default()).unwrap();
         let encoding = EncodingKey::from_ec_pem(pem.as_bytes()).unwrap();
-        let mut jwk: Value = serde_json::from_str(&secret.public_key().to_jwk_string()).unwrap();
-        jwk["kid"] = json!(kid);
-        jwk["alg"] = json!("ES256");
-        jwk["use"] = json!("sig");
+        use p256::elliptic_curve::sec1::ToEncodedPoint as _;
+        let point = secret.public_key().to_encoded_point(false);
+        let coordinate = |c: Option<&p256::FieldBytes>| URL_SAFE_NO_PAD.encode(c.unwrap());
+        let jwk = json!({
+            "kty": "EC",
+            "crv": "P-256",
+            "x": coordinate(point.x()),
+            "y": coordinate(point.y()),
+            "kid": kid,
+            "alg": "ES256",
+            "use": "sig",
+        });
         Self {
             kid: kid.to_owned(),
             encoding,

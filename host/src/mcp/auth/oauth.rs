@@ -12,6 +12,7 @@ use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
 
 use super::jwks::{IssuerKeys, KeyError, KeyPolicy};
+use super::verified::Verified;
 use super::{AuthError, Authenticator, ProtectedResource, bearer};
 use crate::toolset::{BoxFuture, Principal};
 
@@ -208,6 +209,7 @@ pub struct OAuth {
     issuers: HashMap<String, Arc<IssuerKeys>>,
     roles_claim: Option<Vec<String>>,
     leeway: Duration,
+    verified: Verified,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -276,6 +278,7 @@ impl OAuth {
                 .roles_claim
                 .map(|claim| claim.split('.').map(str::to_owned).collect()),
             leeway: options.leeway,
+            verified: Verified::new(options.jwks_ttl),
         })
     }
 
@@ -284,7 +287,28 @@ impl OAuth {
         &self.resource
     }
 
+    /// The principal of `token`, if it may use this server.
     async fn check(&self, token: &str) -> Result<Principal, AuthError> {
+        let principal = match self.verified.get(token) {
+            Some(principal) => principal,
+            None => self.verify(token).await?,
+        };
+        let missing = self
+            .resource
+            .scopes_required
+            .iter()
+            .any(|scope| !principal.scopes.contains(scope));
+        if missing {
+            return Err(AuthError::InsufficientScope {
+                needed: self.resource.scopes_required.clone(),
+            });
+        }
+        Ok(principal)
+    }
+
+    /// Verifies `token` (signature, issuer, audience, validity) and
+    /// remembers it.
+    async fn verify(&self, token: &str) -> Result<Principal, AuthError> {
         let invalid = |reason: &str| AuthError::InvalidToken {
             reason: reason.to_owned(),
         };
@@ -341,18 +365,13 @@ impl OAuth {
                 })
             })?
             .claims;
+        let expires = claims
+            .get("exp")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            .saturating_add(self.leeway.as_secs());
         let principal = self.principal(issuer, claims)?;
-        let missing: Vec<&String> = self
-            .resource
-            .scopes_required
-            .iter()
-            .filter(|scope| !principal.scopes.contains(*scope))
-            .collect();
-        if !missing.is_empty() {
-            return Err(AuthError::InsufficientScope {
-                needed: self.resource.scopes_required.clone(),
-            });
-        }
+        self.verified.put(token, &principal, expires);
         Ok(principal)
     }
 
