@@ -16,6 +16,7 @@ use crate::policy::{Grants, GrantsConfig};
 use crate::state::{StateOptions, StateStore};
 
 mod access;
+mod audit;
 mod auth;
 mod layers;
 mod names;
@@ -24,6 +25,7 @@ mod sources;
 
 pub use crate::error::ConfigError;
 pub use access::AccessConfig;
+pub use audit::AuditConfig;
 pub use auth::{AuthConfig, IssuerConfig};
 pub use layers::Layered;
 pub use names::{NameSource, UnmatchedName};
@@ -117,6 +119,8 @@ pub struct Config {
     /// use everything.
     #[serde(default)]
     pub access: Vec<AccessConfig>,
+    /// The audit trail of `toolhost serve` (`[audit]`).
+    pub audit: Option<AuditConfig>,
     /// The file this was read from: grants' relative paths are relative to it.
     #[serde(skip)]
     source: Option<PathBuf>,
@@ -419,6 +423,13 @@ impl Config {
         {
             config.serve.token_file = Some(dir.join(token));
         }
+        if let Some(audit) = &mut config.audit
+            && let Some(file) = &audit.file
+            && file.is_relative()
+            && let Some(dir) = path.parent()
+        {
+            audit.file = Some(dir.join(file));
+        }
         if let Some(keys) = &config.serve.state_key_file
             && keys.is_relative()
             && let Some(dir) = path.parent()
@@ -549,6 +560,20 @@ impl Config {
         ] {
             if value == Some(0) {
                 return Err(error(key.to_owned(), "must be greater than 0"));
+            }
+        }
+        if let Some(audit) = &self.audit {
+            if audit.file.is_none() && !audit.log {
+                return Err(error(
+                    "audit".to_owned(),
+                    "name a `file`, or set `log = true`",
+                ));
+            }
+            if audit.max_file_mib == Some(0) || audit.queue == Some(0) {
+                return Err(error(
+                    "audit".to_owned(),
+                    "max_file_mib and queue must be greater than 0",
+                ));
             }
         }
         for (index, rule) in self.access.iter().enumerate() {

@@ -33,6 +33,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod catalog;
 pub mod config;
 pub mod engine;

@@ -266,6 +266,17 @@ impl McpServer {
         self
     }
 
+    /// Adds an observer of every call the server runs (an
+    /// [`AuditLog`](crate::audit::AuditLog), a tracer), beside the server's
+    /// own metrics.
+    pub fn with_observer(mut self, observer: Arc<dyn crate::toolset::CallObserver>) -> Self {
+        let shared = self.shared_mut();
+        let mut observers = shared.observers.to_vec();
+        observers.push(observer);
+        shared.observers = observers.into();
+        self
+    }
+
     /// Frees each session's invocation state when the session ends. Every
     /// session is one invocation: its calls share scratch state.
     pub fn with_engine(mut self, engine: &Engine) -> Self {

@@ -19,7 +19,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::Engine;
-use crate::error::{CallError, Exhausted};
+use crate::error::CallError;
 use crate::tool::{ToolSpec, Usage};
 use crate::toolset::{CallObserver, CallWatch, Context, Outcome, ToolsetChange};
 
@@ -297,7 +297,7 @@ impl Call {
 
     /// The call failed.
     pub(crate) fn failed(mut self, error: &CallError) {
-        self.end(Err(kind(error)));
+        self.end(Err(error.kind()));
     }
 
     /// The call paused for an approval and ends here; its resumption is
@@ -328,38 +328,6 @@ impl Drop for Call {
         if !self.ended {
             self.end(Err("cancelled"));
         }
-    }
-}
-
-/// The `kind` label of a failed call: stable, short, one per cause.
-fn kind(error: &CallError) -> &'static str {
-    match error {
-        CallError::UnknownTool { .. } => "unknown_tool",
-        CallError::AmbiguousTool { .. } => "ambiguous_tool",
-        CallError::AliasUnresolved { .. } => "alias_unresolved",
-        CallError::UnknownResource { .. } => "unknown_resource",
-        CallError::UnknownPrompt { .. } => "unknown_prompt",
-        CallError::InvalidArguments { .. } => "invalid_arguments",
-        CallError::Forbidden { .. } => "forbidden",
-        CallError::Failed { .. } => "failed",
-        CallError::Exhausted { budget, .. } => match budget {
-            Exhausted::Fuel { .. } => "fuel",
-            Exhausted::Memory { .. } => "memory",
-            Exhausted::TableElements { .. } => "table_elements",
-            Exhausted::Deadline { .. } => "timeout",
-            Exhausted::Output { .. } => "output",
-            Exhausted::Instances { .. } => "instances",
-            Exhausted::Stack { .. } => "stack",
-        },
-        CallError::Panicked { .. } => "panicked",
-        CallError::Trapped { .. } => "trapped",
-        CallError::InvalidOutput { .. } => "invalid_output",
-        CallError::Busy { .. } => "busy",
-        CallError::Host { .. } => "host",
-        CallError::State { .. } => "state",
-        CallError::ConfirmationRequired(_) => "confirmation_required",
-        CallError::ConfirmationUnavailable { .. } => "confirmation_unavailable",
-        CallError::ConfirmationRejected { .. } => "rejected",
     }
 }
 

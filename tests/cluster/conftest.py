@@ -5,6 +5,10 @@ temp dir, started by the `cluster` fixture and stopped after it, also when the
 test fails. Clients speak MCP 2026-07-28 (sessionless) through nginx with the
 official Python SDK.
 
+`running_cluster(root, config=..., nginx_port=...)` is that fixture's body as a
+context manager, for tests whose replicas need more configuration, some of it
+naming nginx's URL (`[serve.auth] resource`: see test_cluster_auth.py).
+
 `cargo xtask cluster-test` installs the Debian packages (redis-server, nginx,
 prometheus), builds `toolhost` and the guests, and runs this directory.
 
@@ -23,7 +27,7 @@ import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,7 +149,11 @@ class Cluster:
         return f"http://127.0.0.1:{self.nginx_port}/mcp"
 
     def logs(self) -> str:
-        return "\n".join(f"--- {p.name} ({p.log}) ---\n{p.text()[-20000:]}" for p in self.processes)
+        return _logs(self.processes)
+
+
+def _logs(processes: list[Process]) -> str:
+    return "\n".join(f"--- {p.name} ({p.log}) ---\n{p.text()[-20000:]}" for p in processes)
 
 
 def _start_redis(root: Path, processes: list[Process]) -> int:
@@ -258,35 +266,47 @@ global:
 """
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+@contextmanager
+def running_cluster(root: Path, *, config: str = "", nginx_port: int | None = None) -> Iterator[Cluster]:
+    """Starts the cluster in `root` and stops it on exit, also on failure (then
+    printing every service's log, which pytest shows for a failing test).
+
+    `config`: TOML appended to the replicas' `CONFIG` (after its tables, so it
+    may only add tables). `nginx_port`: the port nginx listens on, for a config
+    that must name the URL clients reach (`[serve.auth] resource`) before the
+    replicas start [default: a free one chosen after they are ready].
+    """
     guests = Path(os.environ["TOOLHOST_GUESTS"])
-    plugins = tmp_path / "plugins"
+    plugins = root / "plugins"
     plugins.mkdir()
     shutil.copyfile(guests / "echo.wasm", plugins / "echo.wasm")
     shutil.copyfile(guests / "hostile.wasm", plugins / "hostile.wasm")
     processes: list[Process] = []
-    cluster: Cluster | None = None
     try:
-        redis_port = _start_redis(tmp_path, processes)
-        config = tmp_path / "toolhost.toml"
-        config.write_text(CONFIG.format(redis=redis_port))
+        redis_port = _start_redis(root, processes)
+        config_file = root / "toolhost.toml"
+        config_file.write_text(CONFIG.format(redis=redis_port) + ("\n" + config if config else ""))
         # The first replica compiles the plugins into the shared cache alone.
-        replicas = [_start_replica("replica-1", tmp_path, plugins, config, processes)]
+        replicas = [_start_replica("replica-1", root, plugins, config_file, processes)]
         _wait_ready(replicas[0])
-        replicas += [_start_replica(f"replica-{n}", tmp_path, plugins, config, processes) for n in (2, 3)]
+        replicas += [_start_replica(f"replica-{n}", root, plugins, config_file, processes) for n in (2, 3)]
         for replica in replicas:
             _wait_ready(replica)
 
-        nginx_port = free_port()
-        (tmp_path / "nginx-tmp").mkdir()
+        if nginx_port is None:
+            nginx_port = free_port()
+        (root / "nginx-tmp").mkdir()
         page = with_ports(page_block("nginx"), replicas, f"127.0.0.1:{nginx_port}")
-        nginx_conf = tmp_path / "nginx.conf"
-        nginx_conf.write_text(NGINX.format(root=tmp_path, page=page))
-        nginx = Process("nginx", ["nginx", "-c", str(nginx_conf), "-p", str(tmp_path)], tmp_path / "nginx.log")
+        nginx_conf = root / "nginx.conf"
+        nginx_conf.write_text(NGINX.format(root=root, page=page))
+        nginx = Process("nginx", ["nginx", "-c", str(nginx_conf), "-p", str(root)], root / "nginx.log")
         processes.append(nginx.start())
 
         def proxied() -> bool:
+            if not nginx.alive():
+                error_log = root / "nginx-error.log"
+                errors = error_log.read_text(errors="replace") if error_log.exists() else ""
+                raise AssertionError(f"nginx exited (port {nginx_port} taken?):\n{nginx.text()}\n{errors}")
             try:
                 return httpx2.get(f"http://127.0.0.1:{nginx_port}/readyz", timeout=5).status_code == 200
             except httpx2.HTTPError:
@@ -295,30 +315,51 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         wait_until("nginx proxying to the replicas", proxied, 30)
 
         prometheus_port = free_port()
-        prometheus_conf = tmp_path / "prometheus.yml"
+        prometheus_conf = root / "prometheus.yml"
         prometheus_conf.write_text(PROMETHEUS + with_ports(page_block("yaml"), replicas))
         prometheus = Process(
             "prometheus",
-            ["prometheus", f"--config.file={prometheus_conf}", f"--storage.tsdb.path={tmp_path / 'prometheus'}",
+            ["prometheus", f"--config.file={prometheus_conf}", f"--storage.tsdb.path={root / 'prometheus'}",
              f"--web.listen-address=127.0.0.1:{prometheus_port}"],
-            tmp_path / "prometheus.log",
+            root / "prometheus.log",
         )
         processes.append(prometheus.start())
-        cluster = Cluster(tmp_path, plugins, redis_port, replicas, nginx_port, prometheus_port, processes)
-        yield cluster
+        yield Cluster(root, plugins, redis_port, replicas, nginx_port, prometheus_port, processes)
     finally:
         for process in reversed(processes):
             process.stop()
-        if cluster is not None:
-            # Shown by pytest for a failing test only.
-            print(cluster.logs())
+        # Shown by pytest for a failing test only.
+        print(_logs(processes))
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    with running_cluster(tmp_path) as cluster:
+        yield cluster
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One HTTP request the client sent and what answered it."""
+
+    method: str
+    url: str
+    #: The JSON-RPC method of a POST's body (`?` if none could be read), else None.
+    rpc: str | None
+    status: int
+    #: The `x-toolhost-replica` header of the answer.
+    replica: str | None
+    #: The request's `Authorization` header.
+    authorization: str | None
 
 
 @dataclass
 class Seen:
-    """Which replica answered each MCP request, in order: (method, replica)."""
+    """Which replica answered each MCP request, in order: (method, replica); and
+    every exchange of the client's HTTP client (auth flows included)."""
 
     answers: list[tuple[str, str | None]] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)
 
     def of(self, method: str) -> list[str | None]:
         return [replica for m, replica in self.answers if m == method]
@@ -326,22 +367,42 @@ class Seen:
 
 @asynccontextmanager
 async def connect(
-    url: str, elicitation: Any = None, extensions: Any = ()
+    url: str,
+    elicitation: Any = None,
+    extensions: Any = (),
+    *,
+    headers: dict[str, str] | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[tuple[McpClient, Seen]]:
     """A 2026-07-28 client of `url`, and a record of the replica behind each answer;
-    `extensions` are the `ClientExtension`s it declares."""
+    `extensions` are the `ClientExtension`s it declares; `headers` go with every
+    request (e.g. `Authorization`), `auth` is an httpx2 auth flow (e.g. the SDK's
+    `OAuthClientProvider`)."""
     seen = Seen()
 
     async def record(response: httpx2.Response) -> None:
         request = response.request
-        if request.method != "POST":
-            return
-        body = request.content.decode(errors="replace")
-        method = re.search(r'"method"\s*:\s*"([^"]+)"', body)
-        seen.answers.append((method.group(1) if method else "?", response.headers.get(REPLICA)))
+        rpc = None
+        if request.method == "POST":
+            body = request.content.decode(errors="replace")
+            method = re.search(r'"method"\s*:\s*"([^"]+)"', body)
+            rpc = method.group(1) if method else "?"
+            seen.answers.append((rpc, response.headers.get(REPLICA)))
+        seen.exchanges.append(
+            Exchange(
+                request.method,
+                str(request.url),
+                rpc,
+                response.status_code,
+                response.headers.get(REPLICA),
+                request.headers.get("authorization"),
+            )
+        )
 
     timeout = httpx2.Timeout(CALL_S, read=300)
-    async with httpx2.AsyncClient(timeout=timeout, event_hooks={"response": [record]}) as http:
+    async with httpx2.AsyncClient(
+        timeout=timeout, headers=headers, auth=auth, event_hooks={"response": [record]}
+    ) as http:
         client = McpClient(
             streamable_http_client(url, http_client=http),
             mode="auto",

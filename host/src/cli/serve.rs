@@ -71,6 +71,15 @@ pub(super) async fn serve(
     if let Some(secs) = settings.approval_ttl_secs {
         server = server.with_approval_ttl(Duration::from_secs(secs));
     }
+    let replica = std::env::var("TOOLHOST_REPLICA")
+        .ok()
+        .filter(|name| !name.trim().is_empty())
+        .or_else(|| settings.replica_name.clone());
+    if let Some(audit) = &config.audit {
+        let options = audit.options(replica.as_deref().map(str::trim));
+        let log = toolhost::audit::AuditLog::open(&options).context("[audit]")?;
+        server = server.with_observer(std::sync::Arc::new(log));
+    }
     if let Some(enabled) = settings.tasks {
         server = server.with_tasks(enabled);
     }
@@ -125,10 +134,6 @@ pub(super) async fn serve(
     if let Some(ms) = settings.session_idle_timeout_ms {
         options.session_idle_timeout(Duration::from_millis(ms));
     }
-    let replica = std::env::var("TOOLHOST_REPLICA")
-        .ok()
-        .filter(|name| !name.trim().is_empty())
-        .or_else(|| settings.replica_name.clone());
     if let Some(replica) = replica {
         options.replica_name(replica.trim());
     }

@@ -150,7 +150,11 @@ pub(crate) async fn drive(
     arguments: Result<Prepared, CallError>,
     approver: &dyn Approver,
 ) -> Result<Started, CallError> {
-    let watches = Watches::begin(cx, tool.spec());
+    let watches = Watches::begin(
+        cx,
+        tool.spec(),
+        arguments.as_ref().ok().map(Prepared::arguments),
+    );
     let result = match arguments {
         Ok(arguments) => run(tool, cx, arguments, approver).await,
         Err(error) => Err(error),

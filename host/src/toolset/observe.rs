@@ -31,6 +31,19 @@ pub trait CallObserver: Send + Sync {
     /// A call of `spec` begins in `cx`: the watch returned is told how it
     /// ends ([`CallWatch::ended`]), or dropped untold if it is cancelled.
     fn begin(&self, cx: &Context, spec: &ToolSpec) -> Box<dyn CallWatch>;
+
+    /// As [`CallObserver::begin`], with the call's checked arguments when
+    /// they could be prepared (an audit log digests them). By default the
+    /// arguments are ignored.
+    fn begin_call(
+        &self,
+        cx: &Context,
+        spec: &ToolSpec,
+        arguments: Option<&serde_json::Value>,
+    ) -> Box<dyn CallWatch> {
+        let _ = arguments;
+        self.begin(cx, spec)
+    }
 }
 
 /// One call being watched (see [`CallObserver::begin`]).
@@ -43,11 +56,15 @@ pub trait CallWatch: Send {
 pub(super) struct Watches(Vec<Box<dyn CallWatch>>);
 
 impl Watches {
-    pub(super) fn begin(cx: &Context, spec: &ToolSpec) -> Self {
+    pub(super) fn begin(
+        cx: &Context,
+        spec: &ToolSpec,
+        arguments: Option<&serde_json::Value>,
+    ) -> Self {
         Self(
             cx.observers()
                 .iter()
-                .map(|observer| observer.begin(cx, spec))
+                .map(|observer| observer.begin_call(cx, spec, arguments))
                 .collect(),
         )
     }

@@ -722,3 +722,113 @@ async fn access_rules_give_each_principal_its_own_tools_and_refuse_the_rest() {
         "{metrics}"
     );
 }
+
+#[tokio::test]
+async fn every_call_leaves_one_audit_record_saying_who_what_and_how_it_ended() {
+    use toolhost::audit::{AuditLog, AuditOptions};
+    use toolhost::toolset::PluginSet;
+
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("audit.jsonl");
+    let mut options = AuditOptions::default();
+    options.file(&file).arguments(true).replica("replica-7");
+    let audit = Arc::new(AuditLog::open(&options).unwrap());
+    let config = toolhost::Config::parse(
+        r#"
+        [[access]]
+        name = "readers"
+        scopes = ["tools:read"]
+        allow = ["*"]
+        read_only = true
+
+        [[access]]
+        name = "admins"
+        subjects = ["root"]
+        allow = ["*"]
+        "#,
+        std::path::Path::new("toolhost.toml"),
+    )
+    .unwrap();
+    let set = config
+        .layered(PluginSet::from_plugins(vec![plugin(ECHO).await]))
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let mut oauth = OAuthOptions::new(&resource);
+    oauth.issuer(&issuer.url);
+    let mut http = HttpOptions::default();
+    http.authenticator(OAuth::new(oauth).unwrap());
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    let server = McpServer::new(set).with_observer(audit.clone());
+    tokio::spawn(server.serve_http(listener, http, async move {
+        stopped.cancelled().await;
+    }));
+    let server = Server {
+        port,
+        resource,
+        stop,
+    };
+    let token = |sub: &str, scope: &str| {
+        let base = claims(&issuer.url, &server.resource);
+        key.sign(&with(base, json!({"sub": sub, "scope": scope})))
+    };
+    let (root, reader) = (token("root", ""), token("rita", "tools:read"));
+    let echo = |arguments: Value| json!({"name": "echo", "arguments": arguments});
+    server
+        .ask(&root, "tools/call", echo(json!({"message": "hi"})))
+        .await;
+    server
+        .ask(&reader, "tools/call", echo(json!({"message": "hi"})))
+        .await;
+    server
+        .ask(&root, "tools/call", echo(json!({"message": 7})))
+        .await;
+    // Listings and unknown names are not calls: no record.
+    server.ask(&root, "tools/list", json!({})).await;
+
+    let mut records: Vec<Value> = Vec::new();
+    for _ in 0..500 {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        records = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if records.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(records.len(), 3, "{records:#?}");
+    let [ran, refused, invalid] = [&records[0], &records[1], &records[2]];
+    for record in [ran, refused, invalid] {
+        assert_eq!(record["replica"], "replica-7");
+        assert_eq!(record["tool"], "echo.echo");
+        assert!(record["time"].as_str().unwrap().ends_with('Z'), "{record}");
+        assert!(record["call_id"].as_str().unwrap().starts_with("mcp-http-"));
+        assert_eq!(record["principal"]["issuer"], issuer.url.as_str());
+    }
+    assert_eq!(ran["principal"]["subject"], "root");
+    assert_eq!(
+        (&ran["decision"], &ran["outcome"]),
+        (&json!("allowed"), &json!("ok"))
+    );
+    assert!(ran["fuel"].as_u64().unwrap() > 0 && ran["duration_ms"].as_f64().is_some());
+    assert_eq!(ran["arguments"], json!({"message": "hi"}));
+    assert_eq!(ran["arguments_sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(refused["principal"]["subject"], "rita");
+    assert_eq!(
+        (&refused["decision"], &refused["outcome"]),
+        (&json!("refused"), &json!("forbidden"))
+    );
+    assert!(refused["arguments"].is_null(), "never read: {refused}");
+    assert_eq!(invalid["outcome"], "invalid_arguments");
+    assert!(
+        invalid["error"].as_str().unwrap().contains("message"),
+        "{invalid}"
+    );
+    assert_eq!(audit.dropped(), 0);
+}
