@@ -27,25 +27,18 @@ from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import anyio
 import httpx2
 import pytest
 from mcp import MCPError, types
-from mcp.client.auth import OAuthClientProvider
-from mcp.shared.auth import (
-    AuthorizationCodeResult,
-    OAuthClientInformationFull,
-    OAuthClientMetadata,
-    OAuthToken,
-)
 
 from conftest import CALL_S, REPLICA, Cluster, connect, free_port, running_cluster
 
 # The authorization server and the tasks client of the MCP tests (tests/mcp).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
 from authserver import AuthServer  # noqa: E402
+from oauthclient import Browser, MemoryStorage, oauth_client  # noqa: E402
 from tasks import TasksExtension, cancel, get, start, update, wait  # noqa: E402
 
 pytestmark = pytest.mark.anyio
@@ -171,76 +164,6 @@ def parse_challenge(value: str) -> dict[str, str]:
         params[match.group(1).lower()] = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else match.group(3)
         pos = match.end()
     return params
-
-
-#: Where the SDK client says the authorization server should send the user
-#: back; nothing listens there: the test's "browser" reads the redirect itself.
-REDIRECT_URI = "http://127.0.0.1:9/oauth/callback"
-
-
-class MemoryStorage:
-    """The SDK's `TokenStorage`, in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client_info: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
-
-
-class Browser:
-    """Plays the user's browser: opens the authorization URL (the authorization
-    server approves at once), reads the redirect to `REDIRECT_URI` without
-    following it, and hands its code, state and `iss` to the SDK."""
-
-    def __init__(self) -> None:
-        self.visited: list[str] = []
-        self._pending: AuthorizationCodeResult | None = None
-
-    async def redirect(self, url: str) -> None:
-        self.visited.append(url)
-        async with httpx2.AsyncClient(timeout=CALL_S, follow_redirects=False) as http:
-            with anyio.fail_after(CALL_S):
-                response = await http.get(url)
-        assert response.status_code == 302, (response.status_code, response.text)
-        location = urlparse(response.headers["location"])
-        assert f"{location.scheme}://{location.netloc}{location.path}" == REDIRECT_URI, location
-        query = parse_qs(location.query)
-        assert "error" not in query, query
-        self._pending = AuthorizationCodeResult(
-            code=query["code"][0], state=query.get("state", [None])[0], iss=query.get("iss", [None])[0]
-        )
-
-    async def callback(self) -> AuthorizationCodeResult:
-        result, self._pending = self._pending, None
-        assert result is not None, "the SDK asked for the callback before any redirect"
-        return result
-
-
-def oauth_client(server_url: str, storage: MemoryStorage, browser: Browser) -> OAuthClientProvider:
-    """The official SDK's OAuth client for `server_url`, registering itself dynamically."""
-    return OAuthClientProvider(
-        server_url=server_url,
-        client_metadata=OAuthClientMetadata(
-            client_name="toolhost cluster e2e",
-            redirect_uris=[REDIRECT_URI],  # type: ignore[list-item]
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-        ),
-        storage=storage,
-        redirect_handler=browser.redirect,
-        callback_handler=browser.callback,
-    )
 
 
 # --- 1. the SDK's OAuth client through nginx -----------------------------------------------

@@ -42,21 +42,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import anyio
 import httpx2
 import pytest
-from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.auth import (
-    AuthorizationCodeResult,
-    OAuthClientInformationFull,
-    OAuthClientMetadata,
-    OAuthToken,
-    ProtectedResourceMetadata,
-)
+from mcp.shared.auth import ProtectedResourceMetadata
 
 from authserver import OMIT, AuthServer, SigningKey
 from conftest import (
@@ -72,6 +64,7 @@ from conftest import (
     _session,
     server_env,
 )
+from oauthclient import Browser, MemoryStorage, oauth_client
 from scenarios import ok
 
 pytestmark = pytest.mark.anyio
@@ -84,10 +77,6 @@ LEEWAY_S = 60
 #: For the tests that wait for toolhost to fetch an issuer's keys again: one
 #: second between fetches at least, two per fetch (defaults: 10 s and 5 s).
 QUICK_REFETCH = {"jwks_refresh_min_secs": 1, "fetch_timeout_ms": 2000}
-
-#: Where the SDK client says the authorization server should send the user
-#: back; nothing listens there: the test's "browser" reads the redirect itself.
-REDIRECT_URI = "http://127.0.0.1:9/oauth/callback"
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -391,72 +380,6 @@ async def serves(server: OAuthServer, token: str, message: str = "still here") -
         async with connect(server.url, protocol, headers=bearer(token)) as client:
             assert "echo" in await client.tools()
             assert ok(await client.call("echo", {"message": message}))["message"] == message
-
-
-class MemoryStorage:
-    """The SDK's `TokenStorage`, in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client_info: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
-
-
-class Browser:
-    """Plays the user's browser for the SDK: `redirect` opens the authorization
-    URL (the authorization server approves at once), reads the redirect back to
-    `REDIRECT_URI` without following it, and `callback` hands its code, state
-    and `iss` to the SDK."""
-
-    def __init__(self) -> None:
-        self.visited: list[str] = []
-        self._pending: AuthorizationCodeResult | None = None
-
-    async def redirect(self, url: str) -> None:
-        self.visited.append(url)
-        async with httpx2.AsyncClient(timeout=CALL_S, follow_redirects=False) as http:
-            with anyio.fail_after(CALL_S):
-                response = await http.get(url)
-        assert response.status_code == 302, (response.status_code, response.text)
-        location = urlparse(response.headers["location"])
-        assert f"{location.scheme}://{location.netloc}{location.path}" == REDIRECT_URI, location
-        query = parse_qs(location.query)
-        assert "error" not in query, query
-        self._pending = AuthorizationCodeResult(
-            code=query["code"][0], state=query.get("state", [None])[0], iss=query.get("iss", [None])[0]
-        )
-
-    async def callback(self) -> AuthorizationCodeResult:
-        result, self._pending = self._pending, None
-        assert result is not None, "the SDK asked for the callback before any redirect"
-        return result
-
-
-def oauth_client(server_url: str, storage: MemoryStorage, browser: Browser) -> OAuthClientProvider:
-    """The official SDK's OAuth client for `server_url`, registering itself dynamically."""
-    return OAuthClientProvider(
-        server_url=server_url,
-        client_metadata=OAuthClientMetadata(
-            client_name="toolhost e2e",
-            redirect_uris=[REDIRECT_URI],  # type: ignore[list-item]
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-        ),
-        storage=storage,
-        redirect_handler=browser.redirect,
-        callback_handler=browser.callback,
-    )
 
 
 # --- a. the SDK's OAuth client, end to end ----------------------------------------------

@@ -555,6 +555,15 @@ async fn a_server_that_never_got_the_keys_refuses_with_503_and_stays_up() {
 
 /// Serves `set`, authenticated by `issuer`'s tokens (roles from `groups`).
 async fn serve_set(issuer: &Issuer, set: impl toolhost::Toolset + 'static) -> Server {
+    serve_observed(issuer, set, None).await
+}
+
+/// As [`serve_set`], with `observer` watching every call.
+async fn serve_observed(
+    issuer: &Issuer,
+    set: impl toolhost::Toolset + 'static,
+    observer: Option<Arc<dyn toolhost::toolset::CallObserver>>,
+) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
@@ -562,9 +571,13 @@ async fn serve_set(issuer: &Issuer, set: impl toolhost::Toolset + 'static) -> Se
     options.issuer(&issuer.url).roles_claim("groups");
     let mut http = HttpOptions::default();
     http.authenticator(OAuth::new(options).unwrap());
+    let mut server = McpServer::new(set);
+    if let Some(observer) = observer {
+        server = server.with_observer(observer);
+    }
     let stop = CancellationToken::new();
     let stopped = stop.clone();
-    tokio::spawn(McpServer::new(set).serve_http(listener, http, async move {
+    tokio::spawn(server.serve_http(listener, http, async move {
         stopped.cancelled().await;
     }));
     Server {
@@ -754,24 +767,7 @@ async fn every_call_leaves_one_audit_record_saying_who_what_and_how_it_ended() {
     let set = config
         .layered(PluginSet::from_plugins(vec![plugin(ECHO).await]))
         .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
-    let mut oauth = OAuthOptions::new(&resource);
-    oauth.issuer(&issuer.url);
-    let mut http = HttpOptions::default();
-    http.authenticator(OAuth::new(oauth).unwrap());
-    let stop = CancellationToken::new();
-    let stopped = stop.clone();
-    let server = McpServer::new(set).with_observer(audit.clone());
-    tokio::spawn(server.serve_http(listener, http, async move {
-        stopped.cancelled().await;
-    }));
-    let server = Server {
-        port,
-        resource,
-        stop,
-    };
+    let server = serve_observed(&issuer, set, Some(audit.clone() as _)).await;
     let token = |sub: &str, scope: &str| {
         let base = claims(&issuer.url, &server.resource);
         key.sign(&with(base, json!({"sub": sub, "scope": scope})))
