@@ -38,7 +38,7 @@ from conftest import CALL_S, REPLICA, Cluster, connect, free_port, running_clust
 # The authorization server and the tasks client of the MCP tests (tests/mcp).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
 from authserver import AuthServer  # noqa: E402
-from oauthclient import Browser, MemoryStorage, oauth_client  # noqa: E402
+from oauthclient import Browser, MemoryStorage, oauth_client, parse_challenge  # noqa: E402
 from tasks import TasksExtension, cancel, get, start, update, wait  # noqa: E402
 
 pytestmark = pytest.mark.anyio
@@ -146,25 +146,6 @@ async def remember(client: Any, meta: dict[str, str], key: str, value: str | Non
 
 
 # --- the challenge and the SDK's OAuth client (as tests/mcp/test_auth.py) ------------------
-
-#: One auth-param of a challenge: `name=token` or `name="quoted string"`.
-_PARAM = re.compile(r'\s*([!#$%&\'*+.^_`|~0-9A-Za-z-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]+))\s*(?:,|$)')
-
-
-def parse_challenge(value: str) -> dict[str, str]:
-    """The auth-params of a single `Bearer` challenge (RFC 7235, RFC 6750 § 3)."""
-    scheme, _, rest = value.strip().partition(" ")
-    assert scheme.lower() == "bearer", f"not a Bearer challenge: {value!r}"
-    params: dict[str, str] = {}
-    rest, pos = rest.strip(), 0
-    while pos < len(rest):
-        match = _PARAM.match(rest, pos)
-        assert match, f"malformed WWW-Authenticate at {rest[pos:]!r}: {value!r}"
-        quoted = match.group(2)
-        params[match.group(1).lower()] = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else match.group(3)
-        pos = match.end()
-    return params
-
 
 # --- 1. the SDK's OAuth client through nginx -----------------------------------------------
 

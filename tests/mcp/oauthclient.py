@@ -5,6 +5,7 @@ test authorization server (`authserver.py`), which approves at once."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, urlparse
 
 import anyio
@@ -91,3 +92,24 @@ def oauth_client(
         redirect_handler=browser.redirect,
         callback_handler=browser.callback,
     )
+
+
+#: One auth-param of a challenge: `name=token` or `name="quoted string"`.
+_PARAM = re.compile(r'\s*([!#$%&\'*+.^_`|~0-9A-Za-z-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]+))\s*(?:,|$)')
+
+
+def parse_challenge(value: str) -> dict[str, str]:
+    """The auth-params of a single `Bearer` challenge (RFC 7235, RFC 6750 § 3)."""
+    scheme, _, rest = value.strip().partition(" ")
+    assert scheme.lower() == "bearer", f"not a Bearer challenge: {value!r}"
+    params: dict[str, str] = {}
+    rest, pos = rest.strip(), 0
+    while pos < len(rest):
+        match = _PARAM.match(rest, pos)
+        assert match, f"malformed WWW-Authenticate at {rest[pos:]!r}: {value!r}"
+        name = match.group(1).lower()
+        assert name not in params, f"{name} twice in {value!r}"
+        quoted = match.group(2)
+        params[name] = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else match.group(3)
+        pos = match.end()
+    return params

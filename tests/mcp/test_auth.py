@@ -64,7 +64,7 @@ from conftest import (
     _session,
     server_env,
 )
-from oauthclient import Browser, MemoryStorage, oauth_client
+from oauthclient import Browser, MemoryStorage, oauth_client, parse_challenge
 from scenarios import ok
 
 pytestmark = pytest.mark.anyio
@@ -257,27 +257,6 @@ def auth() -> Iterator[AuthServer]:
 
 
 # --- raw HTTP -------------------------------------------------------------------------
-
-#: One auth-param of a challenge: `name=token` or `name="quoted string"`.
-_PARAM = re.compile(r'\s*([!#$%&\'*+.^_`|~0-9A-Za-z-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]+))\s*(?:,|$)')
-
-
-def parse_challenge(value: str) -> dict[str, str]:
-    """The auth-params of a single `Bearer` challenge (RFC 7235, RFC 6750 § 3)."""
-    scheme, _, rest = value.strip().partition(" ")
-    assert scheme.lower() == "bearer", f"not a Bearer challenge: {value!r}"
-    params: dict[str, str] = {}
-    rest, pos = rest.strip(), 0
-    while pos < len(rest):
-        match = _PARAM.match(rest, pos)
-        assert match, f"malformed WWW-Authenticate at {rest[pos:]!r}: {value!r}"
-        name = match.group(1).lower()
-        assert name not in params, f"{name} twice in {value!r}"
-        quoted = match.group(2)
-        params[name] = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else match.group(3)
-        pos = match.end()
-    return params
-
 
 @dataclass
 class Answer:

@@ -71,9 +71,10 @@ struct SessionState {
     identity: OnceLock<Identity>,
     /// Set once the client has initialized: the session's client.
     peer: OnceLock<Peer<RoleServer>>,
-    /// The key of the principal whose first request opened the session: no
-    /// other principal may use it (a stolen session ID reaches nothing).
-    owner: OnceLock<String>,
+    /// The issuer and subject of the principal whose first request opened
+    /// the session: no other principal may use it (a stolen session ID
+    /// reaches nothing).
+    owner: OnceLock<(String, String)>,
     /// Cancelled when the session ends: stops its change forwarder.
     ended: CancellationToken,
     engine: Option<Engine>,
@@ -211,9 +212,11 @@ impl Session {
         request: &RequestContext<RoleServer>,
     ) -> Result<Arc<crate::toolset::Principal>, ErrorData> {
         let principal = auth::principal(request);
-        let key = principal.key();
-        let owner = self.state.owner.get_or_init(|| key.clone());
-        if *owner != key {
+        let (issuer, subject) = self
+            .state
+            .owner
+            .get_or_init(|| (principal.issuer.clone(), principal.subject.clone()));
+        if *issuer != principal.issuer || *subject != principal.subject {
             tracing::warn!(
                 target: "toolhost::auth",
                 session = %self.state.id,
