@@ -1,6 +1,8 @@
 //! [`Context`]: what a tool knows about its call, and what the host offers it.
 
-use crate::bindings::toolhost::plugin::host;
+use serde_json::{Map, Value};
+
+use crate::bindings::toolhost::plugin::{host, types};
 
 /// Log severity for [`Context::log`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -39,6 +41,50 @@ pub struct Context {
     call_id: String,
     invocation_id: String,
     tool: String,
+    caller: Option<Caller>,
+}
+
+/// Who calls the tool, as the host authenticated them (MCP over HTTP with
+/// OAuth or a static token): never their credentials.
+///
+/// A tool acting on its caller's behalf keys what it does by
+/// [`Caller::issuer`] and [`Caller::subject`] together. It sees the caller's
+/// token claims only where the operator granted them (`caller_claims`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Caller {
+    /// Who vouches for the subject: the OAuth issuer URL, or
+    /// `toolhost:static-token` for the host's shared token.
+    pub issuer: String,
+    /// The caller, unique under its issuer (a token's `sub`).
+    pub subject: String,
+    /// The scopes the caller's credentials grant.
+    pub scopes: Vec<String>,
+    /// The token claims the operator lets this plugin see.
+    pub claims: Map<String, Value>,
+}
+
+impl Caller {
+    /// Whether the caller's credentials grant `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+
+    /// A granted claim of the caller's token, if it has it.
+    pub fn claim(&self, name: &str) -> Option<&Value> {
+        self.claims.get(name)
+    }
+}
+
+impl From<types::Caller> for Caller {
+    fn from(caller: types::Caller) -> Self {
+        Self {
+            issuer: caller.issuer,
+            subject: caller.subject,
+            scopes: caller.scopes,
+            // The host sends a JSON object; anything else is no claims.
+            claims: serde_json::from_str(&caller.claims).unwrap_or_default(),
+        }
+    }
 }
 
 impl Context {
@@ -52,7 +98,20 @@ impl Context {
             call_id: call_id.into(),
             invocation_id: invocation_id.into(),
             tool: tool.into(),
+            caller: None,
         }
+    }
+
+    /// The same context, called by `caller` (tests of tool functions use it).
+    pub fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = Some(caller);
+        self
+    }
+
+    /// Who calls, when the host knows (an authenticated MCP client); `None`
+    /// for stdio, an anonymous HTTP client or a library call naming nobody.
+    pub fn caller(&self) -> Option<&Caller> {
+        self.caller.as_ref()
     }
 
     /// The ID of this call (the model's tool-call ID, or one chosen by the host).

@@ -107,6 +107,10 @@ fn find<'a>(entries: &'a [Entry], call: &wit::Call) -> Result<(&'a Entry, Contex
         .find(|entry| entry.name == call.tool)
         .ok_or_else(|| ToolError::UnknownTool(call.tool.clone()))?;
     let cx = Context::new(&*call.call_id, &*call.invocation_id, &*call.tool);
+    let cx = match call.caller.clone() {
+        Some(caller) => cx.with_caller(caller.into()),
+        None => cx,
+    };
     Ok((entry, cx))
 }
 
@@ -371,6 +375,7 @@ mod tests {
             invocation_id: "inv-1".into(),
             tool: tool.into(),
             arguments: arguments.into(),
+            caller: None,
         }
     }
 

@@ -4,7 +4,7 @@
 //! A plugin is a `cdylib` crate built for `wasm32-wasip2`. Each tool is a type
 //! implementing [`Tool`] (runs to completion) or [`StreamingTool`] (yields
 //! chunks); [`export_tools!`] exports them as the `toolhost:plugin/tools`
-//! interface of the `toolhost:plugin@0.2.0` world.
+//! interface of the `toolhost:plugin@0.3.0` world.
 //!
 //! # Concepts
 //!
@@ -24,8 +24,11 @@
 //!   is a bug: the SDK reports its message and location to the host and the guest
 //!   traps; the host and other calls go on.
 //! - **Context.** [`Context`] gives the call and invocation IDs, the invocation's
-//!   scratch state (shared by the calls of one agent invocation) and the host log.
-//!   Every call runs in a fresh instance, so static variables do not survive it.
+//!   scratch state (shared by the calls of one agent invocation), the host log,
+//!   and who calls ([`Context::caller`]: issuer, subject, scopes and the token
+//!   claims the operator grants, never the credentials; `None` when nobody
+//!   authenticated the caller). Every call runs in a fresh instance, so static
+//!   variables do not survive it.
 //! - **Streams.** A [`StreamingTool`] returns lazily computed [`Chunks`] (see
 //!   [`chunks`]). Called with `invoke`, its chunks are collected into one output;
 //!   a [`Tool`] called with `invoke-stream` yields its output as chunks.
@@ -146,7 +149,7 @@ mod output;
 mod schema;
 mod tool;
 
-pub use context::{Context, Level};
+pub use context::{Caller, Context, Level};
 pub use error::ToolError;
 pub use output::{Blob, Chunks, IntoChunk, IntoOutput, MediaKind, Output, Part, chunks};
 pub use schema::schema_for;

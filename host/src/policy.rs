@@ -92,6 +92,8 @@ pub struct Grants {
     name_lookup: bool,
     max_response_bytes: u64,
     request_timeout: Duration,
+    /// The caller's claims the plugin's tools see (`caller_claims`).
+    caller_claims: Vec<String>,
 }
 
 impl Default for Grants {
@@ -104,6 +106,7 @@ impl Default for Grants {
             name_lookup: false,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            caller_claims: Vec::new(),
         }
     }
 }
@@ -129,7 +132,26 @@ impl Grants {
         for kind in KINDS {
             kind.summary(self, &mut out);
         }
+        if !self.caller_claims.is_empty() {
+            out.push(format!("caller claims: {}", self.caller_claims.join(", ")));
+        }
         out
+    }
+
+    /// Lets the plugin's tools see the caller's claim `name` (contract
+    /// `@0.3.0` on). They always see the caller's issuer, subject and scopes;
+    /// its credentials never.
+    pub fn caller_claim(&mut self, name: impl Into<String>) -> &mut Self {
+        let name = name.into();
+        if !self.caller_claims.contains(&name) {
+            self.caller_claims.push(name);
+        }
+        self
+    }
+
+    /// The caller's claims the plugin's tools see.
+    pub fn caller_claims(&self) -> &[String] {
+        &self.caller_claims
     }
 
     /// Builds the WASI context of one call: exactly these grants, nothing
@@ -326,6 +348,8 @@ impl fmt::Display for Capability {
 /// timeout_ms = 30_000
 /// tcp = ["127.0.0.1:5432"]
 /// name_lookup = false
+///
+/// caller_claims = ["email", "groups"]  # the caller's token claims its tools see
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -343,6 +367,10 @@ pub struct GrantsConfig {
     /// Network access.
     #[serde(default)]
     pub network: NetworkConfig,
+    /// The caller's token claims the plugin's tools see (beside its issuer,
+    /// subject and scopes, which they always see).
+    #[serde(default)]
+    pub caller_claims: Vec<String>,
 }
 
 /// Network access as written: one `[network]` table for two kinds, HTTP
@@ -381,7 +409,16 @@ impl GrantsConfig {
     /// Checks what can be checked without touching the file system.
     pub(crate) fn check(&self, path: &Path, prefix: &str) -> Result<(), ConfigError> {
         let at = ErrorAt { path, prefix };
-        KINDS.into_iter().try_for_each(|kind| kind.check(self, &at))
+        KINDS
+            .into_iter()
+            .try_for_each(|kind| kind.check(self, &at))?;
+        if self.caller_claims.iter().any(|name| name.trim().is_empty()) {
+            return Err(at.key(
+                "caller_claims".to_owned(),
+                "a claim name is empty".to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// Turns the written grants into [`Grants`]: resolves paths against `base`
@@ -398,6 +435,9 @@ impl GrantsConfig {
         let mut grants = Grants::default();
         for kind in KINDS {
             kind.resolve(self, base, &at, &mut grants)?;
+        }
+        for name in &self.caller_claims {
+            grants.caller_claim(name.clone());
         }
         Ok(grants)
     }

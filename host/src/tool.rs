@@ -7,8 +7,10 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod caller;
 mod stream;
 
+pub use caller::Caller;
 pub use stream::ToolStream;
 pub(crate) use stream::{NextPart, PartSource};
 
@@ -334,6 +336,7 @@ pub struct ToolCall {
     pub(crate) arguments: Value,
     pub(crate) call_id: String,
     pub(crate) invocation_id: String,
+    pub(crate) caller: Option<Caller>,
 }
 
 impl ToolCall {
@@ -345,6 +348,7 @@ impl ToolCall {
             arguments,
             invocation_id: call_id.clone(),
             call_id,
+            caller: None,
         }
     }
 
@@ -358,6 +362,18 @@ impl ToolCall {
     pub fn with_invocation_id(mut self, id: impl Into<String>) -> Self {
         self.invocation_id = id.into();
         self
+    }
+
+    /// Says who calls: the tool sees it (contract `@0.3.0` on), with only the
+    /// claims its plugin's grants name.
+    pub fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = Some(caller);
+        self
+    }
+
+    /// Who calls, if the call says.
+    pub fn caller(&self) -> Option<&Caller> {
+        self.caller.as_ref()
     }
 
     /// The tool's name.

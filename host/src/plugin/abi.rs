@@ -17,9 +17,40 @@
 /// the module body, not a generic function.
 ///
 /// `$wit` is the WIT directory (relative to `host/`), `$tools` the tools
-/// interface its plugins export.
+/// interface its plugins export. A version whose `call` carries the caller
+/// (`@0.3.0` on) says `caller` last.
 macro_rules! contract_version {
     ($wit:tt, $tools:tt) => {
+        contract_version!(@body $wit, $tools);
+
+        fn wit_call(call: Call) -> wit::Call {
+            wit::Call {
+                call_id: call.call_id,
+                invocation_id: call.invocation_id,
+                tool: call.tool,
+                arguments: call.arguments,
+            }
+        }
+    };
+    ($wit:tt, $tools:tt, caller) => {
+        contract_version!(@body $wit, $tools);
+
+        fn wit_call(call: Call) -> wit::Call {
+            wit::Call {
+                call_id: call.call_id,
+                invocation_id: call.invocation_id,
+                tool: call.tool,
+                arguments: call.arguments,
+                caller: call.caller.map(|caller| types::Caller {
+                    issuer: caller.issuer,
+                    subject: caller.subject,
+                    scopes: caller.scopes,
+                    claims: caller.claims,
+                }),
+            }
+        }
+    };
+    (@body $wit:tt, $tools:tt) => {
         use wasmtime::Store;
         use wasmtime::component::{
             Component, ComponentExportIndex, HasSelf, Instance, InstancePre, Linker, ResourceAny,
@@ -150,15 +181,6 @@ macro_rules! contract_version {
             Ok(result.map(|chunk| chunk.map(part)).map_err(tool_error))
         }
 
-        fn wit_call(call: Call) -> wit::Call {
-            wit::Call {
-                call_id: call.call_id,
-                invocation_id: call.invocation_id,
-                tool: call.tool,
-                arguments: call.arguments,
-            }
-        }
-
         fn output(output: wit::Output) -> RawOutput {
             RawOutput {
                 json: output.json,
@@ -227,8 +249,36 @@ macro_rules! contract_version {
     };
 }
 
+/// The declaration conversion of a version whose tools declare hints
+/// (`@0.2.0` on).
+macro_rules! hinted_declaration {
+    () => {
+        fn declaration(declared: wit::Declaration) -> Declaration {
+            let hints = declared.info.hints;
+            let hints = ToolHints {
+                // A blank title is no title.
+                title: hints.title.filter(|title| !title.trim().is_empty()),
+                read_only: hints.read_only,
+                destructive: hints.destructive,
+                idempotent: hints.idempotent,
+                open_world: hints.open_world,
+            };
+            Declaration {
+                name: declared.info.name,
+                description: declared.info.description,
+                long_running: declared.info.long_running,
+                streaming: declared.streaming,
+                input_schema: declared.input_schema,
+                output_schema: declared.output_schema,
+                hints,
+            }
+        }
+    };
+}
+
 pub(crate) mod v0_1;
 pub(crate) mod v0_2;
+pub(crate) mod v0_3;
 
 use std::path::Path;
 
@@ -384,8 +434,10 @@ macro_rules! versions {
 versions! {
     /// `toolhost:plugin@0.1.0` (`wit/v0.1.0/plugin.wit`, frozen).
     V0_1 => v0_1,
-    /// `toolhost:plugin@0.2.0` (`wit/plugin.wit`): adds tool hints.
+    /// `toolhost:plugin@0.2.0` (`wit/v0.2.0/plugin.wit`, frozen): adds tool hints.
     V0_2 => v0_2,
+    /// `toolhost:plugin@0.3.0` (`wit/plugin.wit`): adds the caller to a call.
+    V0_3 => v0_3,
 }
 
 /// The current contract: the newest, what a plugin author builds against.
@@ -457,6 +509,19 @@ pub(crate) struct Call {
     pub(crate) tool: String,
     /// The arguments object, as JSON text.
     pub(crate) arguments: String,
+    /// Who is calling, for versions that say (`@0.3.0` on).
+    pub(crate) caller: Option<Caller>,
+}
+
+/// The caller as a guest sees it: no credentials, and only the claims its
+/// plugin's `caller_claims` grant names.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    pub(crate) issuer: String,
+    pub(crate) subject: String,
+    pub(crate) scopes: Vec<String>,
+    /// The granted claims, as a JSON object text.
+    pub(crate) claims: String,
 }
 
 /// A part as the guest returned it: JSON still as text.
@@ -546,7 +611,7 @@ mod tests {
     fn another_world_names_the_published_contract() {
         let err = check_world(Path::new("p.wasm"), &exporting(&["other:thing/x@1.0.0"]));
         assert!(
-            matches!(&err, Err(LoadError::WrongWorld { expected, .. }) if expected == "toolhost:plugin/tools@0.2.0"),
+            matches!(&err, Err(LoadError::WrongWorld { expected, .. }) if expected == "toolhost:plugin/tools@0.3.0"),
             "{err:?}"
         );
     }

@@ -158,11 +158,18 @@ impl Plugin {
                     .await?
             }
         };
+        let caller = call.caller.map(|caller| abi::Caller {
+            claims: caller.granted_claims(self.inner.grants.caller_claims()),
+            issuer: caller.issuer().to_owned(),
+            subject: caller.subject().to_owned(),
+            scopes: caller.scopes().to_vec(),
+        });
         let call = abi::Call {
             call_id: call.call_id,
             invocation_id: call.invocation_id,
             tool: tool.spec.name.clone(),
             arguments,
+            caller,
         };
         Ok((store, instance, code, call))
     }

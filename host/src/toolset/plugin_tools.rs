@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{BoxFuture, Context, Started, Tool, Toolset, find_named};
+use super::{BoxFuture, Context, Principal, Started, Tool, Toolset, find_named};
 use crate::error::CallError;
 use crate::plugin::Plugin;
-use crate::tool::{Prepared, ToolCall, ToolSpec};
+use crate::tool::{Caller, Prepared, ToolCall, ToolSpec};
 
 /// One tool of a loaded plugin. Holds its plugin version: a call that started
 /// keeps running on it even if the plugin is replaced meanwhile.
@@ -50,10 +50,29 @@ impl PluginTool {
     }
 
     fn call(&self, cx: &Context, arguments: Value) -> ToolCall {
-        ToolCall::new(self.declared.clone(), arguments)
+        let call = ToolCall::new(self.declared.clone(), arguments)
             .with_call_id(cx.call_id())
-            .with_invocation_id(cx.invocation_id())
+            .with_invocation_id(cx.invocation_id());
+        match &cx.identity().principal {
+            Some(principal) if !principal.is_anonymous() => {
+                call.with_caller(caller(principal, self.plugin.grants().caller_claims()))
+            }
+            _ => call,
+        }
     }
+}
+
+/// What a plugin's tools see of a principal: issuer, subject, scopes and the
+/// claims `granted` (its plugin's `caller_claims`) names; nothing else.
+fn caller(principal: &Principal, granted: &[String]) -> Caller {
+    let caller = Caller::new(&*principal.issuer, &*principal.subject)
+        .with_scopes(principal.scopes.iter().cloned());
+    granted
+        .iter()
+        .filter_map(|name| Some((name, principal.claims.get(name)?)))
+        .fold(caller, |caller, (name, value)| {
+            caller.with_claim(name.clone(), value.clone())
+        })
 }
 
 impl Tool for PluginTool {

@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost::tool::{MediaKind, Part, ToolCall};
+use toolhost::tool::{Caller, MediaKind, Part, ToolCall};
 use toolhost::{CallError, Plugin, ToolOutput};
 
 use crate::plugin;
@@ -88,6 +88,12 @@ struct Build {
 
 impl Build {
     async fn load(self) -> Plugin {
+        self.check_exists();
+        plugin(self.path).await
+    }
+
+    /// Fails with the command that builds the guest if it is missing.
+    fn check_exists(self) {
         assert!(
             Path::new(self.path).is_file(),
             "{} is missing: the {:?} conformance guest is built by `cargo xtask guests` \
@@ -95,7 +101,6 @@ impl Build {
             self.path,
             self.language,
         );
-        plugin(self.path).await
     }
 
     async fn call(self, tool: &str, args: Value) -> Result<ToolOutput, CallError> {
@@ -458,6 +463,37 @@ async fn call_ids(build: Build) {
     );
 }
 
+/// The caller (`toolhost:plugin@0.3.0`): `whoami` reports it as the SDK
+/// gives it, with only the claims the plugin is granted; without one, it
+/// reports none (`call_ids` sees exactly the IDs).
+async fn caller(build: Build) {
+    let mut grants = toolhost::policy::Grants::default();
+    grants.caller_claim("email");
+    let mut options = toolhost::PluginOptions::default();
+    options.grants(grants);
+    build.check_exists();
+    let plugin = crate::plugin_with(build.path, &options).await;
+    let caller = Caller::new("https://id.example.com/realms/acme", "ana")
+        .with_scopes(["tools:read", "mcp:tools"])
+        .with_claim("email", "ana@example.com")
+        .with_claim("groups", json!(["staff"]));
+    let out = plugin
+        .invoke(ToolCall::new("whoami", json!({})).with_caller(caller))
+        .await
+        .unwrap_or_else(|e| panic!("{:?} whoami: {e}", build.language));
+    assert_eq!(
+        out.result.unwrap()["caller"],
+        json!({
+            "issuer": "https://id.example.com/realms/acme",
+            "subject": "ana",
+            "scopes": ["tools:read", "mcp:tools"],
+            "claims": {"email": "ana@example.com"},
+        }),
+        "{:?}",
+        build.language
+    );
+}
+
 async fn bare_results_are_wrapped(build: Build) {
     assert_eq!(
         build.result("add", json!({"a": 40, "b": 2})).await,
@@ -479,7 +515,7 @@ macro_rules! suite {
                 language: super::Language::$language,
             };
             suite!(@checks declarations, nested_objects, defaults, enums, tool_errors, bugs,
-                streams, binary_parts, invocation_state, call_ids, bare_results_are_wrapped);
+                streams, binary_parts, invocation_state, call_ids, caller, bare_results_are_wrapped);
         }
     )*};
     (@checks $($check:ident),*) => {$(

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
 mod auth;
+mod caller;
 mod cache;
 mod caps;
 mod catalog;

@@ -828,3 +828,44 @@ async fn every_call_leaves_one_audit_record_saying_who_what_and_how_it_ended() {
     );
     assert_eq!(audit.dropped(), 0);
 }
+
+/// A tool sees who calls it (contract `@0.3.0`): the token's issuer, subject
+/// and scopes, and only the claims its plugin's grants name; never the token.
+#[tokio::test]
+async fn a_tool_sees_its_caller_and_never_the_token() {
+    use toolhost::PluginOptions;
+    use toolhost::policy::Grants;
+
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let mut grants = Grants::default();
+    grants.caller_claim("email").caller_claim("tenant");
+    let mut options = PluginOptions::default();
+    options.grants(grants);
+    let echo = crate::plugin_with(ECHO, &options).await;
+    let server = serve_set(&issuer, SinglePlugin::new(echo)).await;
+    let token = key.sign(&with(
+        claims(&issuer.url, &server.resource),
+        json!({"email": "ana@example.com", "secret_flag": true}),
+    ));
+    let whoami = json!({"name": "whoami", "arguments": {}});
+    let (status, answer) = server.ask(&token, "tools/call", whoami).await;
+    assert_eq!(status, 200, "{answer}");
+    let caller = &answer["result"]["structuredContent"]["caller"];
+    assert_eq!(
+        *caller,
+        json!({
+            "issuer": issuer.url,
+            "subject": "ana",
+            "scopes": ["mcp:tools", "tools:read"],
+            // `tenant` is granted but the token has none; `groups` and
+            // `secret_flag` are the token's but not granted.
+            "claims": {"email": "ana@example.com"},
+        }),
+        "{answer}"
+    );
+    let text = answer.to_string();
+    for never in [&token[..], token.split('.').nth(2).unwrap(), "secret_flag", "fs-writers"] {
+        assert!(!text.contains(never), "{never} reached the tool: {text}");
+    }
+}

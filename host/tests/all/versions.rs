@@ -1,6 +1,7 @@
 //! Contract versions side by side: plugins of the frozen `toolhost:plugin@0.1.0`
-//! (`abi-v0-1`, and `raw`, both built with wit-bindgen on `wit/v0.1.0`) in one
-//! directory with `@0.2.0` plugins (the SDK's), and the `@0.2.0` tool hints
+//! (`abi-v0-1`, and `raw`, both built with wit-bindgen on `wit/v0.1.0`) and
+//! `@0.2.0` (`abi-v0-2`, on `wit/v0.2.0`) in one directory with `@0.3.0`
+//! plugins (the SDK's), and the tool hints (`@0.2.0` on)
 //! from the declaration to the manifest cache, `inspect` and MCP `tools/list`.
 
 use std::io::{BufRead, BufReader, Write};
@@ -9,7 +10,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use toolhost::tool::{Part, ToolCall};
 use toolhost::{Context, Plugin, PluginOptions, PluginSet, ToolsetExt};
-use toolhost_test_plugins::{ABI_V0_1, CONFORMANCE, ECHO, RAW};
+use toolhost_test_plugins::{ABI_V0_1, ABI_V0_2, CONFORMANCE, ECHO, RAW};
 
 use crate::engine;
 
@@ -120,10 +121,20 @@ fn inspect_reports_each_plugins_version_and_hints() {
         assert!(tool.get("hints").is_none(), "{tool}");
     }
 
+    // `@0.2.0`, frozen: hints, and no caller.
+    let out = toolhost(&["inspect", ABI_V0_2, "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let frozen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(frozen["toolhost_version"], "0.2.0");
+    assert_eq!(
+        frozen["tools"][0]["hints"],
+        json!({"title": "Whisper", "read_only": true, "idempotent": true, "open_world": false})
+    );
+
     let out = toolhost(&["inspect", CONFORMANCE, "--json"]);
     assert!(out.status.success(), "{out:?}");
     let new: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(new["toolhost_version"], "0.2.0");
+    assert_eq!(new["toolhost_version"], "0.3.0");
     let tools = new["tools"].as_array().unwrap();
     let add = tools.iter().find(|t| t["name"] == "add").unwrap();
     assert_eq!(
@@ -136,7 +147,7 @@ fn inspect_reports_each_plugins_version_and_hints() {
     let out = toolhost(&["inspect", CONFORMANCE]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("world:    toolhost:plugin/plugin@0.2.0"),
+        text.contains("world:    toolhost:plugin/plugin@0.3.0"),
         "{text}"
     );
     assert!(

@@ -12,7 +12,7 @@
 //! | `countdown` | streams `"n\n"`, …, `"0\n"`: `start + 1` chunks |
 //! | `pixel` | a text part and a 1×1 PNG image part |
 //! | `remember` | invocation state: stores or reads a key |
-//! | `whoami` | the call and invocation IDs |
+//! | `whoami` | the call and invocation IDs, and `caller` (issuer, subject, scopes, claims) when there is one |
 //! | `crash` | a bug when `divisor` is 0 (languages differ: see the suite) |
 
 use schemars::JsonSchema;
@@ -220,7 +220,11 @@ impl Tool for Whoami {
 
     fn call((): (), cx: &Context) -> Result<Value, ToolError> {
         cx.info("whoami called");
-        Ok(json!({ "call_id": cx.call_id(), "invocation_id": cx.invocation_id() }))
+        let mut ids = json!({ "call_id": cx.call_id(), "invocation_id": cx.invocation_id() });
+        if let Some(caller) = cx.caller() {
+            ids["caller"] = json!(caller);
+        }
+        Ok(ids)
     }
 }
 

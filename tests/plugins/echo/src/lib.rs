@@ -10,7 +10,7 @@
 //! | `countdown` | streams `"n\n"`, …, `"0\n"` |
 //! | `pixel` | a text part and a 1×1 PNG image part |
 //! | `remember` | invocation state: stores or reads a key |
-//! | `whoami` | the call and invocation IDs |
+//! | `whoami` | the call and invocation IDs, and the caller (issuer, subject, scopes, granted claims) when there is one |
 //! | `long_job` | long-running; returns `{"status": "pending"}` |
 //! | `slow_job` | long-running; sleeps `ms`, then sets invocation state `key` (if given) to `"done"` and returns `{"slept_ms": ms}` |
 //! | `fail` | always fails with "this tool always fails" |
@@ -19,7 +19,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use test_shared::{Pixel, Remember};
-use toolhost_guest::{Chunks, Context, Part, StreamingTool, Tool, ToolError, chunks, export_tools};
+use toolhost_guest::{
+    Caller, Chunks, Context, Part, StreamingTool, Tool, ToolError, chunks, export_tools,
+};
 
 /// Echoes its arguments back as a JSON object.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -160,6 +162,9 @@ struct WhoamiArgs {}
 struct Ids {
     call_id: String,
     invocation_id: String,
+    /// Who calls, when the host says (left out for nobody).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caller: Option<Caller>,
 }
 
 struct Whoami;
@@ -174,6 +179,7 @@ impl Tool for Whoami {
         Ok(Ids {
             call_id: cx.call_id().to_owned(),
             invocation_id: cx.invocation_id().to_owned(),
+            caller: cx.caller().cloned(),
         })
     }
 }
