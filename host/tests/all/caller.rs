@@ -65,9 +65,10 @@ async fn a_tool_sees_its_caller_with_only_the_granted_claims() {
     // Granted nothing: the caller without claims.
     let out = plugin(ECHO)
         .await
-        .invoke(ToolCall::new("whoami", json!({})).with_caller(
-            Caller::new("i", "s").with_claim("email", "x@y.z"),
-        ))
+        .invoke(
+            ToolCall::new("whoami", json!({}))
+                .with_caller(Caller::new("i", "s").with_claim("email", "x@y.z")),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -104,11 +105,18 @@ async fn plugins_of_older_contracts_run_for_a_known_caller_and_see_nothing_new()
         .unwrap();
     assert_eq!(out.result, Some(json!({"text": "HI"})));
     let out = set
-        .invoke(&cx.clone().with_call_id("c-2"), "whisper", json!({"text": "HI"}))
+        .invoke(
+            &cx.clone().with_call_id("c-2"),
+            "whisper",
+            json!({"text": "HI"}),
+        )
         .await
         .unwrap();
     assert_eq!(out.result, Some(json!({"text": "hi", "call_id": "c-2"})));
     let out = set.invoke(&cx, "whoami", json!({})).await.unwrap();
     let result: Value = out.result.unwrap();
-    assert_eq!(result["caller"]["claims"], json!({"email": "ana@example.com"}));
+    assert_eq!(
+        result["caller"]["claims"],
+        json!({"email": "ana@example.com"})
+    );
 }

@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
 mod auth;
-mod caller;
 mod cache;
+mod caller;
 mod caps;
 mod catalog;
 mod cli;

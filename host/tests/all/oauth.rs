@@ -865,7 +865,12 @@ async fn a_tool_sees_its_caller_and_never_the_token() {
         "{answer}"
     );
     let text = answer.to_string();
-    for never in [&token[..], token.split('.').nth(2).unwrap(), "secret_flag", "fs-writers"] {
+    for never in [
+        &token[..],
+        token.split('.').nth(2).unwrap(),
+        "secret_flag",
+        "fs-writers",
+    ] {
         assert!(!text.contains(never), "{never} reached the tool: {text}");
     }
 }

@@ -55,8 +55,7 @@ impl Guest for V0_2 {
                     open_world: Some(false),
                 },
             },
-            input_schema: r#"{"type":"object","properties":{"text":{"type":"string"}}}"#
-                .to_owned(),
+            input_schema: r#"{"type":"object","properties":{"text":{"type":"string"}}}"#.to_owned(),
             output_schema: None,
             streaming: false,
         }]
