@@ -32,6 +32,8 @@ struct th_cx {
     char *call_id;
     char *invocation_id;
     char *tool;
+    /* The caller as a JSON object (see `th_caller`); NULL if none. */
+    cJSON *caller;
     /* The JSON result set by `th_return`, as text; NULL if none. */
     char *json;
     /* The parts added so far (the chunks, for a streaming tool). */
@@ -179,6 +181,42 @@ _Noreturn void th_panic(const char *format, ...) {
 const char *th_call_id(const th_cx *cx) { return cx->call_id; }
 const char *th_invocation_id(const th_cx *cx) { return cx->invocation_id; }
 const char *th_tool_name(const th_cx *cx) { return cx->tool; }
+const cJSON *th_caller(const th_cx *cx) { return cx->caller; }
+
+bool th_caller_has_scope(const th_cx *cx, const char *scope) {
+    const cJSON *scopes = cJSON_GetObjectItemCaseSensitive(cx->caller, "scopes");
+    const cJSON *item;
+    cJSON_ArrayForEach(item, scopes) {
+        if (cJSON_IsString(item) && strcmp(item->valuestring, scope) == 0) return true;
+    }
+    return false;
+}
+
+/* The WIT caller as the JSON object `th_caller` gives; NULL for none. */
+static cJSON *caller_json(const toolhost_plugin_types_option_caller_t *caller) {
+    if (!caller->is_some) return NULL;
+    const toolhost_plugin_types_caller_t *c = &caller->val;
+    cJSON *json = checked(cJSON_CreateObject());
+    char *text = copy_string(&c->issuer);
+    cJSON_AddStringToObject(json, "issuer", text);
+    free(text);
+    text = copy_string(&c->subject);
+    cJSON_AddStringToObject(json, "subject", text);
+    free(text);
+    cJSON *scopes = checked(cJSON_AddArrayToObject(json, "scopes"));
+    for (size_t i = 0; i < c->scopes.len; i++) {
+        text = copy_string(&c->scopes.ptr[i]);
+        cJSON_AddItemToArray(scopes, checked(cJSON_CreateString(text)));
+        free(text);
+    }
+    cJSON *claims = cJSON_ParseWithLength((const char *)c->claims.ptr, c->claims.len);
+    if (!cJSON_IsObject(claims)) {
+        cJSON_Delete(claims);
+        claims = checked(cJSON_CreateObject());
+    }
+    cJSON_AddItemToObject(json, "claims", claims);
+    return json;
+}
 
 void th_log(th_level level, const char *format, ...) {
     va_list args;
@@ -350,6 +388,7 @@ static bool run(const exports_toolhost_plugin_tools_call_t *call, th_cx *cx,
         .call_id = copy_string(&call->call_id),
         .invocation_id = copy_string(&call->invocation_id),
         .tool = copy_string(&call->tool),
+        .caller = caller_json(&call->caller),
     };
     th_status status = (*tool)->run(cx, args);
     cJSON_Delete(args);
@@ -414,6 +453,7 @@ bool exports_toolhost_plugin_tools_invoke(exports_toolhost_plugin_tools_call_t *
     free(cx.call_id);
     free(cx.invocation_id);
     free(cx.tool);
+    cJSON_Delete(cx.caller);
     return true;
 }
 
@@ -441,6 +481,7 @@ bool exports_toolhost_plugin_tools_invoke_stream(
     free(cx.call_id);
     free(cx.invocation_id);
     free(cx.tool);
+    cJSON_Delete(cx.caller);
     *ret = exports_toolhost_plugin_tools_chunks_new(chunks);
     return true;
 }

@@ -152,6 +152,17 @@ const char *th_call_id(const th_cx *cx);
 const char *th_invocation_id(const th_cx *cx);
 const char *th_tool_name(const th_cx *cx);
 
+/* Who is calling, as the host authenticated them (MCP over HTTP with OAuth or
+ * a static token; never their credentials), or NULL when nobody did (stdio,
+ * the CLI, a server without authentication). A JSON object owned by the call:
+ * {"issuer": "...", "subject": "...", "scopes": ["..."], "claims": {...}},
+ * `claims` holding only the token claims the operator lets this plugin see
+ * (its `caller_claims` grant). */
+const cJSON *th_caller(const th_cx *cx);
+
+/* Whether there is a caller and its credentials grant `scope`. */
+bool th_caller_has_scope(const th_cx *cx, const char *scope);
+
 /* Log severity. */
 typedef enum { TH_TRACE, TH_DEBUG, TH_INFO, TH_WARN, TH_ERROR } th_level;
 

@@ -243,10 +243,48 @@ func SetHost(h Host) { host = h }
 // Call is one call of one tool, as the host makes it.
 type Call struct {
 	CallID, InvocationID, Tool, Arguments string
+	// Who is calling; nil when nobody authenticated the caller.
+	Caller *Caller
 }
 
-// Context is the context of one call: its IDs, the invocation's scratch
-// state and the host's log.
+// Caller is who is calling, as the host authenticated them (MCP over HTTP
+// with OAuth or a static token); never their credentials.
+type Caller struct {
+	// Who vouches for the subject: the OAuth issuer URL, or
+	// `toolhost:static-token`.
+	Issuer string `json:"issuer"`
+	// The caller, unique under its issuer (a token's `sub`).
+	Subject string `json:"subject"`
+	// The scopes the caller's credentials grant.
+	Scopes []string `json:"scopes"`
+	// The token claims the operator lets this plugin see (its
+	// `caller_claims` grant), by name.
+	Claims map[string]any `json:"claims"`
+}
+
+// HasScope tells whether the caller's credentials grant scope.
+func (c *Caller) HasScope(scope string) bool {
+	if c == nil {
+		return false
+	}
+	for _, s := range c.Scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
+}
+
+// Claim returns the granted claim name, or nil.
+func (c *Caller) Claim(name string) any {
+	if c == nil {
+		return nil
+	}
+	return c.Claims[name]
+}
+
+// Context is the context of one call: its IDs, its caller, the invocation's
+// scratch state and the host's log.
 type Context struct {
 	// The call's ID (the model's tool-call ID).
 	CallID string
@@ -254,7 +292,12 @@ type Context struct {
 	InvocationID string
 	// The tool's name.
 	Tool string
+	caller *Caller
 }
+
+// Caller returns who is calling, or nil when nobody authenticated them
+// (stdio, the CLI, a server without authentication).
+func (cx *Context) Caller() *Caller { return cx.caller }
 
 // StateGet reads a key of the invocation's scratch state.
 func (cx *Context) StateGet(key string) (string, bool) { return host.StateGet(key) }
@@ -428,7 +471,7 @@ func prepare(call Call) (*Tool, *Context, json.RawMessage, error) {
 	if args[0] != '{' || !json.Valid(args) {
 		return nil, nil, nil, Invalid("the arguments must be a JSON object")
 	}
-	cx := &Context{CallID: call.CallID, InvocationID: call.InvocationID, Tool: call.Tool}
+	cx := &Context{CallID: call.CallID, InvocationID: call.InvocationID, Tool: call.Tool, caller: call.Caller}
 	return tool, cx, args, nil
 }
 

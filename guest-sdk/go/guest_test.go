@@ -43,6 +43,16 @@ func init() {
 			},
 		},
 		Tool{
+			Name: "whoami",
+			Run: func(cx *Context, _ json.RawMessage) (any, error) {
+				return map[string]any{
+					"caller": cx.Caller(),
+					"reader": cx.Caller().HasScope("tools:read"),
+					"email":  cx.Caller().Claim("email"),
+				}, nil
+			},
+		},
+		Tool{
 			Name: "bug",
 			Run: func(*Context, json.RawMessage) (any, error) {
 				var m map[string]int
@@ -56,6 +66,23 @@ func init() {
 func invoke(t *testing.T, tool, args string) (Result, error) {
 	t.Helper()
 	return Invoke(Call{CallID: "c", InvocationID: "i", Tool: tool, Arguments: args})
+}
+
+func TestCaller(t *testing.T) {
+	result, err := invoke(t, "whoami", `{}`)
+	if err != nil || *result.JSON != `{"caller":null,"email":null,"reader":false}` {
+		t.Errorf("no caller: %v %v", result.JSON, err)
+	}
+	ana := &Caller{
+		Issuer: "https://id.example.com", Subject: "ana", Scopes: []string{"tools:read"},
+		Claims: map[string]any{"email": "ana@example.com"},
+	}
+	result, err = Invoke(Call{Tool: "whoami", Arguments: `{}`, Caller: ana})
+	want := `{"caller":{"issuer":"https://id.example.com","subject":"ana","scopes":["tools:read"],` +
+		`"claims":{"email":"ana@example.com"}},"email":"ana@example.com","reader":true}`
+	if err != nil || *result.JSON != want {
+		t.Errorf("ana: %v %v", *result.JSON, err)
+	}
 }
 
 func TestDeclarations(t *testing.T) {

@@ -27,7 +27,7 @@
 //
 // Build: `cargo xtask guests` (componentize-qjs, pinned in package.json).
 
-import { log, stateDelete, stateGet, stateSet } from 'toolhost:plugin/host@0.2.0';
+import { log, stateDelete, stateGet, stateSet } from 'toolhost:plugin/host@0.3.0';
 
 /** The tool ran and failed; the message says why (WIT `tool-error.failed`). */
 export class ToolError extends Error {
@@ -310,12 +310,62 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const GeneratorFunction = Object.getPrototypeOf(function* () {}).constructor;
 const registry = new Map();
 
-/** The context of one call: IDs, the invocation's scratch state, the host log. */
+/**
+ * Who is calling, as the host authenticated them (MCP over HTTP with OAuth or a
+ * static token); never their credentials. `claims` holds only the token claims
+ * the operator lets this plugin see (its `caller_claims` grant).
+ */
+export class Caller {
+  constructor({ issuer, subject, scopes = [], claims = {} }) {
+    /** Who vouches for the subject: the OAuth issuer URL, or `toolhost:static-token`. */
+    this.issuer = issuer;
+    /** The caller, unique under its issuer (a token's `sub`). */
+    this.subject = subject;
+    /** The scopes the caller's credentials grant. */
+    this.scopes = Object.freeze([...scopes]);
+    /** The granted claims, by name. */
+    this.claims = Object.freeze({ ...claims });
+    Object.freeze(this);
+  }
+
+  /** Whether the caller's credentials grant `scope`. */
+  hasScope(scope) {
+    return this.scopes.includes(scope);
+  }
+
+  /** The granted claim `name`, or `null`. */
+  claim(name) {
+    return Object.hasOwn(this.claims, name) ? this.claims[name] : null;
+  }
+
+  /** The caller as JSON: `issuer`, `subject`, `scopes`, `claims`. */
+  toJSON() {
+    return { issuer: this.issuer, subject: this.subject, scopes: this.scopes, claims: this.claims };
+  }
+}
+
+/** The WIT `option<caller>` as a `Caller`, or `null`. */
+function callerOf(wit) {
+  if (wit === undefined || wit === null) return null;
+  let claims = {};
+  try {
+    const parsed = JSON.parse(wit.claims || '{}');
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) claims = parsed;
+  } catch {
+    // The host always sends a JSON object; anything else reads as none.
+  }
+  return new Caller({ issuer: wit.issuer, subject: wit.subject, scopes: wit.scopes, claims });
+}
+
+/** The context of one call: IDs, its caller, the invocation's scratch state, the host log. */
 export class Context {
   constructor(call) {
     this.callId = call.callId;
     this.invocationId = call.invocationId;
     this.tool = call.tool;
+    /** Who is calling (a `Caller`), or `null` when nobody authenticated them
+     * (stdio, the CLI, a server without authentication). */
+    this.caller = callerOf(call.caller);
   }
 
   stateGet(key) {

@@ -138,7 +138,7 @@ pub struct Declaration {
     pub hints: ToolHints,
 }
 
-/// Hints about a tool's behaviour (`toolhost:plugin@0.2.0` `tool-hints`),
+/// Hints about a tool's behaviour (`toolhost:plugin` `tool-hints`, since 0.2.0),
 /// which MCP clients see as the tool's `annotations`. Every hint is optional
 /// (`None`: not said); the host enforces none of them. Built in a `const`:
 ///

@@ -3,8 +3,8 @@
 //! Runs LLM-agent tools as sandboxed WebAssembly components.
 //!
 //! A tool plugin is a WebAssembly component (WASI preview 2) that exports the
-//! `toolhost:plugin@0.2.0` world (see `wit/plugin.wit`; `@0.1.0` plugins still
-//! load): a list of tool declarations (name, description, JSON Schema of the
+//! `toolhost:plugin@0.3.0` world (see `wit/plugin.wit`; `@0.2.0` and `@0.1.0`
+//! plugins still load): a list of tool declarations (name, description, JSON Schema of the
 //! arguments, optional hints), `invoke` and `invoke-stream`. The host:
 //!
 //! - compiles each plugin once (caching compiled code on disk) and pre-links it;

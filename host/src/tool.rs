@@ -78,7 +78,7 @@ pub struct ToolSpec {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub confirm: bool,
     /// The plugin's hints about the tool's behaviour (MCP `annotations`):
-    /// declared through `toolhost:plugin@0.2.0`; none for older plugins.
+    /// declared since `toolhost:plugin@0.2.0`; none for `@0.1.0` plugins.
     #[serde(skip_serializing_if = "ToolHints::is_empty")]
     pub hints: ToolHints,
     /// `input_schema`, compiled on first use; shared by clones.

@@ -33,14 +33,7 @@ fn main() {
         .expect("the workspace root exists");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
 
-    for watched in [
-        "tests/plugins",
-        "tests/wit",
-        "plugins",
-        "wit",
-        "guest-sdk",
-        "Cargo.toml",
-    ] {
+    for watched in ["tests/plugins", "plugins", "wit", "guest-sdk", "Cargo.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 

@@ -3,26 +3,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Imported Functions from `toolhost:plugin/host@0.2.0`
+// Imported Functions from `toolhost:plugin/host@0.3.0`
 
-__attribute__((__import_module__("toolhost:plugin/host@0.2.0"), __import_name__("log")))
+__attribute__((__import_module__("toolhost:plugin/host@0.3.0"), __import_name__("log")))
 extern void __wasm_import_toolhost_plugin_host_log(int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.2.0"), __import_name__("panicked")))
+__attribute__((__import_module__("toolhost:plugin/host@0.3.0"), __import_name__("panicked")))
 extern void __wasm_import_toolhost_plugin_host_panicked(uint8_t *, size_t);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.2.0"), __import_name__("state-get")))
+__attribute__((__import_module__("toolhost:plugin/host@0.3.0"), __import_name__("state-get")))
 extern void __wasm_import_toolhost_plugin_host_state_get(uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.2.0"), __import_name__("state-set")))
+__attribute__((__import_module__("toolhost:plugin/host@0.3.0"), __import_name__("state-set")))
 extern void __wasm_import_toolhost_plugin_host_state_set(uint8_t *, size_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.2.0"), __import_name__("state-delete")))
+__attribute__((__import_module__("toolhost:plugin/host@0.3.0"), __import_name__("state-delete")))
 extern void __wasm_import_toolhost_plugin_host_state_delete(uint8_t *, size_t);
 
-// Exported Functions from `toolhost:plugin/tools@0.2.0`
+// Exported Functions from `toolhost:plugin/tools@0.3.0`
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.2.0#[method]chunks.next")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.3.0#[method]chunks.next")))
 void __wasm_export_exports_toolhost_plugin_tools_method_chunks_next_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -102,7 +102,7 @@ void __wasm_export_exports_toolhost_plugin_tools_method_chunks_next_post_return(
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.2.0#declarations")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.3.0#declarations")))
 void __wasm_export_exports_toolhost_plugin_tools_declarations_post_return(uint8_t * arg0) {
   size_t len = *((size_t*) (arg0 + sizeof(void*)));
   if (len > 0) {
@@ -146,7 +146,7 @@ void __wasm_export_exports_toolhost_plugin_tools_declarations_post_return(uint8_
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.2.0#invoke")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.3.0#invoke")))
 void __wasm_export_exports_toolhost_plugin_tools_invoke_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -238,7 +238,7 @@ void __wasm_export_exports_toolhost_plugin_tools_invoke_post_return(uint8_t * ar
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.2.0#invoke-stream")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.3.0#invoke-stream")))
 void __wasm_export_exports_toolhost_plugin_tools_invoke_stream_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -317,11 +317,36 @@ void toolhost_plugin_types_declaration_free(toolhost_plugin_types_declaration_t 
   plugin_option_string_free(&ptr->output_schema);
 }
 
+void plugin_list_string_free(plugin_list_string_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    plugin_string_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      plugin_string_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void toolhost_plugin_types_caller_free(toolhost_plugin_types_caller_t *ptr) {
+  plugin_string_free(&ptr->issuer);
+  plugin_string_free(&ptr->subject);
+  plugin_list_string_free(&ptr->scopes);
+  plugin_string_free(&ptr->claims);
+}
+
+void toolhost_plugin_types_option_caller_free(toolhost_plugin_types_option_caller_t *ptr) {
+  if (ptr->is_some) {
+    toolhost_plugin_types_caller_free(&ptr->val);
+  }
+}
+
 void toolhost_plugin_types_call_free(toolhost_plugin_types_call_t *ptr) {
   plugin_string_free(&ptr->call_id);
   plugin_string_free(&ptr->invocation_id);
   plugin_string_free(&ptr->tool);
   plugin_string_free(&ptr->arguments);
+  toolhost_plugin_types_option_caller_free(&ptr->caller);
 }
 
 void plugin_list_u8_free(plugin_list_u8_t *ptr) {
@@ -410,17 +435,17 @@ void exports_toolhost_plugin_tools_tool_error_free(exports_toolhost_plugin_tools
   toolhost_plugin_types_tool_error_free(ptr);
 }
 
-__attribute__((__import_module__("[export]toolhost:plugin/tools@0.2.0"), __import_name__("[resource-drop]chunks")))
+__attribute__((__import_module__("[export]toolhost:plugin/tools@0.3.0"), __import_name__("[resource-drop]chunks")))
 extern void __wasm_import_exports_toolhost_plugin_tools_chunks_drop(int32_t handle);
 
 void exports_toolhost_plugin_tools_chunks_drop_own(exports_toolhost_plugin_tools_own_chunks_t handle) {
   __wasm_import_exports_toolhost_plugin_tools_chunks_drop(handle.__handle);
 }
 
-__attribute__(( __import_module__("[export]toolhost:plugin/tools@0.2.0"), __import_name__("[resource-new]chunks")))
+__attribute__(( __import_module__("[export]toolhost:plugin/tools@0.3.0"), __import_name__("[resource-new]chunks")))
 extern int32_t __wasm_import_exports_toolhost_plugin_tools_chunks_new(int32_t);
 
-__attribute__((__import_module__("[export]toolhost:plugin/tools@0.2.0"), __import_name__("[resource-rep]chunks")))
+__attribute__((__import_module__("[export]toolhost:plugin/tools@0.3.0"), __import_name__("[resource-rep]chunks")))
 extern int32_t __wasm_import_exports_toolhost_plugin_tools_chunks_rep(int32_t);
 
 exports_toolhost_plugin_tools_own_chunks_t exports_toolhost_plugin_tools_chunks_new(exports_toolhost_plugin_tools_chunks_t *rep) {
@@ -431,7 +456,7 @@ exports_toolhost_plugin_tools_chunks_t* exports_toolhost_plugin_tools_chunks_rep
   return (exports_toolhost_plugin_tools_chunks_t*) __wasm_import_exports_toolhost_plugin_tools_chunks_rep(handle.__handle);
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.2.0#[dtor]chunks")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.3.0#[dtor]chunks")))
 void __wasm_export_exports_toolhost_plugin_tools_chunks_dtor(exports_toolhost_plugin_tools_chunks_t* arg) {
   exports_toolhost_plugin_tools_chunks_destructor(arg);
 }
@@ -540,7 +565,7 @@ void toolhost_plugin_host_state_delete(plugin_string_t *key) {
   __wasm_import_toolhost_plugin_host_state_delete((uint8_t *) (*key).ptr, (*key).len);
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.2.0#[method]chunks.next")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.3.0#[method]chunks.next")))
 uint8_t * __wasm_export_exports_toolhost_plugin_tools_method_chunks_next(uint8_t * arg) {
   exports_toolhost_plugin_tools_result_option_part_tool_error_t ret;
   exports_toolhost_plugin_tools_option_part_t ok;
@@ -624,7 +649,7 @@ uint8_t * __wasm_export_exports_toolhost_plugin_tools_method_chunks_next(uint8_t
   return ptr;
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.2.0#declarations")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.3.0#declarations")))
 uint8_t * __wasm_export_exports_toolhost_plugin_tools_declarations(void) {
   exports_toolhost_plugin_tools_list_declaration_t ret;
   exports_toolhost_plugin_tools_declarations(&ret);
@@ -634,84 +659,43 @@ uint8_t * __wasm_export_exports_toolhost_plugin_tools_declarations(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.2.0#invoke")))
-uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke(uint8_t * arg, size_t arg0, uint8_t * arg1, size_t arg2, uint8_t * arg3, size_t arg4, uint8_t * arg5, size_t arg6) {
-  exports_toolhost_plugin_tools_call_t arg7 = (toolhost_plugin_types_call_t) {
-    (plugin_string_t) (plugin_string_t) { (uint8_t*)(arg), (arg0) },
-    (plugin_string_t) (plugin_string_t) { (uint8_t*)(arg1), (arg2) },
-    (plugin_string_t) (plugin_string_t) { (uint8_t*)(arg3), (arg4) },
-    (plugin_string_t) (plugin_string_t) { (uint8_t*)(arg5), (arg6) },
+__attribute__((__export_name__("toolhost:plugin/tools@0.3.0#invoke")))
+uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke(uint8_t * arg) {
+  toolhost_plugin_types_option_caller_t option;
+  switch ((int32_t) *((uint8_t*) (arg + (8*sizeof(void*))))) {
+    case 0: {
+      option.is_some = false;
+      break;
+    }
+    case 1: {
+      option.is_some = true;
+      option.val = (toolhost_plugin_types_caller_t) {
+        (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (9*sizeof(void*))))), (*((size_t*) (arg + (10*sizeof(void*))))) },
+        (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (11*sizeof(void*))))), (*((size_t*) (arg + (12*sizeof(void*))))) },
+        (plugin_list_string_t) (plugin_list_string_t) { (plugin_string_t*)(*((uint8_t **) (arg + (13*sizeof(void*))))), (*((size_t*) (arg + (14*sizeof(void*))))) },
+        (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (15*sizeof(void*))))), (*((size_t*) (arg + (16*sizeof(void*))))) },
+      };
+      break;
+    }
+  }
+  exports_toolhost_plugin_tools_call_t arg0 = (toolhost_plugin_types_call_t) {
+    (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + 0))), (*((size_t*) (arg + sizeof(void*)))) },
+    (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (2*sizeof(void*))))), (*((size_t*) (arg + (3*sizeof(void*))))) },
+    (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (4*sizeof(void*))))), (*((size_t*) (arg + (5*sizeof(void*))))) },
+    (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (6*sizeof(void*))))), (*((size_t*) (arg + (7*sizeof(void*))))) },
+    (toolhost_plugin_types_option_caller_t) option,
   };
   exports_toolhost_plugin_tools_result_output_tool_error_t ret;
   exports_toolhost_plugin_tools_output_t ok;
   exports_toolhost_plugin_tools_tool_error_t err;
-  ret.is_err = !exports_toolhost_plugin_tools_invoke(&arg7, &ok, &err);
+  ret.is_err = !exports_toolhost_plugin_tools_invoke(&arg0, &ok, &err);
   if (ret.is_err) {
     ret.val.err = err;
   }
   if (!ret.is_err) {
     ret.val.ok = ok;
   }
-  uint8_t *ptr = (uint8_t *) &RET_AREA;
-  if ((ret).is_err) {
-    const exports_toolhost_plugin_tools_tool_error_t *payload15 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
-    switch ((int32_t) (*payload15).tag) {
-      case 0: {
-        const plugin_string_t *payload16 = &(*payload15).val.invalid_arguments;
-        *((int8_t*)(ptr + sizeof(void*))) = 0;
-        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload16).len;
-        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload16).ptr;
-        break;
-      }
-      case 1: {
-        const plugin_string_t *payload17 = &(*payload15).val.failed;
-        *((int8_t*)(ptr + sizeof(void*))) = 1;
-        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload17).len;
-        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload17).ptr;
-        break;
-      }
-      case 2: {
-        const plugin_string_t *payload18 = &(*payload15).val.unknown_tool;
-        *((int8_t*)(ptr + sizeof(void*))) = 2;
-        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload18).len;
-        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload18).ptr;
-        break;
-      }
-    }
-  } else {
-    const exports_toolhost_plugin_tools_output_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
-    if (((*payload).json).is_some) {
-      const plugin_string_t *payload9 = &((*payload).json).val;
-      *((int8_t*)(ptr + sizeof(void*))) = 1;
-      *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload9).len;
-      *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload9).ptr;
-    } else {
-      *((int8_t*)(ptr + sizeof(void*))) = 0;
-    }
-    *((size_t*)(ptr + (5*sizeof(void*)))) = ((*payload).parts).len;
-    *((uint8_t **)(ptr + (4*sizeof(void*)))) = (uint8_t *) ((*payload).parts).ptr;
-  }
-  return ptr;
-}
-
-__attribute__((__export_name__("toolhost:plugin/tools@0.2.0#invoke-stream")))
-uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke_stream(uint8_t * arg, size_t arg0, uint8_t * arg1, size_t arg2, uint8_t * arg3, size_t arg4, uint8_t * arg5, size_t arg6) {
-  exports_toolhost_plugin_tools_call_t arg7 = (toolhost_plugin_types_call_t) {
-    (plugin_string_t) (plugin_string_t) { (uint8_t*)(arg), (arg0) },
-    (plugin_string_t) (plugin_string_t) { (uint8_t*)(arg1), (arg2) },
-    (plugin_string_t) (plugin_string_t) { (uint8_t*)(arg3), (arg4) },
-    (plugin_string_t) (plugin_string_t) { (uint8_t*)(arg5), (arg6) },
-  };
-  exports_toolhost_plugin_tools_result_own_chunks_tool_error_t ret;
-  exports_toolhost_plugin_tools_own_chunks_t ok;
-  exports_toolhost_plugin_tools_tool_error_t err;
-  ret.is_err = !exports_toolhost_plugin_tools_invoke_stream(&arg7, &ok, &err);
-  if (ret.is_err) {
-    ret.val.err = err;
-  }
-  if (!ret.is_err) {
-    ret.val.ok = ok;
-  }
+  free(arg);
   uint8_t *ptr = (uint8_t *) &RET_AREA;
   if ((ret).is_err) {
     const exports_toolhost_plugin_tools_tool_error_t *payload8 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
@@ -735,6 +719,85 @@ uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke_stream(uint8_t * ar
         *((int8_t*)(ptr + sizeof(void*))) = 2;
         *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload11).len;
         *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload11).ptr;
+        break;
+      }
+    }
+  } else {
+    const exports_toolhost_plugin_tools_output_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
+    if (((*payload).json).is_some) {
+      const plugin_string_t *payload2 = &((*payload).json).val;
+      *((int8_t*)(ptr + sizeof(void*))) = 1;
+      *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload2).len;
+      *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload2).ptr;
+    } else {
+      *((int8_t*)(ptr + sizeof(void*))) = 0;
+    }
+    *((size_t*)(ptr + (5*sizeof(void*)))) = ((*payload).parts).len;
+    *((uint8_t **)(ptr + (4*sizeof(void*)))) = (uint8_t *) ((*payload).parts).ptr;
+  }
+  return ptr;
+}
+
+__attribute__((__export_name__("toolhost:plugin/tools@0.3.0#invoke-stream")))
+uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke_stream(uint8_t * arg) {
+  toolhost_plugin_types_option_caller_t option;
+  switch ((int32_t) *((uint8_t*) (arg + (8*sizeof(void*))))) {
+    case 0: {
+      option.is_some = false;
+      break;
+    }
+    case 1: {
+      option.is_some = true;
+      option.val = (toolhost_plugin_types_caller_t) {
+        (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (9*sizeof(void*))))), (*((size_t*) (arg + (10*sizeof(void*))))) },
+        (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (11*sizeof(void*))))), (*((size_t*) (arg + (12*sizeof(void*))))) },
+        (plugin_list_string_t) (plugin_list_string_t) { (plugin_string_t*)(*((uint8_t **) (arg + (13*sizeof(void*))))), (*((size_t*) (arg + (14*sizeof(void*))))) },
+        (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (15*sizeof(void*))))), (*((size_t*) (arg + (16*sizeof(void*))))) },
+      };
+      break;
+    }
+  }
+  exports_toolhost_plugin_tools_call_t arg0 = (toolhost_plugin_types_call_t) {
+    (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + 0))), (*((size_t*) (arg + sizeof(void*)))) },
+    (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (2*sizeof(void*))))), (*((size_t*) (arg + (3*sizeof(void*))))) },
+    (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (4*sizeof(void*))))), (*((size_t*) (arg + (5*sizeof(void*))))) },
+    (plugin_string_t) (plugin_string_t) { (uint8_t*)(*((uint8_t **) (arg + (6*sizeof(void*))))), (*((size_t*) (arg + (7*sizeof(void*))))) },
+    (toolhost_plugin_types_option_caller_t) option,
+  };
+  exports_toolhost_plugin_tools_result_own_chunks_tool_error_t ret;
+  exports_toolhost_plugin_tools_own_chunks_t ok;
+  exports_toolhost_plugin_tools_tool_error_t err;
+  ret.is_err = !exports_toolhost_plugin_tools_invoke_stream(&arg0, &ok, &err);
+  if (ret.is_err) {
+    ret.val.err = err;
+  }
+  if (!ret.is_err) {
+    ret.val.ok = ok;
+  }
+  free(arg);
+  uint8_t *ptr = (uint8_t *) &RET_AREA;
+  if ((ret).is_err) {
+    const exports_toolhost_plugin_tools_tool_error_t *payload1 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    switch ((int32_t) (*payload1).tag) {
+      case 0: {
+        const plugin_string_t *payload2 = &(*payload1).val.invalid_arguments;
+        *((int8_t*)(ptr + sizeof(void*))) = 0;
+        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload2).len;
+        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload2).ptr;
+        break;
+      }
+      case 1: {
+        const plugin_string_t *payload3 = &(*payload1).val.failed;
+        *((int8_t*)(ptr + sizeof(void*))) = 1;
+        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload3).len;
+        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload3).ptr;
+        break;
+      }
+      case 2: {
+        const plugin_string_t *payload4 = &(*payload1).val.unknown_tool;
+        *((int8_t*)(ptr + sizeof(void*))) = 2;
+        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload4).len;
+        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload4).ptr;
         break;
       }
     }

@@ -85,6 +85,33 @@ typedef struct toolhost_plugin_types_declaration_t {
   bool   streaming;
 } toolhost_plugin_types_declaration_t;
 
+typedef struct {
+  plugin_string_t *ptr;
+  size_t len;
+} plugin_list_string_t;
+
+// Who is calling, as the host authenticated them (MCP over HTTP with
+// OAuth or a static token). Never the credentials themselves: a tool that
+// must reach a service as its caller gets a secret the host adds to its
+// requests, not the caller's token.
+typedef struct toolhost_plugin_types_caller_t {
+  // Who vouches for the subject: the OAuth issuer (authorization server)
+  // URL, or `toolhost:static-token` for the host's shared token.
+  plugin_string_t   issuer;
+  // The caller, unique under its issuer (a token's `sub`).
+  plugin_string_t   subject;
+  // The scopes the caller's credentials grant.
+  plugin_list_string_t   scopes;
+  // The token's claims the operator lets this plugin see (its
+  // `caller_claims` grant), as a JSON object text; `{}` for none.
+  plugin_string_t   claims;
+} toolhost_plugin_types_caller_t;
+
+typedef struct {
+  bool is_some;
+  toolhost_plugin_types_caller_t val;
+} toolhost_plugin_types_option_caller_t;
+
 // One call of one tool.
 typedef struct toolhost_plugin_types_call_t {
   // Unique per call; chosen by the caller (the model's tool-call ID) or by the host.
@@ -96,6 +123,9 @@ typedef struct toolhost_plugin_types_call_t {
   plugin_string_t   tool;
   // The arguments: a JSON object, already checked against the input schema.
   plugin_string_t   arguments;
+  // Who is calling; `none` when nobody authenticated the caller (stdio,
+  // HTTP without credentials, a library call that names nobody).
+  toolhost_plugin_types_option_caller_t   caller;
 } toolhost_plugin_types_call_t;
 
 // What kind of media a binary part holds.
@@ -229,7 +259,7 @@ typedef struct {
   } val;
 } exports_toolhost_plugin_tools_result_own_chunks_tool_error_t;
 
-// Imported Functions from `toolhost:plugin/host@0.2.0`
+// Imported Functions from `toolhost:plugin/host@0.3.0`
 // Writes a line to the host's log, tagged with the plugin, tool and call ID.
 extern void toolhost_plugin_host_log(toolhost_plugin_host_level_t level, plugin_string_t *message);
 // Tells the host why the guest is about to trap (a panic message). The host
@@ -244,7 +274,7 @@ extern void toolhost_plugin_host_state_set(plugin_string_t *key, plugin_string_t
 // Deletes a key of this invocation's scratch state.
 extern void toolhost_plugin_host_state_delete(plugin_string_t *key);
 
-// Exported Functions from `toolhost:plugin/tools@0.2.0`
+// Exported Functions from `toolhost:plugin/tools@0.3.0`
 bool exports_toolhost_plugin_tools_method_chunks_next(exports_toolhost_plugin_tools_borrow_chunks_t self, exports_toolhost_plugin_tools_option_part_t *ret, exports_toolhost_plugin_tools_tool_error_t *err);
 void exports_toolhost_plugin_tools_declarations(exports_toolhost_plugin_tools_list_declaration_t *ret);
 bool exports_toolhost_plugin_tools_invoke(exports_toolhost_plugin_tools_call_t *call, exports_toolhost_plugin_tools_output_t *ret, exports_toolhost_plugin_tools_tool_error_t *err);
@@ -261,6 +291,12 @@ void toolhost_plugin_types_tool_hints_free(toolhost_plugin_types_tool_hints_t *p
 void toolhost_plugin_types_tool_info_free(toolhost_plugin_types_tool_info_t *ptr);
 
 void toolhost_plugin_types_declaration_free(toolhost_plugin_types_declaration_t *ptr);
+
+void plugin_list_string_free(plugin_list_string_t *ptr);
+
+void toolhost_plugin_types_caller_free(toolhost_plugin_types_caller_t *ptr);
+
+void toolhost_plugin_types_option_caller_free(toolhost_plugin_types_option_caller_t *ptr);
 
 void toolhost_plugin_types_call_free(toolhost_plugin_types_call_t *ptr);
 

@@ -9,6 +9,7 @@
 package export_toolhost_plugin_tools
 
 import (
+	"encoding/json"
 	"runtime"
 
 	witTypes "go.bytecodealliance.org/pkg/wit/types"
@@ -127,7 +128,22 @@ func InvokeStream(c call) witTypes.Result[*Chunks, toolError] {
 func fromWit(c call) guest.Call {
 	return guest.Call{
 		CallID: c.CallId, InvocationID: c.InvocationId, Tool: c.Tool, Arguments: c.Arguments,
+		Caller: callerFromWit(c.Caller),
 	}
+}
+
+// callerFromWit: the claims arrive as a JSON object text (`{}` for none).
+func callerFromWit(c witTypes.Option[toolhost_plugin_types.Caller]) *guest.Caller {
+	if c.IsNone() {
+		return nil
+	}
+	wit := c.Some()
+	claims := map[string]any{}
+	if err := json.Unmarshal([]byte(wit.Claims), &claims); err != nil || claims == nil {
+		claims = map[string]any{}
+	}
+	scopes := append([]string{}, wit.Scopes...)
+	return &guest.Caller{Issuer: wit.Issuer, Subject: wit.Subject, Scopes: scopes, Claims: claims}
 }
 
 func intoError(err error) toolError {

@@ -34,6 +34,12 @@ tool({ name: 'keep', description: 'State.', args: { v: t.string('V.') } }, ({ v 
   return cx.stateGet('k');
 });
 
+tool({ name: 'whoami', description: 'Who.' }, (_args, cx) => ({
+  caller: cx.caller,
+  reader: cx.caller?.hasScope('tools:read') ?? null,
+  email: cx.caller?.claim('email') ?? null,
+}));
+
 tool({ name: 'lenient', description: 'Lenient.', args: { v: t.string('V.') }, allowUnknownArgs: true }, ({ v }) => v);
 tool(
   {
@@ -166,6 +172,26 @@ test('results, parts and state', () => {
   assert.deepEqual([...out.parts[0].val.data], [1, 2]);
   assert.equal(tools.invoke(call('keep', { v: 'x' })).json, '"x"');
   assert.equal(state.get('k'), 'x');
+});
+
+test('a tool sees its caller, or null', () => {
+  assert.deepEqual(JSON.parse(tools.invoke(call('whoami', {})).json), { caller: null, reader: null, email: null });
+  const caller = {
+    issuer: 'https://id.example.com',
+    subject: 'ana',
+    scopes: ['tools:read'],
+    claims: '{"email":"ana@example.com"}',
+  };
+  assert.deepEqual(JSON.parse(tools.invoke({ ...call('whoami', {}), caller }).json), {
+    caller: {
+      issuer: 'https://id.example.com',
+      subject: 'ana',
+      scopes: ['tools:read'],
+      claims: { email: 'ana@example.com' },
+    },
+    reader: true,
+    email: 'ana@example.com',
+  });
 });
 
 test('errors become tool errors; bugs are logged', () => {

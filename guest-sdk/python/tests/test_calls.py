@@ -9,7 +9,7 @@ from typing import NotRequired, Optional, TypedDict
 
 import pytest
 
-from toolhost_guest import Context, InvalidArguments, Output, Part, ToolError, UnknownTool
+from toolhost_guest import Caller, Context, InvalidArguments, Output, Part, ToolError, UnknownTool
 from toolhost_guest._core import Registry
 
 
@@ -181,6 +181,39 @@ def test_state_goes_through_the_host():
     assert json.loads(call("remember", {"key": "k", "value": "v"}, host).json) == {"stored": "k"}
     assert json.loads(call("remember", {"key": "k"}, host).json) == {"value": "v"}
     assert host.state == {"k": "v"}
+
+
+def whoami(cx: Context) -> dict:
+    """Says who calls."""
+    if cx.caller is None:
+        return {"caller": None}
+    return {
+        "caller": cx.caller.to_json(),
+        "reader": cx.caller.has_scope("tools:read"),
+        "email": cx.caller.claim("email"),
+    }
+
+
+registry.add(whoami)
+
+
+def test_a_tool_sees_its_caller_or_none():
+    assert json.loads(call("whoami", {}).json) == {"caller": None}
+    ana = Caller("https://id.example.com", "ana", ("tools:read",), {"email": "ana@example.com"})
+    context = Context("c1", "i1", "whoami", FakeHost(), ana)
+    assert json.loads(registry.invoke("whoami", "{}", context).json) == {
+        "caller": {
+            "issuer": "https://id.example.com",
+            "subject": "ana",
+            "scopes": ["tools:read"],
+            "claims": {"email": "ana@example.com"},
+        },
+        "reader": True,
+        "email": "ana@example.com",
+    }
+    # The context is not part of the schema.
+    whoami_decl = next(d for d in registry.declarations() if d.name == "whoami")
+    assert whoami_decl.input_schema["properties"] == {}
 
 
 def test_errors_are_tool_errors():

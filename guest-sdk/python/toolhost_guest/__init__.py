@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from ._core import (
+    Caller,
     Context,
     Declaration,
     InvalidArguments,
@@ -47,6 +48,7 @@ from ._core import (
 from ._schema import SchemaError, parse_docstring, schema_of
 
 __all__ = [
+    "Caller",
     "Context",
     "Declaration",
     "InvalidArguments",

@@ -196,21 +196,67 @@ class Host(Protocol):
 LEVELS = ("trace", "debug", "info", "warn", "error")
 
 
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who is calling, as the host authenticated them (MCP over HTTP with OAuth
+    or a static token); never their credentials.
+
+    ``claims`` holds only the token claims the operator lets this plugin see
+    (its ``caller_claims`` grant).
+    """
+
+    issuer: str
+    """Who vouches for the subject: the OAuth issuer URL, or ``toolhost:static-token``."""
+    subject: str
+    """The caller, unique under its issuer (a token's ``sub``)."""
+    scopes: tuple[str, ...] = ()
+    """The scopes the caller's credentials grant."""
+    claims: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The granted claims, by name."""
+
+    def has_scope(self, scope: str) -> bool:
+        """Whether the caller's credentials grant ``scope``."""
+        return scope in self.scopes
+
+    def claim(self, name: str) -> Any:
+        """The granted claim ``name``, or ``None``."""
+        return self.claims.get(name)
+
+    def to_json(self) -> dict[str, Any]:
+        """The caller as a JSON-ready dict (``issuer``, ``subject``, ``scopes``, ``claims``)."""
+        return {
+            "issuer": self.issuer,
+            "subject": self.subject,
+            "scopes": list(self.scopes),
+            "claims": dict(self.claims),
+        }
+
+
 class Context:
-    """One call of one tool: its IDs, the invocation's scratch state, and the host log.
+    """One call of one tool: its IDs, its caller, the invocation's scratch state, and the host log.
 
     Declare a parameter annotated ``Context`` to receive it; it is not part of
     the tool's schema. Every call runs in a fresh instance, so module globals do
     not survive it: the scratch state is how calls of one invocation share values.
     """
 
-    def __init__(self, call_id: str, invocation_id: str, tool: str, host: Host) -> None:
+    def __init__(
+        self,
+        call_id: str,
+        invocation_id: str,
+        tool: str,
+        host: Host,
+        caller: Caller | None = None,
+    ) -> None:
         self.call_id = call_id
         """The ID of this call (the model's tool-call ID, or one chosen by the host)."""
         self.invocation_id = invocation_id
         """The ID of the agent invocation this call belongs to."""
         self.tool = tool
         """The name of the tool being called."""
+        self.caller = caller
+        """Who is calling, if the host authenticated them (``None`` over stdio,
+        the CLI, or a server without authentication)."""
         self._host = host
 
     def state_get(self, key: str) -> str | None:

@@ -17,7 +17,7 @@ from wit_world.imports import host as wit_host
 from wit_world.imports import types as wit
 
 from . import registry
-from ._core import Context, Declaration, Part, ToolError, UnknownTool
+from ._core import Caller, Context, Declaration, Part, ToolError, UnknownTool
 
 _LEVELS = {
     "trace": wit_host.Level.TRACE,
@@ -54,8 +54,20 @@ class _WitHost:
 _HOST = _WitHost()
 
 
+def _caller(caller: wit.Caller | None) -> Caller | None:
+    if caller is None:
+        return None
+    claims = json.loads(caller.claims) if caller.claims else {}
+    return Caller(
+        issuer=caller.issuer,
+        subject=caller.subject,
+        scopes=tuple(caller.scopes),
+        claims=claims if isinstance(claims, dict) else {},
+    )
+
+
 def _context(call: wit.Call) -> Context:
-    return Context(call.call_id, call.invocation_id, call.tool, _HOST)
+    return Context(call.call_id, call.invocation_id, call.tool, _HOST, _caller(call.caller))
 
 
 def _error(err: ToolError) -> Err:

@@ -122,6 +122,9 @@ static th_status whoami(th_cx *cx, const cJSON *args) {
     cJSON *out = cJSON_CreateObject();
     cJSON_AddStringToObject(out, "call_id", th_call_id(cx));
     cJSON_AddStringToObject(out, "invocation_id", th_invocation_id(cx));
+    if (th_caller(cx) != NULL) {
+        cJSON_AddItemToObject(out, "caller", cJSON_Duplicate(th_caller(cx), true));
+    }
     return th_return(cx, out);
 }
 

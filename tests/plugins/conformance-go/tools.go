@@ -133,7 +133,11 @@ func remember(cx *guest.Context, raw json.RawMessage) (any, error) {
 
 func whoami(cx *guest.Context, _ json.RawMessage) (any, error) {
 	cx.Log(guest.Info, "whoami called")
-	return map[string]string{"call_id": cx.CallID, "invocation_id": cx.InvocationID}, nil
+	out := map[string]any{"call_id": cx.CallID, "invocation_id": cx.InvocationID}
+	if caller := cx.Caller(); caller != nil {
+		out["caller"] = caller
+	}
+	return out, nil
 }
 
 func crash(_ *guest.Context, raw json.RawMessage) (any, error) {

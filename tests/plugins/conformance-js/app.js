@@ -125,7 +125,9 @@ tool(
 
 tool({ name: 'whoami', description: 'Tells the caller the IDs of this call.' }, (_args, cx) => {
   cx.info('whoami called');
-  return { call_id: cx.callId, invocation_id: cx.invocationId };
+  const out = { call_id: cx.callId, invocation_id: cx.invocationId };
+  if (cx.caller) out.caller = cx.caller;
+  return out;
 });
 
 tool(

@@ -142,7 +142,10 @@ def remember(cx: Context, key: str, value: Optional[str] = None) -> dict:
 def whoami(cx: Context) -> dict:
     """Tells the caller the IDs of this call."""
     cx.info("whoami called")
-    return {"call_id": cx.call_id, "invocation_id": cx.invocation_id}
+    out = {"call_id": cx.call_id, "invocation_id": cx.invocation_id}
+    if cx.caller is not None:
+        out["caller"] = cx.caller.to_json()
+    return out
 
 
 @tool
