@@ -95,6 +95,7 @@ async fn measure(keep_resident: usize, iters: usize) -> wasmtime::Result<(Stats,
         invocation_id: "bench".into(),
         tool: "add".into(),
         arguments: r#"{"a":1,"b":2}"#.into(),
+        caller: None,
     };
     let floor_once = async || -> wasmtime::Result<()> {
         let state = State {
