@@ -35,6 +35,7 @@ mod files;
 mod http;
 mod kind;
 mod refusals;
+mod secrets;
 mod sockets;
 mod stdio;
 
@@ -53,6 +54,9 @@ pub use self::env::{EnvGrant, EnvSource, EnvVarConfig, Secret};
 pub use self::files::{Access, DirConfig, DirGrant};
 pub use self::http::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, HostPattern};
 use self::kind::{KINDS, kind_of};
+pub use self::secrets::{
+    CallerSecrets, HeaderSecret, HeaderSecretConfig, MIN_SECRET_LEN, PerCallerConfig, SecretSource,
+};
 pub use self::sockets::SocketPattern;
 use crate::error::ConfigError;
 
@@ -94,6 +98,10 @@ pub struct Grants {
     request_timeout: Duration,
     /// The caller's claims the plugin's tools see (`caller_claims`).
     caller_claims: Vec<String>,
+    /// Headers the host adds to HTTP requests (`network.secrets`).
+    secrets: Vec<HeaderSecret>,
+    /// Finds the values of `secrets` in what the guest sends, gets and returns.
+    leaks: secrets::LeakCheck,
 }
 
 impl Default for Grants {
@@ -107,6 +115,8 @@ impl Default for Grants {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             caller_claims: Vec::new(),
+            secrets: Vec::new(),
+            leaks: secrets::LeakCheck::default(),
         }
     }
 }
@@ -236,6 +246,8 @@ pub(crate) struct CallTag {
     pub(crate) plugin: Arc<str>,
     pub(crate) tool: String,
     pub(crate) call_id: String,
+    /// Who calls, as far as the plugin's secrets need to know (per-caller ones).
+    pub(crate) caller: Option<crate::tool::Caller>,
     /// What the call was refused so far: each capability is warned about once.
     pub(crate) refused: refusals::Refused,
 }
@@ -349,6 +361,10 @@ impl fmt::Display for Capability {
 /// tcp = ["127.0.0.1:5432"]
 /// name_lookup = false
 ///
+/// [[network.secrets]]               # a header the guest never sees
+/// host = "api.github.com"           # one of network.http
+/// from_env = "GITHUB_TOKEN"         # Authorization: Bearer <it>
+///
 /// caller_claims = ["email", "groups"]  # the caller's token claims its tools see
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -393,6 +409,10 @@ pub struct NetworkConfig {
     pub max_response_bytes: Option<u64>,
     /// HTTP request timeout in milliseconds.
     pub timeout_ms: Option<u64>,
+    /// Headers the host adds to requests to granted hosts, with secrets the
+    /// guest never sees ([`HeaderSecretConfig`]).
+    #[serde(default)]
+    pub secrets: Vec<HeaderSecretConfig>,
 }
 
 impl GrantsConfig {

@@ -19,7 +19,7 @@ use crate::engine::Tier;
 use crate::engine::limits::Busy;
 use crate::error::{CallError, Exhausted};
 use crate::policy::CallTag;
-use crate::tool::{Part, ToolCall, ToolOutput, ToolStream, Usage, wrap_result};
+use crate::tool::{Caller, Part, ToolCall, ToolOutput, ToolStream, Usage, wrap_result};
 
 /// Every typed export of an instance of `code` (type-checked when it was linked).
 pub(super) fn exports(
@@ -150,12 +150,22 @@ impl Plugin {
         };
         let (store, instance, code) = match idle {
             Some(mut idle) => {
-                self.rearm(&mut idle.store, &tool.spec.name, &call.call_id)?;
+                self.rearm(
+                    &mut idle.store,
+                    &tool.spec.name,
+                    &call.call_id,
+                    call.caller.as_ref(),
+                )?;
                 (idle.store, idle.instance, idle.code)
             }
             None => {
-                self.instantiate(&tool.spec.name, &call.call_id, &call.invocation_id)
-                    .await?
+                self.instantiate(
+                    &tool.spec.name,
+                    &call.call_id,
+                    &call.invocation_id,
+                    call.caller.as_ref(),
+                )
+                .await?
             }
         };
         let caller = call.caller.map(|caller| abi::Caller {
@@ -227,6 +237,7 @@ impl Plugin {
         tool: &str,
         call_id: &str,
         invocation_id: &str,
+        caller: Option<&Caller>,
     ) -> Result<(Store<PluginState>, Instance, Arc<Linked>), CallError> {
         let code = self.code_for(tool).await?.current();
         let engine = &self.inner.engine;
@@ -234,7 +245,7 @@ impl Plugin {
             engine,
             &self.inner.grants,
             &self.inner.limits,
-            self.call_tag(tool, call_id),
+            self.call_tag(tool, call_id, caller),
             invocation_id,
             MAX_RESOURCES,
         )?;
@@ -256,12 +267,15 @@ impl Plugin {
         Ok((store, instance, code))
     }
 
-    /// Which call a log line or a refusal belongs to.
-    fn call_tag(&self, tool: &str, call_id: &str) -> Arc<CallTag> {
+    /// Which call a log line or a refusal belongs to, and its caller if the
+    /// plugin's secrets may depend on it.
+    fn call_tag(&self, tool: &str, call_id: &str, caller: Option<&Caller>) -> Arc<CallTag> {
+        let secrets = !self.inner.grants.header_secrets().is_empty();
         Arc::new(CallTag {
             plugin: self.inner.name.clone(),
             tool: tool.to_owned(),
             call_id: call_id.to_owned(),
+            caller: caller.filter(|_| secrets).cloned(),
             refused: Default::default(),
         })
     }
@@ -298,8 +312,9 @@ impl Plugin {
         store: &mut Store<PluginState>,
         tool: &str,
         call_id: &str,
+        caller: Option<&Caller>,
     ) -> Result<(), CallError> {
-        let call = self.call_tag(tool, call_id);
+        let call = self.call_tag(tool, call_id, caller);
         let state = store.data_mut();
         state.caps.rebind(&call);
         state.call = call;
@@ -362,7 +377,29 @@ impl Plugin {
         Ok(())
     }
 
-    pub(super) fn convert_part(&self, tool: &str, part: RawPart) -> Result<Part, CallError> {
+    pub(super) fn convert_part(
+        &self,
+        tool: &str,
+        call_id: &str,
+        part: RawPart,
+    ) -> Result<Part, CallError> {
+        let mut part = self.part_of(tool, part)?;
+        if self.inner.grants.mask_part(&mut part) {
+            self.warn_leak(tool, call_id, "a part of its output");
+        }
+        Ok(part)
+    }
+
+    /// The warning that a tool's output held a secret's value, now masked.
+    fn warn_leak(&self, tool: &str, call_id: &str, what: &str) {
+        tracing::warn!(
+            target: "toolhost::policy",
+            plugin = %self.inner.name, %tool, call = %call_id,
+            "masked a configured secret's value in {what} (leak check)"
+        );
+    }
+
+    fn part_of(&self, tool: &str, part: RawPart) -> Result<Part, CallError> {
         Ok(match part {
             RawPart::Text(text) => Part::Text(text),
             RawPart::Json(text) => Part::Json(serde_json::from_str(&text).map_err(|e| {
@@ -410,13 +447,17 @@ impl Plugin {
                         ));
                     }
                 }
-                Some(wrap_result(value))
+                let mut value = wrap_result(value);
+                if self.inner.grants.mask_value(&mut value) {
+                    self.warn_leak(name, &call_id, "its result");
+                }
+                Some(value)
             }
         };
         let parts = output
             .parts
             .into_iter()
-            .map(|p| self.convert_part(name, p))
+            .map(|p| self.convert_part(name, &call_id, p))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ToolOutput {
             result,

@@ -64,6 +64,7 @@ impl GuestStream {
         if let Err(e) = plugin.check_output_size(tool, self.emitted) {
             return Some(Err(e));
         }
-        Some(plugin.convert_part(tool, chunk))
+        let call_id = &self.store.data().call.call_id;
+        Some(plugin.convert_part(tool, call_id, chunk))
     }
 }

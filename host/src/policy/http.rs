@@ -23,6 +23,7 @@ use wasmtime::component::Linker;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks, WasiHttpView};
 
 use super::kind::Kind;
+use super::secrets::{self, Masked};
 use super::{CallTag, Capability, ErrorAt, Grants, GrantsConfig, NetworkConfig};
 use crate::error::ConfigError;
 
@@ -243,18 +244,19 @@ impl Kind for Http {
 
     fn check(&self, config: &GrantsConfig, at: &ErrorAt<'_>) -> Result<(), ConfigError> {
         check_hosts(&config.network, at)?;
-        check_limits(&config.network, at)
+        check_limits(&config.network, at)?;
+        super::secrets::check(&config.network, at)
     }
 
     fn resolve(
         &self,
         config: &GrantsConfig,
-        _base: &Path,
-        _at: &ErrorAt<'_>,
+        base: &Path,
+        at: &ErrorAt<'_>,
         grants: &mut Grants,
     ) -> Result<(), ConfigError> {
         resolve(&config.network, grants);
-        Ok(())
+        super::secrets::resolve(&config.network, base, at, grants)
     }
 
     /// The allowed destinations.
@@ -262,6 +264,13 @@ impl Kind for Http {
         if !grants.http.is_empty() {
             let hosts: Vec<String> = grants.http.iter().map(ToString::to_string).collect();
             out.push(format!("http {}", hosts.join(", ")));
+        }
+        for secret in grants.header_secrets() {
+            out.push(format!(
+                "secret header {} for {}",
+                secret.header(),
+                secret.host()
+            ));
         }
     }
 
@@ -362,7 +371,7 @@ impl HttpHooks {
 impl WasiHttpHooks for HttpHooks {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> ResponseFuture {
@@ -383,11 +392,32 @@ impl WasiHttpHooks for HttpHooks {
             );
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }
+        if let Err(refusal) = secrets::apply(&self.grants, call, &mut request) {
+            let reason = match refusal {
+                secrets::Refusal::Leak => {
+                    "it carries the value of a configured secret (leak check)".to_owned()
+                }
+                secrets::Refusal::NoValue(why) => format!("its secret header has no value: {why}"),
+            };
+            tracing::warn!(
+                target: "toolhost::policy",
+                plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
+                %destination, "refused an HTTP request: {reason}"
+            );
+            return Box::new(async { Err(Error::HttpRequestDenied) });
+        }
         tracing::debug!(
             target: "toolhost::policy",
             plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
             %destination, method = %request.method(), "HTTP request"
         );
+        let leaks = self.grants.leaks.clone();
+        if !leaks.is_empty() {
+            let warn = leak_warning(call, &destination, "request body");
+            let check = leaks.clone();
+            request = request.map(|body| UnsyncBoxBody::new(Masked::new(body, check, warn)));
+        }
+        let tag = Arc::clone(call);
         let limit = self.grants.get_max_response_bytes();
         let timeout = self.grants.get_request_timeout();
         let shorter =
@@ -416,19 +446,46 @@ impl WasiHttpHooks for HttpHooks {
             if declared.is_some_and(|len| len > limit) {
                 return Err(Error::HttpResponseBodySize(declared));
             }
-            let response = response.map(|body| {
-                UnsyncBoxBody::new(Capped {
+            let mut response = response.map(|body| {
+                let capped = UnsyncBoxBody::new(Capped {
                     inner: UnsyncBoxBody::new(body),
                     left: limit,
                     limit,
-                })
+                });
+                if leaks.is_empty() {
+                    capped
+                } else {
+                    let warn = leak_warning(&tag, &destination, "response body");
+                    UnsyncBoxBody::new(Masked::new(capped, leaks.clone(), warn))
+                }
             });
+            if secrets::mask_headers(&leaks, response.headers_mut()) {
+                leak_warning(&tag, &destination, "response headers")();
+            }
             Ok((
                 response,
                 Box::new(io) as Box<dyn Future<Output = Result<(), Error>> + Send>,
             ))
         })
     }
+}
+
+/// The warning that a secret's value was masked in `what` of a request to
+/// `destination` (never the value).
+fn leak_warning(
+    call: &Arc<CallTag>,
+    destination: &str,
+    what: &'static str,
+) -> Box<dyn FnOnce() + Send> {
+    let call = Arc::clone(call);
+    let destination = destination.to_owned();
+    Box::new(move || {
+        tracing::warn!(
+            target: "toolhost::policy",
+            plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
+            %destination, "masked a configured secret's value in the {what} (leak check)"
+        );
+    })
 }
 
 /// A response body that fails once more than `limit` bytes have come.

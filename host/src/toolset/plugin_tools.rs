@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::{BoxFuture, Context, Principal, Started, Tool, Toolset, find_named};
 use crate::error::CallError;
 use crate::plugin::Plugin;
+use crate::policy::Grants;
 use crate::tool::{Caller, Prepared, ToolCall, ToolSpec};
 
 /// One tool of a loaded plugin. Holds its plugin version: a call that started
@@ -55,23 +56,27 @@ impl PluginTool {
             .with_invocation_id(cx.invocation_id());
         match &cx.identity().principal {
             Some(principal) if !principal.is_anonymous() => {
-                call.with_caller(caller(principal, self.plugin.grants().caller_claims()))
+                call.with_caller(caller(principal, self.plugin.grants()))
             }
             _ => call,
         }
     }
 }
 
-/// What a plugin's tools see of a principal: issuer, subject, scopes and the
-/// claims `granted` (its plugin's `caller_claims`) names; nothing else.
-fn caller(principal: &Principal, granted: &[String]) -> Caller {
+/// What a plugin's call gets of a principal: issuer, subject, scopes and the
+/// claims its grants name (`caller_claims`, which its tools see, and those its
+/// per-caller secrets pick by, which only the host sees); nothing else.
+fn caller(principal: &Principal, grants: &Grants) -> Caller {
     let caller = Caller::new(&*principal.issuer, &*principal.subject)
         .with_scopes(principal.scopes.iter().cloned());
-    granted
+    grants
+        .caller_claims()
         .iter()
+        .map(String::as_str)
+        .chain(grants.secret_claims())
         .filter_map(|name| Some((name, principal.claims.get(name)?)))
         .fold(caller, |caller, (name, value)| {
-            caller.with_claim(name.clone(), value.clone())
+            caller.with_claim(name, value.clone())
         })
 }
 

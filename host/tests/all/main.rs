@@ -21,6 +21,7 @@ mod oci;
 mod oci_wkg;
 mod reload;
 mod reuse;
+mod secrets;
 mod shared;
 mod signatures;
 mod sources;

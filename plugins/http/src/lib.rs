@@ -177,7 +177,7 @@ fn method(name: &str) -> Method {
 fn describe(url: &Url, code: &ErrorCode) -> String {
     match code {
         ErrorCode::HttpRequestDenied => format!(
-            "the host refused the request to {}://{}: it is not among this plugin's granted hosts (HttpRequestDenied)",
+            "the host refused the request to {}://{} (HttpRequestDenied): it is not among this plugin's granted hosts, or the host's secret policy refused it (the host log says which)",
             url.scheme, url.authority
         ),
         ErrorCode::HttpResponseBodySize(limit) => format!(

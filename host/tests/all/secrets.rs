@@ -1,0 +1,385 @@
+//! Secrets the guest never sees (`[[network.secrets]]`): the host adds the
+//! header to requests to the granted host and path, against a loopback
+//! server that records what it gets; the guest's view of the request and the
+//! response, its environment and its output never hold the secret; a redirect
+//! off the grant gets none; per-caller secrets; the leak check.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use toolhost::policy::{Grants, GrantsConfig};
+use toolhost::tool::{Caller, ToolCall};
+use toolhost::{CallError, Plugin, PluginOptions, ToolOutput};
+use toolhost_test_plugins::{CAPS, HTTP};
+
+use crate::caps::{log_lines, logs};
+use crate::plugin_with;
+
+const TOKEN: &str = "tok-3f9a1c2e77b5";
+const ANA_TOKEN: &str = "ana-9d8c7b6a5f4e";
+
+/// A loopback HTTP/1.1 server that records each request's head. `/…/echo`
+/// answers with the request's headers in its body and its `authorization` in
+/// a response header; `/…/redirect?to=URL` redirects there.
+struct Server {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve(stream, Arc::clone(&log)));
+            }
+        });
+        Self { port, seen }
+    }
+
+    fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.origin())
+    }
+
+    /// The heads of the requests it got, lower-cased.
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+async fn serve(mut stream: tokio::net::TcpStream, seen: Arc<Mutex<Vec<String>>>) {
+    let mut head = Vec::new();
+    let mut buf = [0_u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    seen.lock().unwrap().push(head.clone());
+    let target = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    let auth = head
+        .lines()
+        .find_map(|l| l.strip_prefix("authorization: "))
+        .unwrap_or("")
+        .to_owned();
+    let (status, extra, body) = if let Some((_, to)) = target.split_once("redirect?to=") {
+        ("302 Found", format!("location: {to}\r\n"), String::new())
+    } else if target.ends_with("/echo") {
+        let headers: Vec<&str> = head.lines().skip(1).filter(|l| !l.is_empty()).collect();
+        (
+            "200 OK",
+            format!("content-type: text/plain\r\nx-echo-auth: {auth}\r\n"),
+            headers.join("\n"),
+        )
+    } else {
+        ("404 Not Found", String::new(), String::new())
+    };
+    let response = format!(
+        "HTTP/1.1 {status}\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+}
+
+/// Grants from a policy's text, resolved in `dir` (where its files are).
+fn grants(dir: &Path, policy: &str) -> Grants {
+    let path = dir.join("http.policy.toml");
+    GrantsConfig::parse(policy, &path)
+        .unwrap()
+        .resolve(&path, "")
+        .unwrap()
+}
+
+fn options(grants: Grants) -> PluginOptions {
+    let mut options = PluginOptions::default();
+    options.grants(grants);
+    options
+}
+
+async fn fetch(plugin: &Plugin, call: ToolCall) -> Result<ToolOutput, CallError> {
+    plugin.invoke(call).await
+}
+
+fn call(args: Value, id: &str) -> ToolCall {
+    ToolCall::new("http_fetch", args).with_call_id(id)
+}
+
+/// Everything the guest got back, as text.
+fn text(out: &ToolOutput) -> String {
+    format!("{:?} {:?}", out.result, out.parts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_reaches_a_server_with_a_secret_it_never_sees() {
+    let server = Server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
+    let policy = format!(
+        "[network]\nhttp = [\"{origin}\"]\n\n[[network.secrets]]\nhost = \"{origin}\"\n\
+         path_prefix = \"/api/\"\nfrom_file = \"token\"\n",
+        origin = server.origin()
+    );
+    let grants = grants(dir.path(), &policy);
+    assert!(!format!("{grants:?} {:?}", grants.summary()).contains(TOKEN));
+    let http = plugin_with(HTTP, &options(grants.clone())).await;
+
+    // The guest sends no secret, even one of its own: the host's replaces it.
+    let args = json!({
+        "url": server.url("/api/echo"),
+        "headers": [{"name": "authorization", "value": "Bearer the-guest's-own"}],
+    });
+    let out = fetch(&http, call(args, "secret-api")).await.unwrap();
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(
+        seen[0].contains(&format!("authorization: bearer {TOKEN}")),
+        "{seen:?}"
+    );
+    assert!(!seen[0].contains("the-guest's-own"), "{seen:?}");
+    // The server echoed it in its body and a header: the guest sees stars.
+    let result = out.result.as_ref().unwrap();
+    assert_eq!(result["status"], 200, "{result}");
+    assert!(!text(&out).contains(TOKEN), "{}", text(&out));
+    let stars = "*".repeat(TOKEN.len());
+    assert_eq!(
+        result["headers"]["x-echo-auth"],
+        format!("bearer {stars}"),
+        "{result}"
+    );
+    assert!(
+        result["body"].as_str().unwrap().contains(&stars),
+        "{result}"
+    );
+
+    // Outside the path prefix, or a climb out of it: no secret.
+    for path in [
+        "/other/echo",
+        "/api/../other/echo",
+        "/api/%2e%2e/other/echo",
+    ] {
+        fetch(&http, call(json!({"url": server.url(path)}), "secret-off"))
+            .await
+            .unwrap();
+        let last = server.seen().pop().unwrap();
+        assert!(!last.contains("authorization"), "{path}: {last}");
+    }
+
+    // Its environment does not hold it either (nothing is granted there).
+    let caps = plugin_with(CAPS, &options(grants)).await;
+    let env = caps
+        .invoke(ToolCall::new("environment", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(env.result.as_ref().unwrap()["env"], json!([]), "{env:?}");
+    assert!(!text(&env).contains(TOKEN));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_off_the_grant_gets_no_secret() {
+    let with_secret = Server::start().await;
+    let elsewhere = Server::start().await;
+    // A variable of the host's that `cargo test` always sets stands for a token.
+    let token = std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR");
+    let policy = format!(
+        "[network]\nhttp = [\"{a}\", \"{b}\"]\n\n[[network.secrets]]\nhost = \"{a}\"\n\
+         from_env = \"CARGO_MANIFEST_DIR\"\nheader = \"X-Api-Key\"\nformat = \"key {{secret}}\"\n",
+        a = with_secret.origin(),
+        b = elsewhere.origin()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let http = plugin_with(HTTP, &options(grants(dir.path(), &policy))).await;
+    let target = elsewhere.url("/api/echo");
+    let out = fetch(
+        &http,
+        call(
+            json!({"url": with_secret.url(&format!("/api/redirect?to={target}"))}),
+            "secret-redirect",
+        ),
+    )
+    .await
+    .unwrap();
+    let result = out.result.unwrap();
+    assert_eq!(result["status"], 200, "{result}");
+    assert_eq!(result["redirects"].as_array().unwrap().len(), 1, "{result}");
+    let first = with_secret.seen();
+    let token = token.to_ascii_lowercase();
+    assert!(
+        first[0].contains(&format!("x-api-key: key {token}")),
+        "{first:?}"
+    );
+    let second = elsewhere.seen();
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert!(!second[0].contains("x-api-key"), "{second:?}");
+    assert!(!second[0].contains(&token), "{second:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_caller_secrets_go_to_their_caller_only() {
+    let server = Server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("tokens.toml"),
+        format!("\"ana@example.com\" = \"{ANA_TOKEN}\"\n"),
+    )
+    .unwrap();
+    let policy = format!(
+        "[network]\nhttp = [\"{origin}\"]\n\n[[network.secrets]]\nhost = \"{origin}\"\n\
+         per_caller = {{ file = \"tokens.toml\", claim = \"email\" }}\n",
+        origin = server.origin()
+    );
+    let http = plugin_with(HTTP, &options(grants(dir.path(), &policy))).await;
+    let url = json!({"url": server.url("/echo")});
+    let ana = Caller::new("https://id.example.com", "ana").with_claim("email", "ana@example.com");
+    let out = fetch(&http, call(url.clone(), "secret-ana").with_caller(ana))
+        .await
+        .unwrap();
+    assert!(!text(&out).contains(ANA_TOKEN));
+    assert!(
+        server.seen()[0].contains(&format!("authorization: bearer {ANA_TOKEN}")),
+        "{:?}",
+        server.seen()
+    );
+    // Another caller, or none: refused before anything is sent.
+    logs();
+    let rita =
+        Caller::new("https://id.example.com", "rita").with_claim("email", "rita@example.com");
+    for (id, call) in [
+        (
+            "secret-rita",
+            call(url.clone(), "secret-rita").with_caller(rita),
+        ),
+        ("secret-nobody", call(url.clone(), "secret-nobody")),
+    ] {
+        let failed = fetch(&http, call).await;
+        assert!(
+            matches!(&failed, Err(CallError::Failed { message, .. }) if message.contains("HttpRequestDenied")),
+            "{id}: {failed:?}"
+        );
+        let lines = log_lines(id);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("its secret header has no value")),
+            "{id}: {lines:?}"
+        );
+    }
+    assert_eq!(server.seen().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leak_check_refuses_requests_and_masks_output() {
+    logs();
+    let server = Server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), TOKEN).unwrap();
+    let policy = format!(
+        "[network]\nhttp = [\"{origin}\"]\n\n[[network.secrets]]\nhost = \"{origin}\"\n\
+         from_file = \"token\"\n\n[env_vars]\nLEAKED = {{ from_file = \"token\" }}\n",
+        origin = server.origin()
+    );
+    let grants = grants(dir.path(), &policy);
+    // A guest that got hold of the value (here: the operator also granted it
+    // as a variable) cannot send it anywhere, in the URL or a header.
+    let http = plugin_with(HTTP, &options(grants.clone())).await;
+    for (id, args) in [
+        (
+            "leak-url",
+            json!({"url": server.url(&format!("/echo?k={TOKEN}"))}),
+        ),
+        (
+            "leak-header",
+            json!({"url": server.url("/echo"), "headers": [{"name": "x-k", "value": TOKEN}]}),
+        ),
+    ] {
+        let failed = fetch(&http, call(args, id)).await;
+        assert!(
+            matches!(failed, Err(CallError::Failed { .. })),
+            "{id}: {failed:?}"
+        );
+        let lines = log_lines(id);
+        assert!(
+            lines.iter().any(|l| l.contains("leak check")),
+            "{id}: {lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.contains(TOKEN)), "{lines:?}");
+    }
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+    // Nor return it: the tool's output is masked, and the log says so.
+    let caps = plugin_with(CAPS, &options(grants)).await;
+    let out = caps
+        .invoke(ToolCall::new("env", json!({"name": "LEAKED"})).with_call_id("leak-output"))
+        .await
+        .unwrap();
+    assert!(!text(&out).contains(TOKEN), "{}", text(&out));
+    assert!(
+        text(&out).contains(&"*".repeat(TOKEN.len())),
+        "{}",
+        text(&out)
+    );
+    let lines = log_lines("leak-output");
+    assert!(lines.iter().any(|l| l.contains("leak check")), "{lines:?}");
+}
+
+#[test]
+fn secret_config_errors_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.policy.toml");
+    std::fs::write(dir.path().join("short"), "abc").unwrap();
+    let error = |policy: &str| {
+        GrantsConfig::parse(policy, &path)
+            .and_then(|config| config.resolve(&path, ""))
+            .unwrap_err()
+    };
+    let http = "[network]\nhttp = [\"api.example.com\"]\n[[network.secrets]]\n";
+    for (policy, key, reason) in [
+        (
+            format!("{http}host = \"other.example.com\"\nfrom_env = \"X\"\n"),
+            "network.secrets[0].host",
+            "must be one of `network.http`",
+        ),
+        (
+            format!("{http}host = \"api.example.com\"\n"),
+            "network.secrets[0]",
+            "exactly one of",
+        ),
+        (
+            format!("{http}host = \"api.example.com\"\nfrom_env = \"TOOLHOST_TEST_NO_SUCH_VAR\"\n"),
+            "network.secrets[0].from_env",
+            "no environment variable",
+        ),
+        (
+            format!("{http}host = \"api.example.com\"\nfrom_file = \"short\"\n"),
+            "network.secrets[0].from_file",
+            "shorter than 8 bytes",
+        ),
+        (
+            format!(
+                "{http}host = \"api.example.com\"\nfrom_file = \"short\"\nformat = \"Bearer\"\n"
+            ),
+            "network.secrets[0].format",
+            "exactly once",
+        ),
+        (
+            format!(
+                "{http}host = \"api.example.com\"\nfrom_file = \"short\"\npath_prefix = \"api\"\n"
+            ),
+            "network.secrets[0].path_prefix",
+            "must start with `/`",
+        ),
+    ] {
+        let err = error(&policy);
+        assert_eq!(err.key.as_deref(), Some(key), "{policy}: {err}");
+        assert!(err.reason.contains(reason), "{policy}: {err}");
+    }
+}
