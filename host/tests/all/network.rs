@@ -16,36 +16,74 @@ use toolhost_test_plugins::{CAPS, HTTP};
 use crate::caps::log_lines;
 use crate::plugin_with;
 
-/// A local HTTP/1.1 server; it records the path of every request it gets.
-struct Server {
-    port: u16,
-    seen: Arc<Mutex<Vec<String>>>,
+/// What a test server answers to a request's head (and the port it listens
+/// on): status line, extra header lines, body.
+pub(crate) type Respond = fn(head: &str, port: u16) -> (&'static str, String, Vec<u8>);
+
+/// A local HTTP/1.1 server on 127.0.0.1: it records the head of every request
+/// it gets and answers with what its [`Respond`] makes of it.
+pub(crate) struct Server {
+    pub(crate) port: u16,
+    heads: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
+    /// The server of this module's tests ([`pages`]).
     async fn start() -> Self {
+        Self::start_with(pages).await
+    }
+
+    pub(crate) async fn start_with(respond: Respond) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&seen);
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&heads);
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, port, Arc::clone(&log)));
+                tokio::spawn(serve(stream, port, respond, Arc::clone(&log)));
             }
         });
-        Self { port, seen }
+        Self { port, heads }
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+    pub(crate) fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.origin())
+    }
+
+    /// The heads of the requests it got, as received.
+    pub(crate) fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+
+    /// The `Host` and path of each request it got.
     fn seen(&self) -> Vec<String> {
-        self.seen.lock().unwrap().clone()
+        self.heads()
+            .iter()
+            .map(|head| {
+                let path = head.split_whitespace().nth(1).unwrap_or("/");
+                let host = head
+                    .lines()
+                    .find_map(|l| {
+                        l.strip_prefix("host: ")
+                            .or_else(|| l.strip_prefix("Host: "))
+                    })
+                    .unwrap_or("");
+                format!("{host}{path}")
+            })
+            .collect()
     }
 }
 
-async fn serve(mut stream: tokio::net::TcpStream, port: u16, seen: Arc<Mutex<Vec<String>>>) {
+async fn serve(
+    mut stream: tokio::net::TcpStream,
+    port: u16,
+    respond: Respond,
+    heads: Arc<Mutex<Vec<String>>>,
+) {
     let mut head = Vec::new();
     let mut buf = [0_u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -54,18 +92,22 @@ async fn serve(mut stream: tokio::net::TcpStream, port: u16, seen: Arc<Mutex<Vec
             Ok(n) => head.extend_from_slice(&buf[..n]),
         }
     }
-    let head = String::from_utf8_lossy(&head);
-    let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-    let host = head
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("host: ")
-                .or_else(|| l.strip_prefix("Host: "))
-        })
-        .unwrap_or("")
-        .to_owned();
-    seen.lock().unwrap().push(format!("{host}{path}"));
-    let (status, extra, body): (&str, String, Vec<u8>) = match path.as_str() {
+    let head = String::from_utf8_lossy(&head).into_owned();
+    heads.lock().unwrap().push(head.clone());
+    let (status, extra, body) = respond(&head, port);
+    let response = format!(
+        "HTTP/1.1 {status}\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.write_all(&body).await;
+    let _ = stream.shutdown().await;
+}
+
+/// The pages of this module's tests.
+fn pages(head: &str, port: u16) -> (&'static str, String, Vec<u8>) {
+    let path = head.split_whitespace().nth(1).unwrap_or("/");
+    match path {
         "/hello" => (
             "200 OK",
             "content-type: text/plain\r\n".into(),
@@ -100,14 +142,7 @@ async fn serve(mut stream: tokio::net::TcpStream, port: u16, seen: Arc<Mutex<Vec
             vec![b'x'; 2 << 20],
         ),
         _ => ("404 Not Found", String::new(), b"no such page".to_vec()),
-    };
-    let response = format!(
-        "HTTP/1.1 {status}\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.write_all(&body).await;
-    let _ = stream.shutdown().await;
+    }
 }
 
 fn granting(hosts: &[String]) -> PluginOptions {

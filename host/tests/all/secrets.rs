@@ -4,92 +4,55 @@
 //! response, its environment and its output never hold the secret; a redirect
 //! off the grant gets none; per-caller secrets; the leak check.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use std::path::Path;
 use toolhost::policy::{Grants, GrantsConfig};
 use toolhost::tool::{Caller, ToolCall};
 use toolhost::{CallError, Plugin, PluginOptions, ToolOutput};
 use toolhost_test_plugins::{CAPS, HTTP};
 
 use crate::caps::{log_lines, logs};
+use crate::network::Server;
 use crate::plugin_with;
 
 const TOKEN: &str = "tok-3f9a1c2e77b5";
 const ANA_TOKEN: &str = "ana-9d8c7b6a5f4e";
 
-/// A loopback HTTP/1.1 server that records each request's head. `/…/echo`
-/// answers with the request's headers in its body and its `authorization` in
-/// a response header; `/…/redirect?to=URL` redirects there.
-struct Server {
-    port: u16,
-    seen: Arc<Mutex<Vec<String>>>,
+/// A loopback server: `/…/echo` answers with the request's headers in its
+/// body and its `authorization` in a response header; `/…/redirect?to=URL`
+/// redirects there.
+async fn start() -> Server {
+    Server::start_with(echo).await
 }
 
-impl Server {
-    async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&seen);
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, Arc::clone(&log)));
-            }
-        });
-        Self { port, seen }
-    }
-
-    fn origin(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.origin())
-    }
-
-    /// The heads of the requests it got, lower-cased.
-    fn seen(&self) -> Vec<String> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-async fn serve(mut stream: tokio::net::TcpStream, seen: Arc<Mutex<Vec<String>>>) {
-    let mut head = Vec::new();
-    let mut buf = [0_u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    }
-    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-    seen.lock().unwrap().push(head.clone());
-    let target = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+fn echo(head: &str, _port: u16) -> (&'static str, String, Vec<u8>) {
+    let head = head.to_ascii_lowercase();
+    let target = head.split_whitespace().nth(1).unwrap_or("/");
     let auth = head
         .lines()
         .find_map(|l| l.strip_prefix("authorization: "))
-        .unwrap_or("")
-        .to_owned();
-    let (status, extra, body) = if let Some((_, to)) = target.split_once("redirect?to=") {
-        ("302 Found", format!("location: {to}\r\n"), String::new())
+        .unwrap_or("");
+    if let Some((_, to)) = target.split_once("redirect?to=") {
+        ("302 Found", format!("location: {to}\r\n"), Vec::new())
     } else if target.ends_with("/echo") {
         let headers: Vec<&str> = head.lines().skip(1).filter(|l| !l.is_empty()).collect();
         (
             "200 OK",
             format!("content-type: text/plain\r\nx-echo-auth: {auth}\r\n"),
-            headers.join("\n"),
+            headers.join("\n").into_bytes(),
         )
     } else {
-        ("404 Not Found", String::new(), String::new())
-    };
-    let response = format!(
-        "HTTP/1.1 {status}\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
+        ("404 Not Found", String::new(), Vec::new())
+    }
+}
+
+/// The heads of the requests `server` got, lower-cased.
+fn seen(server: &Server) -> Vec<String> {
+    server
+        .heads()
+        .iter()
+        .map(|head| head.to_ascii_lowercase())
+        .collect()
 }
 
 /// Grants from a policy's text, resolved in `dir` (where its files are).
@@ -122,7 +85,7 @@ fn text(out: &ToolOutput) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_reaches_a_server_with_a_secret_it_never_sees() {
-    let server = Server::start().await;
+    let server = start().await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
     let policy = format!(
@@ -140,13 +103,13 @@ async fn a_guest_reaches_a_server_with_a_secret_it_never_sees() {
         "headers": [{"name": "authorization", "value": "Bearer the-guest's-own"}],
     });
     let out = fetch(&http, call(args, "secret-api")).await.unwrap();
-    let seen = server.seen();
-    assert_eq!(seen.len(), 1, "{seen:?}");
+    let heads = seen(&server);
+    assert_eq!(heads.len(), 1, "{heads:?}");
     assert!(
-        seen[0].contains(&format!("authorization: bearer {TOKEN}")),
-        "{seen:?}"
+        heads[0].contains(&format!("authorization: bearer {TOKEN}")),
+        "{heads:?}"
     );
-    assert!(!seen[0].contains("the-guest's-own"), "{seen:?}");
+    assert!(!heads[0].contains("the-guest's-own"), "{heads:?}");
     // The server echoed it in its body and a header: the guest sees stars.
     let result = out.result.as_ref().unwrap();
     assert_eq!(result["status"], 200, "{result}");
@@ -171,7 +134,7 @@ async fn a_guest_reaches_a_server_with_a_secret_it_never_sees() {
         fetch(&http, call(json!({"url": server.url(path)}), "secret-off"))
             .await
             .unwrap();
-        let last = server.seen().pop().unwrap();
+        let last = seen(&server).pop().unwrap();
         assert!(!last.contains("authorization"), "{path}: {last}");
     }
 
@@ -187,8 +150,8 @@ async fn a_guest_reaches_a_server_with_a_secret_it_never_sees() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redirect_off_the_grant_gets_no_secret() {
-    let with_secret = Server::start().await;
-    let elsewhere = Server::start().await;
+    let with_secret = start().await;
+    let elsewhere = start().await;
     // A variable of the host's that `cargo test` always sets stands for a token.
     let token = std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR");
     let policy = format!(
@@ -212,13 +175,13 @@ async fn a_redirect_off_the_grant_gets_no_secret() {
     let result = out.result.unwrap();
     assert_eq!(result["status"], 200, "{result}");
     assert_eq!(result["redirects"].as_array().unwrap().len(), 1, "{result}");
-    let first = with_secret.seen();
+    let first = seen(&with_secret);
     let token = token.to_ascii_lowercase();
     assert!(
         first[0].contains(&format!("x-api-key: key {token}")),
         "{first:?}"
     );
-    let second = elsewhere.seen();
+    let second = seen(&elsewhere);
     assert_eq!(second.len(), 1, "{second:?}");
     assert!(!second[0].contains("x-api-key"), "{second:?}");
     assert!(!second[0].contains(&token), "{second:?}");
@@ -226,7 +189,7 @@ async fn a_redirect_off_the_grant_gets_no_secret() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_caller_secrets_go_to_their_caller_only() {
-    let server = Server::start().await;
+    let server = start().await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("tokens.toml"),
@@ -246,9 +209,9 @@ async fn per_caller_secrets_go_to_their_caller_only() {
         .unwrap();
     assert!(!text(&out).contains(ANA_TOKEN));
     assert!(
-        server.seen()[0].contains(&format!("authorization: bearer {ANA_TOKEN}")),
+        seen(&server)[0].contains(&format!("authorization: bearer {ANA_TOKEN}")),
         "{:?}",
-        server.seen()
+        seen(&server)
     );
     // Another caller, or none: refused before anything is sent.
     logs();
@@ -274,13 +237,13 @@ async fn per_caller_secrets_go_to_their_caller_only() {
             "{id}: {lines:?}"
         );
     }
-    assert_eq!(server.seen().len(), 1);
+    assert_eq!(seen(&server).len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leak_check_refuses_requests_and_masks_output() {
     logs();
-    let server = Server::start().await;
+    let server = start().await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("token"), TOKEN).unwrap();
     let policy = format!(
@@ -314,7 +277,7 @@ async fn the_leak_check_refuses_requests_and_masks_output() {
         );
         assert!(!lines.iter().any(|l| l.contains(TOKEN)), "{lines:?}");
     }
-    assert!(server.seen().is_empty(), "{:?}", server.seen());
+    assert!(seen(&server).is_empty(), "{:?}", seen(&server));
     // Nor return it: the tool's output is masked, and the log says so.
     let caps = plugin_with(CAPS, &options(grants)).await;
     let out = caps
