@@ -220,7 +220,7 @@ fn inspect_tells_what_a_file_is() {
     let out = toolhost(dir.path(), &["inspect", ECHO, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let info = stdout_json(&out);
-    assert_eq!(info["toolhost_version"], "0.2.0");
+    assert_eq!(info["toolhost_version"], "0.3.0");
     assert!(
         info["imports"]
             .as_array()
