@@ -5,13 +5,11 @@
 //! (redis-server, nginx), then runs the cargo benches in sequence (all of
 //! them, or those named).
 
-use std::process::Command;
-
 use anyhow::{Context, Result, bail};
 
 use crate::guests;
-use crate::toolchain::{ensure_debian_packages, ensure_wasm_target};
-use crate::workspace::{cargo, root, run, target_dir};
+use crate::toolchain::{ensure_debian_packages, ensure_wasm_target, npm_ci};
+use crate::workspace::{cargo, run};
 
 /// The cargo benches `cargo xtask bench` runs, in order.
 const BENCHES: &[&str] = &[
@@ -80,24 +78,9 @@ pub(crate) fn measure(names: &[String]) -> Result<()> {
 }
 
 /// Installs the pinned `@modelcontextprotocol/server-everything` into
-/// `<target>/bench-node` (`npm ci`), unless that lockfile is installed already.
+/// `<target>/bench-node`.
 fn bench_node() -> Result<()> {
-    let src = root().join("host/benches/node");
-    let dir = target_dir().join("bench-node");
-    let lock = std::fs::read_to_string(src.join("package-lock.json"))
-        .context("reading host/benches/node/package-lock.json")?;
-    let stamp = dir.join("lock.installed");
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(lock.as_str()) {
-        return Ok(());
-    }
-    std::fs::create_dir_all(&dir)?;
-    for file in ["package.json", "package-lock.json"] {
-        std::fs::copy(src.join(file), dir.join(file))?;
-    }
-    run(Command::new("npm")
-        .current_dir(&dir)
-        .args(["ci", "--no-audit", "--no-fund"]))
-    .context("installing the Node MCP server needs Node.js and npm")?;
-    std::fs::write(&stamp, lock)?;
-    Ok(())
+    npm_ci("host/benches/node", "bench-node")
+        .context("installing the Node MCP server needs Node.js and npm")
+        .map(drop)
 }

@@ -20,13 +20,17 @@
 //! - `test`: check the committed bindings (`bindings --check`), build the
 //!   non-Rust guests, run the SDK unit tests and every cargo test (installs the
 //!   wasm32-wasip2 target if missing), then `new-test`, `docs-test`, `mcp-test`,
-//!   `cluster-test` and `interop-test`.
+//!   `conformance-test`, `cluster-test` and `interop-test`.
 //! - `new-test [LANG...]`: `toolhost new` end to end: a project in each language, built
 //!   by its own `build.sh`, then called through the `toolhost` binary; then
 //!   every snippet of `docs/writing-tools.md` and `docs/languages/*.md` is
 //!   applied to it, built and called as the page shows.
 //! - `mcp-test`: the MCP end-to-end tests (`tests/mcp`): the official Python MCP SDK
 //!   drives `toolhost serve` over stdio and HTTP. Extra arguments go to pytest.
+//! - `conformance-test`: the official MCP conformance suite (`tests/conformance`,
+//!   pinned npm packages) against `toolhost serve --http`; scenarios listed in
+//!   `tests/conformance/expected-failures.yml` may fail, no other. Extra
+//!   arguments go to the suite's `server` command.
 //! - `cluster-test`: the scale-out tests (`tests/cluster`): redis-server, three
 //!   replicas, nginx and prometheus (Debian packages, installed if missing), driven
 //!   through nginx by the official Python MCP SDK. Extra arguments go to pytest.
@@ -46,6 +50,7 @@ mod bench;
 mod bindings;
 mod ci;
 mod cluster_test;
+mod conformance_test;
 mod demo;
 mod docs;
 mod guests;
@@ -68,6 +73,7 @@ fn main() -> Result<()> {
         "demo" => demo::show(),
         "test" => test::all(),
         "mcp-test" => mcp_test::test(std::env::args().skip(2).collect()),
+        "conformance-test" => conformance_test::test(std::env::args().skip(2).collect()),
         "cluster-test" => cluster_test::test(std::env::args().skip(2).collect()),
         "interop-test" => interop_test::test(std::env::args().skip(2).collect()),
         "new-test" => new_test::test(&std::env::args().skip(2).collect::<Vec<_>>()),
@@ -76,7 +82,7 @@ fn main() -> Result<()> {
         "ci" => ci::check(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <plugins [--all]|guests [NAME...]|sdk-test|bindings [--check]|demo|test|new-test [LANG...]|docs-test|mcp-test [PYTEST ARGS]|cluster-test [PYTEST ARGS]|interop-test [PYTEST ARGS]|bench [NAME...]|ci>"
+                "usage: cargo xtask <plugins [--all]|guests [NAME...]|sdk-test|bindings [--check]|demo|test|new-test [LANG...]|docs-test|mcp-test [PYTEST ARGS]|conformance-test [SUITE ARGS]|cluster-test [PYTEST ARGS]|interop-test [PYTEST ARGS]|bench [NAME...]|ci>"
             );
             bail!("unknown task `{task}`")
         }

@@ -2,7 +2,8 @@
 //! (`bindings --check`), the non-Rust guests, the SDK unit tests, every cargo
 //! test (installs the wasm32-wasip2 target, `redis-server`, `docker-registry`
 //! and `script` if missing, and builds `wkg` once), then
-//! `new-test`, `docs-test`, `mcp-test`, `cluster-test` and `interop-test`.
+//! `new-test`, `docs-test`, `mcp-test`, `conformance-test`, `cluster-test` and
+//! `interop-test`.
 
 use anyhow::Result;
 
@@ -10,7 +11,10 @@ use crate::toolchain::{
     ensure_redis, ensure_registry, ensure_script, ensure_wasm_target, ensure_wkg,
 };
 use crate::workspace::{cargo, run};
-use crate::{bindings, cluster_test, docs, guests, interop_test, mcp_test, new_test, sdk_test};
+use crate::{
+    bindings, cluster_test, conformance_test, docs, guests, interop_test, mcp_test, new_test,
+    sdk_test,
+};
 
 /// Runs every test; stops at the first that fails.
 pub(crate) fn all() -> Result<()> {
@@ -33,6 +37,7 @@ pub(crate) fn all() -> Result<()> {
     new_test::test(&[])?;
     docs::test()?;
     mcp_test::test(Vec::new())?;
+    conformance_test::test(Vec::new())?;
     cluster_test::test(Vec::new())?;
     interop_test::test(Vec::new())
 }

@@ -2,15 +2,40 @@
 //! Python venvs with pinned requirements (componentize-py, Go, wasm-tools,
 //! pytest, the MCP SDK), and Debian packages: what C guests compile with,
 //! `redis-server` for the host's shared-state tests and `docker-registry` for
-//! its OCI registry tests; and `wkg` (built from crates.io) for its OCI
-//! interop tests.
+//! its OCI registry tests; `wkg` (built from crates.io) for its OCI
+//! interop tests; and npm packages pinned by a lockfile (`npm ci`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::workspace::{cargo, run, target_dir};
+use crate::workspace::{cargo, root, run, target_dir};
+
+/// `npm ci` of the pinned `package.json` and `package-lock.json` in `src`
+/// (relative to the workspace root) into `<target>/<name>`; returns that
+/// directory. Installs only when the lockfile differs from the last
+/// install's (a stamp file holds a copy).
+pub(crate) fn npm_ci(src: &str, name: &str) -> Result<PathBuf> {
+    let src = root().join(src);
+    let dir = target_dir().join(name);
+    let lock = std::fs::read_to_string(src.join("package-lock.json"))
+        .with_context(|| format!("reading {}/package-lock.json", src.display()))?;
+    let stamp = dir.join("lock.installed");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(lock.as_str()) {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(&dir)?;
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(src.join(file), dir.join(file))?;
+    }
+    run(Command::new("npm")
+        .current_dir(&dir)
+        .args(["ci", "--no-audit", "--no-fund"]))
+    .context("npm ci needs Node.js and npm")?;
+    std::fs::write(&stamp, lock)?;
+    Ok(dir)
+}
 
 /// Installs the wasm32-wasip2 target if rustup does not have it yet.
 pub(crate) fn ensure_wasm_target() -> Result<()> {
