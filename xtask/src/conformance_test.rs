@@ -1,7 +1,8 @@
 //! `cargo xtask conformance-test [SUITE ARGS]`: the official MCP conformance
 //! suite (`@modelcontextprotocol/conformance`, pinned with the Node it needs in
 //! `tests/conformance/`) runs every server scenario against `toolhost serve
-//! --http` with the example plugins. Scenarios listed in
+//! --http` with the example plugins and the suite's fixture tools
+//! (`tests/plugins/mcp-conformance`). Scenarios listed in
 //! `tests/conformance/expected-failures.yml` may fail (each with its reason);
 //! any other failure fails, and so does a listed scenario that now passes, so
 //! the list only ever shrinks. Extra arguments go to the suite's `server`
@@ -16,8 +17,9 @@ use anyhow::{Context, Result, bail};
 use crate::toolchain::{ensure_wasm_target, npm_ci};
 use crate::workspace::{cargo, root, run, target_dir};
 
-/// The plugins served: the Rust example plugins (file stems of the built guests).
-const PLUGINS: &[&str] = &["text", "calc", "codec", "json"];
+/// The plugins served (file stems of the built guests): the Rust example
+/// plugins, and the fixture tools the suite calls (`tests/plugins/mcp-conformance`).
+const PLUGINS: &[&str] = &["text", "calc", "codec", "json", "mcp_conformance"];
 
 /// How long the server may take to listen (its first start compiles the plugins).
 const STARTUP: Duration = Duration::from_secs(120);
