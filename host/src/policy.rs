@@ -100,7 +100,8 @@ pub struct Grants {
     caller_claims: Vec<String>,
     /// Headers the host adds to HTTP requests (`network.secrets`).
     secrets: Vec<HeaderSecret>,
-    /// Finds the values of `secrets` in what the guest sends, gets and returns.
+    /// Finds the values of `secrets` in what the guest sends, gets, returns
+    /// and logs.
     leaks: secrets::LeakCheck,
 }
 
@@ -248,6 +249,8 @@ pub(crate) struct CallTag {
     pub(crate) call_id: String,
     /// Who calls, as far as the plugin's secrets need to know (per-caller ones).
     pub(crate) caller: Option<crate::tool::Caller>,
+    /// The plugin's secret values, masked in what its guest logs.
+    pub(crate) leaks: secrets::LeakCheck,
     /// What the call was refused so far: each capability is warned about once.
     pub(crate) refused: refusals::Refused,
 }

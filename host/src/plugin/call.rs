@@ -124,7 +124,7 @@ impl Plugin {
                 runtime.idle().put(self.inner.id, &invocation_id, idle);
             }
         }
-        let output = output.map_err(|e| self.tool_error(name, e))?;
+        let output = output.map_err(|e| self.tool_error(name, &call_id, e))?;
         let mut output = self.finish(tool, output, call_id)?;
         output.usage = usage;
         Ok(output)
@@ -216,7 +216,7 @@ impl Plugin {
         let result = timeout(deadline, exports.invoke_stream(&mut store, call)).await;
         let handle = self
             .settle(&mut store, name, result)?
-            .map_err(|e| self.tool_error(name, e))?;
+            .map_err(|e| self.tool_error(name, &call_id, e))?;
         let guest = GuestStream {
             plugin: self.clone(),
             tool: tool.spec.name.clone(),
@@ -276,6 +276,7 @@ impl Plugin {
             tool: tool.to_owned(),
             call_id: call_id.to_owned(),
             caller: caller.filter(|_| secrets).cloned(),
+            leaks: self.inner.grants.leak_check().clone(),
             refused: Default::default(),
         })
     }
@@ -334,8 +335,14 @@ impl Plugin {
 
     /// The tool's own error, its message cut to a size a model's context (and
     /// the host's log) can take.
-    pub(super) fn tool_error(&self, tool: &str, err: abi::ToolError) -> CallError {
-        let cut = |message| crate::error::cut(message, crate::error::MAX_ERROR_MESSAGE_BYTES);
+    /// A secret's value in the message is masked (the leak check).
+    pub(super) fn tool_error(&self, tool: &str, call_id: &str, err: abi::ToolError) -> CallError {
+        let cut = |mut message: String| {
+            if self.inner.grants.mask_text(&mut message) {
+                self.warn_leak(tool, call_id, "its error message");
+            }
+            crate::error::cut(message, crate::error::MAX_ERROR_MESSAGE_BYTES)
+        };
         match err {
             abi::ToolError::InvalidArguments(message) => CallError::InvalidArguments {
                 tool: tool.to_owned(),

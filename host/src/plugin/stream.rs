@@ -54,7 +54,10 @@ impl GuestStream {
         let next = timeout(deadline, self.exports.next(&mut self.store, self.handle)).await;
         let chunk = match plugin.settle(&mut self.store, tool, next) {
             Err(e) => return Some(Err(e)),
-            Ok(Err(e)) => return Some(Err(plugin.tool_error(tool, e))),
+            Ok(Err(e)) => {
+                let call_id = &self.store.data().call.call_id;
+                return Some(Err(plugin.tool_error(tool, call_id, e)));
+            }
             Ok(Ok(None)) => return None,
             Ok(Ok(Some(chunk))) => chunk,
         };

@@ -13,6 +13,7 @@
 //! Config: `[[network.secrets]]` in a plugin's grants (`host`, `path_prefix`,
 //! `header`, `format`, and one of `from_env`, `from_file`, `per_caller`).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -266,9 +267,10 @@ fn claim_value(caller: &Caller, claim: &str) -> Option<String> {
 }
 
 /// Finds and masks the values of a plugin's secrets. `Debug` shows how many.
+/// Cheap to clone (each call's tag holds one).
 #[derive(Clone, Default)]
 pub(crate) struct LeakCheck {
-    values: Vec<Secret>,
+    values: Arc<[Secret]>,
     finder: Option<Arc<AhoCorasick>>,
     longest: usize,
 }
@@ -305,7 +307,7 @@ impl LeakCheck {
             .map(Arc::new);
         let longest = values.iter().map(|v| v.expose().len()).max().unwrap_or(0);
         Self {
-            values,
+            values: values.into(),
             finder,
             longest,
         }
@@ -333,6 +335,16 @@ impl LeakCheck {
             bytes[span.clone()].fill(b'*');
         }
         !spans.is_empty()
+    }
+
+    /// `text` with every secret masked (borrowed when there is none).
+    pub(crate) fn masked<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
+        if !self.found_in(text.as_bytes()) {
+            return text;
+        }
+        let mut owned = text.into_owned();
+        self.mask_str(&mut owned);
+        Cow::Owned(owned)
     }
 
     /// Masks every secret in a string (`*` is ASCII, so it stays UTF-8).
@@ -381,6 +393,17 @@ impl Grants {
     /// The header secrets (values are never shown).
     pub fn header_secrets(&self) -> &[HeaderSecret] {
         &self.secrets
+    }
+
+    /// The leak check of its secrets (each call's tag holds a clone).
+    pub(crate) fn leak_check(&self) -> &LeakCheck {
+        &self.leaks
+    }
+
+    /// Masks the values of its secrets in a text (a tool's error message);
+    /// whether there was one.
+    pub(crate) fn mask_text(&self, text: &mut String) -> bool {
+        !self.leaks.is_empty() && self.leaks.mask_str(text)
     }
 
     /// Masks the values of its secrets in a tool's result; whether there was one.

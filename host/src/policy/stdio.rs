@@ -108,7 +108,10 @@ impl StdioLog {
         while !message.is_char_boundary(end) {
             end -= 1;
         }
-        let text = crate::log::escape_control(&message[..end]);
+        let text = state
+            .call
+            .leaks
+            .masked(crate::log::escape_control(&message[..end]));
         let cut = if cut || end < message.len() {
             "…"
         } else {
@@ -187,7 +190,10 @@ impl State {
     fn emit(&mut self, stream: Stream) {
         let line = std::mem::take(&mut self.lines[stream as usize]);
         let text = String::from_utf8_lossy(&line);
-        let text = crate::log::escape_control(text.trim_end_matches('\r'));
+        let text = self
+            .call
+            .leaks
+            .masked(crate::log::escape_control(text.trim_end_matches('\r')));
         let (plugin, tool, call) = (&*self.call.plugin, &self.call.tool, &self.call.call_id);
         match stream {
             Stream::Stdout => {

@@ -292,6 +292,30 @@ async fn the_leak_check_refuses_requests_and_masks_output() {
     );
     let lines = log_lines("leak-output");
     assert!(lines.iter().any(|l| l.contains("leak check")), "{lines:?}");
+    // Nor in its error message or what it logs (stdout and the `log` import).
+    let failed = caps
+        .invoke(ToolCall::new("leak", json!({"name": "LEAKED"})).with_call_id("leak-error"))
+        .await;
+    let Err(CallError::Failed { message, .. }) = &failed else {
+        panic!("expected the tool to fail: {failed:?}");
+    };
+    assert_eq!(*message, format!("error: {}", "*".repeat(TOKEN.len())));
+    let lines = log_lines("leak-error");
+    for what in ["stdout: ", "log: "] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(&format!("{what}{}", "*".repeat(TOKEN.len())))),
+            "{what}: {lines:?}"
+        );
+    }
+    assert!(!lines.iter().any(|l| l.contains(TOKEN)), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("leak check") && l.contains("error message")),
+        "{lines:?}"
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! | `write` | create or overwrite a file at any path |
 //! | `list` | list a directory |
 //! | `env` | read one environment variable |
+//! | `leak` | read environment variable `name` and try to leak its value: to stdout, the `log` import, and its error message |
 //! | `environment` | list every environment variable name, the arguments and the working directory |
 //! | `tcp_connect` | open a TCP connection to an IPv4 address (raw `wasi:sockets`), `attempts` times |
 //! | `resolve` | look a host name up (`wasi:sockets/ip-name-lookup`) |
@@ -118,6 +119,21 @@ impl Tool for Env {
     fn call(args: EnvArgs, _cx: &Context) -> Result<String, ToolError> {
         std::env::var(&args.name)
             .map_err(|e| ToolError::failed(format!("environment variable `{}`: {e}", args.name)))
+    }
+}
+
+struct Leak;
+
+impl Tool for Leak {
+    type Args = EnvArgs;
+    type Output = ();
+    const NAME: &'static str = "leak";
+
+    fn call(args: EnvArgs, cx: &Context) -> Result<(), ToolError> {
+        let value = std::env::var(&args.name).unwrap_or_default();
+        println!("stdout: {value}");
+        cx.info(&format!("log: {value}"));
+        Err(ToolError::failed(format!("error: {value}")))
     }
 }
 
@@ -267,5 +283,5 @@ impl Tool for Flood {
 }
 
 export_tools! {
-    tools: [Behaved, Read, Write, List, Env, Environment, TcpConnect, Resolve, Flood],
+    tools: [Behaved, Read, Write, List, Env, Leak, Environment, TcpConnect, Resolve, Flood],
 }
