@@ -72,7 +72,7 @@ pub use auth::{
     Unverified,
 };
 use calls::Calls;
-use features::{Feature, prompts, resources, tasks, tools};
+use features::{Feature, logging, prompts, resources, tasks, tools};
 pub use http::options::{HttpOptions, REPLICA_HEADER};
 use session::Session;
 
@@ -151,6 +151,8 @@ struct Shared {
     resources: resources::Resources,
     /// Whether prompts are served.
     prompts: prompts::Prompts,
+    /// Guest log messages to clients that ask (2025-11-25).
+    logging: logging::Logging,
     /// The `tools/call`s running now, and whether a stop is draining them.
     calls: Calls,
     /// What `GET /metrics` reports.
@@ -163,8 +165,14 @@ struct Shared {
 
 impl Shared {
     /// The feature areas served (see `features.rs`).
-    fn features(&self) -> [&dyn Feature; 4] {
-        [&self.tools, &self.resources, &self.prompts, &self.tasks]
+    fn features(&self) -> [&dyn Feature; 5] {
+        [
+            &self.tools,
+            &self.resources,
+            &self.prompts,
+            &self.logging,
+            &self.tasks,
+        ]
     }
 
     fn is_ready(&self) -> bool {
@@ -237,6 +245,7 @@ impl McpServer {
                 prompts: prompts::Prompts {
                     offered: features::Offered(kinds.contains(Kind::Prompt)),
                 },
+                logging: logging::Logging,
                 calls: Calls::default(),
                 metrics: Arc::clone(&metrics),
                 observers: Arc::new([Arc::new(crate::metrics::Observer(metrics)) as _]),

@@ -249,6 +249,8 @@ pub(crate) struct CallTag {
     pub(crate) call_id: String,
     /// Who calls, as far as the plugin's secrets need to know (per-caller ones).
     pub(crate) caller: Option<crate::tool::Caller>,
+    /// Where the guest's log messages also go (an MCP client that asked).
+    pub(crate) log: Option<crate::tool::LogSink>,
     /// The plugin's secret values, masked in what its guest logs.
     pub(crate) leaks: secrets::LeakCheck,
     /// What the call was refused so far: each capability is warned about once.

@@ -8,9 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod caller;
+mod log;
 mod stream;
 
 pub use caller::Caller;
+pub use log::{LogLevel, LogSink};
 pub use stream::ToolStream;
 pub(crate) use stream::{NextPart, PartSource};
 
@@ -337,6 +339,7 @@ pub struct ToolCall {
     pub(crate) call_id: String,
     pub(crate) invocation_id: String,
     pub(crate) caller: Option<Caller>,
+    pub(crate) log: Option<LogSink>,
 }
 
 impl ToolCall {
@@ -349,6 +352,7 @@ impl ToolCall {
             invocation_id: call_id.clone(),
             call_id,
             caller: None,
+            log: None,
         }
     }
 
@@ -374,6 +378,18 @@ impl ToolCall {
     /// Who calls, if the call says.
     pub fn caller(&self) -> Option<&Caller> {
         self.caller.as_ref()
+    }
+
+    /// Also hands the messages the guest logs to `sink` (they always reach
+    /// the host's log).
+    pub fn with_log_sink(mut self, sink: LogSink) -> Self {
+        self.log = Some(sink);
+        self
+    }
+
+    /// Where the guest's log messages also go, if anywhere.
+    pub fn log_sink(&self) -> Option<&LogSink> {
+        self.log.as_ref()
     }
 
     /// The tool's name.

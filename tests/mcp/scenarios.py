@@ -386,6 +386,41 @@ async def test_stream_reports_progress_per_chunk_when_asked(launch: Launch, make
         assert progress == [(i + 1, f"{5 - i}\n") for i in range(6)], progress
 
 
+async def test_guest_log_messages_reach_a_client_that_set_a_level(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """`logging/setLevel` (2025-11-25): what a called guest logs at or above the level
+    the client set becomes `notifications/message`, named by the tool; nothing before
+    a level is set. 2026-07-28 deprecates logging and keeps no session: no setLevel."""
+    async with launch(make_plugins("echo")) as server, server.connect() as client:
+
+        def logs() -> list[types.LoggingMessageNotification]:
+            return [n for n in client.notifications if isinstance(n, types.LoggingMessageNotification)]
+
+        if client.protocol == MODERN:
+            with pytest.raises(MCPError) as caught, anyio.fail_after(CALL_S):
+                await client.session.set_logging_level("info")
+            assert caught.value.code == -32601, caught.value
+            return
+        assert client.capabilities.logging is not None, client.capabilities
+        # `whoami` logs "whoami called" at info: not sent before a level is set, nor below it.
+        for level in [None, "warning"]:
+            if level:
+                with anyio.fail_after(CALL_S):
+                    await client.session.set_logging_level(level)
+            assert not (await client.call("whoami")).is_error
+            await anyio.sleep(0.3)
+            assert logs() == [], (level, logs())
+        with anyio.fail_after(CALL_S):
+            await client.session.set_logging_level("info")
+        assert not (await client.call("whoami")).is_error
+        with anyio.fail_after(CALL_S):
+            while not logs():
+                await anyio.sleep(0.05)
+        (message,) = logs()
+        assert message.params.level == "info", message
+        assert message.params.logger == "whoami", message
+        assert message.params.data == "whoami called", message
+
+
 async def test_result_text_off_sends_each_json_result_once(launch: Launch, make_plugins: PluginsFactory) -> None:
     """`[serve] result_text = false`: a JSON result goes out as `structuredContent`
     alone, without the text block that repeats it; streamed text is still text.

@@ -16,6 +16,7 @@ use rmcp::{ErrorData, RoleServer};
 use crate::mcp::session::Session;
 use crate::toolset::{Context, ToolsetChange};
 
+pub(super) mod logging;
 pub(super) mod prompts;
 pub(super) mod resources;
 pub(super) mod tasks;

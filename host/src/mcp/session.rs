@@ -18,6 +18,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::approval::random_id;
+use super::features::logging::SessionLevel;
 use super::features::{self, List};
 use super::revision::Revision;
 use super::{Shared, auth, transport};
@@ -82,6 +83,8 @@ struct SessionState {
     /// without a named one). A 2026-07-28 "session" lives for one request
     /// and never does: ending it then would cost a Redis round trip for nothing.
     invocation_used: AtomicBool,
+    /// The level of guest log messages the client asked for, if it did.
+    log_level: SessionLevel,
 }
 
 impl Drop for SessionState {
@@ -110,6 +113,7 @@ impl Session {
             ended: CancellationToken::new(),
             engine: shared.engine.clone(),
             invocation_used: AtomicBool::new(false),
+            log_level: SessionLevel::default(),
         };
         Self {
             shared,
@@ -121,6 +125,11 @@ impl Session {
     /// outlives the request).
     pub(super) fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// The level of guest log messages its client asked for (`logging/setLevel`).
+    pub(super) fn log_level(&self) -> &SessionLevel {
+        &self.state.log_level
     }
 
     /// The session's client, once it has initialized (2025-11-25 and before).
@@ -350,6 +359,18 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         features::prompts::get(self, request, context).await
+    }
+
+    #[expect(
+        deprecated,
+        reason = "rmcp marks MCP logging deprecated (SEP-2577); 2025-11-25 clients still use it"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        features::logging::set_level(self, request, &context)
     }
 
     async fn get_task(

@@ -219,11 +219,11 @@ macro_rules! contract_version {
         impl host::Host for PluginState {
             fn log(&mut self, level: host::Level, message: String) -> wasmtime::Result<()> {
                 let level = match level {
-                    host::Level::Trace => tracing::Level::TRACE,
-                    host::Level::Debug => tracing::Level::DEBUG,
-                    host::Level::Info => tracing::Level::INFO,
-                    host::Level::Warn => tracing::Level::WARN,
-                    host::Level::Error => tracing::Level::ERROR,
+                    host::Level::Trace => crate::tool::LogLevel::Trace,
+                    host::Level::Debug => crate::tool::LogLevel::Debug,
+                    host::Level::Info => crate::tool::LogLevel::Info,
+                    host::Level::Warn => crate::tool::LogLevel::Warn,
+                    host::Level::Error => crate::tool::LogLevel::Error,
                 };
                 self.host_log(level, &message);
                 Ok(())

@@ -19,7 +19,7 @@ use crate::engine::Tier;
 use crate::engine::limits::Busy;
 use crate::error::{CallError, Exhausted};
 use crate::policy::CallTag;
-use crate::tool::{Caller, Part, ToolCall, ToolOutput, ToolStream, Usage, wrap_result};
+use crate::tool::{Caller, LogSink, Part, ToolCall, ToolOutput, ToolStream, Usage, wrap_result};
 
 /// Every typed export of an instance of `code` (type-checked when it was linked).
 pub(super) fn exports(
@@ -155,6 +155,7 @@ impl Plugin {
                     &tool.spec.name,
                     &call.call_id,
                     call.caller.as_ref(),
+                    call.log.as_ref(),
                 )?;
                 (idle.store, idle.instance, idle.code)
             }
@@ -164,6 +165,7 @@ impl Plugin {
                     &call.call_id,
                     &call.invocation_id,
                     call.caller.as_ref(),
+                    call.log.as_ref(),
                 )
                 .await?
             }
@@ -238,6 +240,7 @@ impl Plugin {
         call_id: &str,
         invocation_id: &str,
         caller: Option<&Caller>,
+        log: Option<&LogSink>,
     ) -> Result<(Store<PluginState>, Instance, Arc<Linked>), CallError> {
         let code = self.code_for(tool).await?.current();
         let engine = &self.inner.engine;
@@ -245,7 +248,7 @@ impl Plugin {
             engine,
             &self.inner.grants,
             &self.inner.limits,
-            self.call_tag(tool, call_id, caller),
+            self.call_tag(tool, call_id, caller, log),
             invocation_id,
             MAX_RESOURCES,
         )?;
@@ -269,13 +272,20 @@ impl Plugin {
 
     /// Which call a log line or a refusal belongs to, and its caller if the
     /// plugin's secrets may depend on it.
-    fn call_tag(&self, tool: &str, call_id: &str, caller: Option<&Caller>) -> Arc<CallTag> {
+    fn call_tag(
+        &self,
+        tool: &str,
+        call_id: &str,
+        caller: Option<&Caller>,
+        log: Option<&LogSink>,
+    ) -> Arc<CallTag> {
         let secrets = !self.inner.grants.header_secrets().is_empty();
         Arc::new(CallTag {
             plugin: self.inner.name.clone(),
             tool: tool.to_owned(),
             call_id: call_id.to_owned(),
             caller: caller.filter(|_| secrets).cloned(),
+            log: log.cloned(),
             leaks: self.inner.grants.leak_check().clone(),
             refused: Default::default(),
         })
@@ -314,8 +324,9 @@ impl Plugin {
         tool: &str,
         call_id: &str,
         caller: Option<&Caller>,
+        log: Option<&LogSink>,
     ) -> Result<(), CallError> {
-        let call = self.call_tag(tool, call_id, caller);
+        let call = self.call_tag(tool, call_id, caller, log);
         let state = store.data_mut();
         state.caps.rebind(&call);
         state.call = call;

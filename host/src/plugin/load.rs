@@ -391,7 +391,7 @@ impl Plugin {
             },
         };
         let (mut store, instance, code) = self
-            .instantiate("(declarations)", "load", "load", None)
+            .instantiate("(declarations)", "load", "load", None, None)
             .await
             .map_err(reason)?;
         let exports =

@@ -13,6 +13,7 @@ use crate::engine::limits::{Limiter, Limits};
 use crate::error::CallError;
 use crate::policy::{CallCaps, CallState, CallTag, Grants};
 use crate::state::Scratch;
+use crate::tool::LogLevel;
 
 /// The longest log message the host keeps from a guest.
 const MAX_MESSAGE_BYTES: usize = 8 << 10;
@@ -107,15 +108,26 @@ impl WasiView for PluginState {
 
 /// The host interface every contract version imports, in host types.
 impl PluginState {
-    /// Writes a guest's log line, cut to [`MAX_MESSAGE_BYTES`].
-    pub(crate) fn host_log(&mut self, level: tracing::Level, message: &str) {
+    /// Writes a guest's log line, cut to [`MAX_MESSAGE_BYTES`], to the host's
+    /// log and to the call's [`LogSink`] if it has one (secrets masked).
+    pub(crate) fn host_log(&mut self, level: LogLevel, message: &str) {
         let mut end = message.len().min(MAX_MESSAGE_BYTES);
         while !message.is_char_boundary(end) {
             end -= 1;
         }
-        self.caps
-            .stdio
-            .log(level, &message[..end], end < message.len());
+        let cut = end < message.len();
+        let message = &message[..end];
+        let traced = match level {
+            LogLevel::Trace => tracing::Level::TRACE,
+            LogLevel::Debug => tracing::Level::DEBUG,
+            LogLevel::Info => tracing::Level::INFO,
+            LogLevel::Warn => tracing::Level::WARN,
+            LogLevel::Error => tracing::Level::ERROR,
+        };
+        self.caps.stdio.log(traced, message, cut);
+        if let Some(sink) = &self.call.log {
+            sink.emit(level, &self.call.leaks.masked(message.into()));
+        }
     }
 
     /// Keeps why the guest is about to trap.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::observe::CallObserver;
-use crate::tool::next_call_id;
+use crate::tool::{LogSink, next_call_id};
 
 /// Who is calling: used by filters and confirmation providers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -154,6 +154,8 @@ pub struct Context {
     /// `None` for none: a context is made for every call, and an empty
     /// `Arc<[_]>` would still allocate.
     observers: Option<Arc<[Arc<dyn CallObserver>]>>,
+    /// Where the call's guest log messages also go (an MCP client that asked).
+    log: Option<LogSink>,
 }
 
 impl std::fmt::Debug for Context {
@@ -184,6 +186,7 @@ impl Context {
             identity: Arc::default(),
             decisions: Arc::default(),
             observers: None,
+            log: None,
         }
     }
 
@@ -225,6 +228,17 @@ impl Context {
     pub(crate) fn with_observers(mut self, observers: Arc<[Arc<dyn CallObserver>]>) -> Self {
         self.observers = Some(observers);
         self
+    }
+
+    /// Also hands the messages a called guest logs to `sink`.
+    pub fn with_log_sink(mut self, sink: LogSink) -> Self {
+        self.log = Some(sink);
+        self
+    }
+
+    /// Where a called guest's log messages also go, if anywhere.
+    pub fn log_sink(&self) -> Option<&LogSink> {
+        self.log.as_ref()
     }
 
     /// The observers of calls in this context, in the order added.

@@ -51,9 +51,12 @@ impl PluginTool {
     }
 
     fn call(&self, cx: &Context, arguments: Value) -> ToolCall {
-        let call = ToolCall::new(self.declared.clone(), arguments)
+        let mut call = ToolCall::new(self.declared.clone(), arguments)
             .with_call_id(cx.call_id())
             .with_invocation_id(cx.invocation_id());
+        if let Some(sink) = cx.log_sink() {
+            call = call.with_log_sink(sink.clone());
+        }
         match &cx.identity().principal {
             Some(principal) if !principal.is_anonymous() => {
                 call.with_caller(caller(principal, self.plugin.grants()))

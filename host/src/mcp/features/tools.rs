@@ -88,8 +88,13 @@ pub(in crate::mcp) async fn call(
     // Counted until answered, so that a stop can drain it.
     let _running = shared.calls.enter()?;
     let revision = Revision::of(&context);
-    let cx = session.context(&context, revision)?;
     let name = request.name.to_string();
+    let cx = super::logging::attach(
+        session,
+        &context,
+        session.context(&context, revision)?,
+        &name,
+    );
     let Some(tool) = resolve_when_loaded(shared, &cx, &name).await else {
         return Err(not_found(shared, &cx, &name));
     };

@@ -11,6 +11,7 @@
 //! | `test_embedded_resource` | a text file as an embedded resource |
 //! | `test_multiple_content_types` | text, an image and an embedded resource |
 //! | `test_error_handling` | always fails (an `isError` result) |
+//! | `test_tool_with_logging` | logs three info messages 50 ms apart (MCP log notifications once the client set a level) |
 //! | `test_tool_with_progress` | streams three steps 200 ms apart (progress notifications) |
 
 use std::time::Duration;
@@ -131,6 +132,25 @@ impl Tool for ErrorHandling {
     }
 }
 
+struct WithLogging;
+
+impl Tool for WithLogging {
+    type Args = ();
+    type Output = Output;
+    const NAME: &'static str = "test_tool_with_logging";
+    const DESCRIPTION: &'static str =
+        "Logs three messages 50 ms apart while it runs (conformance fixture).";
+
+    fn call((): (), cx: &Context) -> Result<Output, ToolError> {
+        cx.info("Tool execution started");
+        std::thread::sleep(Duration::from_millis(50));
+        cx.info("Tool processing data");
+        std::thread::sleep(Duration::from_millis(50));
+        cx.info("Tool execution completed");
+        Ok(Output::text("Tool with logging executed successfully"))
+    }
+}
+
 struct WithProgress;
 
 impl StreamingTool for WithProgress {
@@ -152,6 +172,6 @@ impl StreamingTool for WithProgress {
 }
 
 export_tools! {
-    tools: [SimpleText, ImageContent, AudioContent, EmbeddedResource, MultipleContentTypes, ErrorHandling],
+    tools: [SimpleText, ImageContent, AudioContent, EmbeddedResource, MultipleContentTypes, ErrorHandling, WithLogging],
     streams: [WithProgress],
 }
