@@ -316,7 +316,7 @@ pub enum LoadError {
         reason: String,
     },
     /// A declaration is invalid (bad name, duplicate name, bad schema).
-    #[error("{path}: tool `{tool}`: {reason}")]
+    #[error("{path}: tool `{}`: {reason}", crate::log::escape_name(tool))]
     InvalidTool {
         /// The plugin file.
         path: PathBuf,
@@ -456,7 +456,7 @@ impl LoadError {
 #[non_exhaustive]
 pub enum CallError {
     /// No tool of that name exists (or it is hidden from the caller).
-    #[error("no tool named `{tool}`; available tools: {}", available.join(", "))]
+    #[error("no tool named `{}`; available tools: {}", crate::log::escape_name(tool), available.join(", "))]
     UnknownTool {
         /// The name that was called.
         tool: String,
