@@ -456,7 +456,7 @@ impl LoadError {
 #[non_exhaustive]
 pub enum CallError {
     /// No tool of that name exists (or it is hidden from the caller).
-    #[error("no tool named `{}`; available tools: {}", crate::log::escape_name(tool), available.join(", "))]
+    #[error("{}", unknown_tool(tool, available))]
     UnknownTool {
         /// The name that was called.
         tool: String,
@@ -636,6 +636,20 @@ pub enum CallError {
         /// Why, if known.
         reason: Option<String>,
     },
+}
+
+/// "No tool named …": with the closest name when the call looks like a slip
+/// of one, else with every name there is.
+fn unknown_tool(tool: &str, available: &[String]) -> String {
+    let shown = crate::log::escape_name(tool);
+    match crate::suggest::closest(tool, available.iter().map(String::as_str)) {
+        Some(closest) => format!("no tool named `{shown}`; did you mean `{closest}`?"),
+        None if available.is_empty() => format!("no tool named `{shown}`; no tools are available"),
+        None => format!(
+            "no tool named `{shown}`; available tools: {}",
+            available.join(", ")
+        ),
+    }
 }
 
 impl CallError {

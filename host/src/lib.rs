@@ -51,6 +51,7 @@ pub mod policy;
 pub mod schema;
 mod sealed;
 pub mod state;
+mod suggest;
 mod time;
 pub mod tool;
 pub mod toolset;

@@ -106,7 +106,7 @@ mod shown_names {
         };
         assert_eq!(
             unknown.to_string(),
-            "no tool named `add\\u{200b}`; available tools: add"
+            "no tool named `add\\u{200b}`; did you mean `add`?"
         );
     }
 }

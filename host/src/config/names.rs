@@ -190,26 +190,9 @@ impl Config {
     }
 }
 
-/// The name of `pool` closest to `name` when it is close enough to be a slip
-/// (`write-file` for `write_file`); none for glob patterns.
+/// The name of `pool` closest to `name`, if it looks like a slip.
 fn suggest(name: &str, pool: &[&str]) -> Option<String> {
-    if name.contains(['*', '?']) {
-        return None;
-    }
-    let fold = |s: &str| s.to_lowercase().replace('-', "_");
-    let wanted = fold(name);
-    let allowed = (wanted.chars().count() / 3).max(1);
-    pool.iter()
-        .filter(|candidate| **candidate != name)
-        .map(|candidate| {
-            (
-                strsim::damerau_levenshtein(&wanted, &fold(candidate)),
-                *candidate,
-            )
-        })
-        .filter(|(distance, _)| *distance <= allowed)
-        .min()
-        .map(|(_, candidate)| candidate.to_owned())
+    crate::suggest::closest(name, pool.iter().copied()).map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -212,6 +212,15 @@ fn bad_arguments_exit_non_zero_with_every_problem() {
     let out = toolhost(dir.path(), &["call", "no_such_tool"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("available tools"));
+    // A slip gets the closest name instead of every name.
+    let out = toolhost(dir.path(), &["call", "whomai"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("no tool named `whomai`; did you mean `whoami`?"),
+        "{err}"
+    );
+    assert!(!err.contains("available tools"), "{err}");
 }
 
 #[test]
