@@ -27,7 +27,7 @@
 //
 // Build: `cargo xtask guests` (componentize-qjs, pinned in package.json).
 
-import { log, stateDelete, stateGet, stateSet } from 'toolhost:plugin/host@0.3.0';
+import { log, stateDelete, stateGet, stateSet } from 'toolhost:plugin/host@0.4.0';
 
 /** The tool ran and failed; the message says why (WIT `tool-error.failed`). */
 export class ToolError extends Error {

@@ -3,6 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::bindings::toolhost::plugin::{host, types};
+use crate::{Answer, AskError};
 
 /// Log severity for [`Context::log`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -31,7 +32,9 @@ impl From<Level> for host::Level {
     }
 }
 
-/// One call of one tool: its IDs, the invocation's scratch state, and the host log.
+/// One call of one tool, or one catalog request (a resource read, a prompt get,
+/// a completion): its IDs and caller, the invocation's scratch state, the host
+/// log, questions to the user and resource-change notices.
 ///
 /// The host creates a fresh instance for every call, so nothing a tool keeps in
 /// memory survives to the next call; [`Context::state_set`] is the way to share
@@ -124,7 +127,8 @@ impl Context {
         &self.invocation_id
     }
 
-    /// The name of the tool being called.
+    /// The name of the tool being called. In a catalog handler: the URI read,
+    /// the prompt's name, or the prompt or URI template being completed.
     pub fn tool(&self) -> &str {
         &self.tool
     }
@@ -143,6 +147,51 @@ impl Context {
     /// Deletes a key of this invocation's scratch state.
     pub fn state_delete(&self, key: &str) {
         host::state_delete(key);
+    }
+
+    /// Asks the user a question and waits for the answer (MCP elicitation, or
+    /// a terminal prompt on the CLI).
+    ///
+    /// `schema` is the form: a JSON Schema object whose properties are flat —
+    /// strings (with `enum`, `oneOf` of `const`/`title`, `format`), numbers,
+    /// integers, booleans, or arrays of enum strings; defaults allowed.
+    ///
+    /// ```no_run
+    /// # use toolhost_guest::{Answer, Context, ToolError};
+    /// # fn call(cx: &Context) -> Result<String, ToolError> {
+    /// let schema = serde_json::json!({
+    ///     "type": "object",
+    ///     "properties": {"name": {"type": "string", "description": "Your name"}},
+    ///     "required": ["name"],
+    /// });
+    /// Ok(match cx.ask("Who are you?", &schema)? {
+    ///     Answer::Accept(form) => {
+    ///         let name = form.get("name").and_then(|name| name.as_str()).unwrap_or("you");
+    ///         format!("Hello, {name}!")
+    ///     }
+    ///     Answer::Decline | Answer::Cancel => "Hello, stranger.".to_owned(),
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// An [`AskError`] when there is no answer: nobody can be asked, the
+    /// question breaks the host's rules, the call asked too many, or the
+    /// user took too long. It converts into [`ToolError`](crate::ToolError) with `?`.
+    pub fn ask(&self, message: &str, schema: &Value) -> Result<Answer, AskError> {
+        let question = types::Question {
+            message: message.to_owned(),
+            schema: schema.to_string(),
+        };
+        Answer::from_wit(host::ask(&question)?)
+    }
+
+    /// Tells the host that the resource at `uri`, which this plugin offers,
+    /// has changed: clients that subscribed to it are told. A URI the plugin
+    /// does not offer is ignored (and logged by the host).
+    pub fn resource_updated(&self, uri: &str) {
+        host::resource_updated(uri);
     }
 
     /// Writes a line to the host's log, tagged with the plugin, tool and call ID.

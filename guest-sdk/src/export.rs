@@ -4,6 +4,8 @@
 //! Everything here is `#[doc(hidden)]` support for the macro; plugin authors
 //! never name it.
 
+mod catalog;
+
 use std::cell::RefCell;
 
 use crate::bindings::exports::toolhost::plugin::tools as wit_tools;
@@ -14,6 +16,8 @@ use crate::{
     Chunks, Context, Declaration, IntoOutput, MediaKind, Output, Part, StreamingTool, Tool,
     ToolError,
 };
+
+pub use catalog::{complete, describe, get_prompt, read_resource};
 
 /// One exported tool: its name and monomorphized entry points.
 #[doc(hidden)]
@@ -216,7 +220,9 @@ impl From<Declaration> for wit::Declaration {
     }
 }
 
-/// Exports tools as this component's `toolhost:plugin/tools` interface.
+/// Exports tools (the `toolhost:plugin/tools` interface) and a [`Catalog`]
+/// of resources, templates and prompts (the `catalog` interface) as this
+/// component's `toolhost:plugin/catalog-plugin` world.
 ///
 /// Call it once per plugin crate, at the top level:
 ///
@@ -224,15 +230,24 @@ impl From<Declaration> for wit::Declaration {
 /// toolhost_guest::export_tools! {
 ///     tools: [WordCount, Add],   // types implementing `Tool`
 ///     streams: [Countdown],      // types implementing `StreamingTool` (optional)
+///     catalog: catalog,          // a `fn() -> Catalog` (optional: an empty catalog)
 /// }
 /// ```
 ///
-/// `export_tools!(WordCount, Add)` is short for `export_tools! { tools: [WordCount, Add] }`.
+/// `export_tools!(WordCount, Add)` is short for `export_tools! { tools: [WordCount, Add] }`,
+/// and `export_tools!(WordCount, Add; catalog: catalog)` for the same with a
+/// catalog. A plugin that offers only a catalog writes
+/// `export_tools! { catalog: catalog }`.
+///
+/// [`Catalog`]: crate::Catalog
 #[macro_export]
 macro_rules! export_tools {
+    (@catalog) => { $crate::Catalog::new };
+    (@catalog $catalog:path) => { $catalog };
     (
         tools: [$($tool:ty),* $(,)?]
         $(, streams: [$($stream:ty),* $(,)?])?
+        $(, catalog: $catalog:path)?
         $(,)?
     ) => {
         const _: () = {
@@ -243,6 +258,7 @@ macro_rules! export_tools {
                     $($crate::__private::Entry::tool::<$tool>(),)*
                     $($($crate::__private::Entry::streaming::<$stream>(),)*)?
                 ];
+                const CATALOG: fn() -> $crate::Catalog = $crate::export_tools!(@catalog $($catalog)?);
             }
 
             impl $crate::bindings::exports::toolhost::plugin::tools::Guest for __ToolhostPlugin {
@@ -273,6 +289,39 @@ macro_rules! export_tools {
                 }
             }
 
+            impl $crate::bindings::exports::toolhost::plugin::catalog::Guest for __ToolhostPlugin {
+                fn describe() -> $crate::bindings::toolhost::plugin::types::Catalog {
+                    $crate::__private::describe(Self::CATALOG)
+                }
+
+                fn read_resource(
+                    read: $crate::bindings::toolhost::plugin::types::Read,
+                ) -> $crate::__private::Result<
+                    $crate::__private::Vec<$crate::bindings::toolhost::plugin::types::ResourceContents>,
+                    $crate::bindings::toolhost::plugin::types::ToolError,
+                > {
+                    $crate::__private::read_resource(Self::CATALOG, read)
+                }
+
+                fn get_prompt(
+                    get: $crate::bindings::toolhost::plugin::types::Get,
+                ) -> $crate::__private::Result<
+                    $crate::bindings::toolhost::plugin::types::PromptMessages,
+                    $crate::bindings::toolhost::plugin::types::ToolError,
+                > {
+                    $crate::__private::get_prompt(Self::CATALOG, get)
+                }
+
+                fn complete(
+                    complete: $crate::bindings::toolhost::plugin::types::CompletionRequest,
+                ) -> $crate::__private::Result<
+                    $crate::bindings::toolhost::plugin::types::Completion,
+                    $crate::bindings::toolhost::plugin::types::ToolError,
+                > {
+                    $crate::__private::complete(Self::CATALOG, complete)
+                }
+            }
+
             // Native builds (unit tests, clippy) skip the export itself: a native
             // `cdylib` cannot carry the component-model export names (the linker
             // rejects the `:` in them).
@@ -291,9 +340,23 @@ macro_rules! export_tools {
                 $($($crate::__private::Entry::streaming::<$stream>(),)*)?
             ])
         }
+
+        /// The catalog this plugin exports (native builds only, like
+        /// `__toolhost_declarations`).
+        #[cfg(not(target_family = "wasm"))]
+        #[doc(hidden)]
+        pub fn __toolhost_catalog() -> $crate::bindings::toolhost::plugin::types::Catalog {
+            $crate::__private::describe($crate::export_tools!(@catalog $($catalog)?))
+        }
     };
-    (streams: [$($stream:ty),* $(,)?] $(,)?) => {
-        $crate::export_tools! { tools: [], streams: [$($stream),*] }
+    (streams: [$($stream:ty),* $(,)?] $(, catalog: $catalog:path)? $(,)?) => {
+        $crate::export_tools! { tools: [], streams: [$($stream),*] $(, catalog: $catalog)? }
+    };
+    (catalog: $catalog:path $(,)?) => {
+        $crate::export_tools! { tools: [], catalog: $catalog }
+    };
+    ($($tool:ty),+ ; catalog: $catalog:path $(,)?) => {
+        $crate::export_tools! { tools: [$($tool),+], catalog: $catalog }
     };
     ($($tool:ty),+ $(,)?) => {
         $crate::export_tools! { tools: [$($tool),+] }
@@ -409,6 +472,77 @@ mod tests {
         let out = invoke(ENTRIES, call("countdown", r#"{"from": 2}"#)).expect("counts");
         assert_eq!(out.json.as_deref(), Some(r#""2\n1\n0\n""#));
         assert!(matches!(out.parts.as_slice(), [wit::Part::Text(t)] if t == "2\n1\n0\n"));
+    }
+
+    fn catalog() -> crate::Catalog {
+        crate::Catalog::new().resource(crate::Resource::new("test://a", "a"), |_| {
+            Ok(crate::Contents::text("a"))
+        })
+    }
+
+    // Every form of the macro expands (natively; the export itself is wasm-only).
+    #[allow(
+        unreachable_pub,
+        reason = "the macro's native-only helper is `pub`, for a plugin crate's root"
+    )]
+    mod forms {
+        use super::{Add, Countdown, Ids, catalog};
+
+        pub(super) mod short {
+            crate::export_tools!(super::Add, super::Ids,);
+        }
+        pub(super) mod short_with_catalog {
+            crate::export_tools!(super::Add; catalog: super::catalog);
+        }
+        pub(super) mod long {
+            crate::export_tools! {
+                tools: [super::Add],
+                streams: [super::Countdown],
+                catalog: super::catalog,
+            }
+        }
+        pub(super) mod streams_with_catalog {
+            crate::export_tools! { streams: [super::Countdown], catalog: super::catalog }
+        }
+        pub(super) mod catalog_only {
+            crate::export_tools! { catalog: super::catalog }
+        }
+    }
+
+    #[test]
+    fn every_macro_form_exports_its_tools() {
+        let names = |decls: Vec<wit::Declaration>| -> Vec<String> {
+            decls.into_iter().map(|d| d.info.name).collect()
+        };
+        assert_eq!(
+            names(forms::short::__toolhost_declarations()),
+            ["add", "ids"]
+        );
+        assert_eq!(
+            names(forms::short_with_catalog::__toolhost_declarations()),
+            ["add"]
+        );
+        assert_eq!(
+            names(forms::long::__toolhost_declarations()),
+            ["add", "countdown"]
+        );
+        assert_eq!(
+            names(forms::streams_with_catalog::__toolhost_declarations()),
+            ["countdown"]
+        );
+        assert!(forms::catalog_only::__toolhost_declarations().is_empty());
+        let uris = |catalog: wit::Catalog| -> Vec<String> {
+            catalog.resources.into_iter().map(|r| r.uri).collect()
+        };
+        assert!(uris(forms::short::__toolhost_catalog()).is_empty());
+        assert_eq!(
+            uris(forms::short_with_catalog::__toolhost_catalog()),
+            ["test://a"]
+        );
+        assert_eq!(
+            uris(forms::catalog_only::__toolhost_catalog()),
+            ["test://a"]
+        );
     }
 
     #[test]

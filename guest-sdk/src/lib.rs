@@ -4,7 +4,8 @@
 //! A plugin is a `cdylib` crate built for `wasm32-wasip2`. Each tool is a type
 //! implementing [`Tool`] (runs to completion) or [`StreamingTool`] (yields
 //! chunks); [`export_tools!`] exports them as the `toolhost:plugin/tools`
-//! interface of the `toolhost:plugin@0.3.0` world.
+//! interface, with a [`Catalog`] of resources and prompts as its `catalog`
+//! interface: the `catalog-plugin` world of `toolhost:plugin@0.4.0`.
 //!
 //! # Concepts
 //!
@@ -32,6 +33,15 @@
 //! - **Streams.** A [`StreamingTool`] returns lazily computed [`Chunks`] (see
 //!   [`chunks`]). Called with `invoke`, its chunks are collected into one output;
 //!   a [`Tool`] called with `invoke-stream` yields its output as chunks.
+//! - **Catalog.** Besides tools, a plugin may offer MCP's other server
+//!   features: [`Resource`]s at fixed URIs, [`ResourceTemplate`]s (RFC 6570),
+//!   [`Prompt`]s, and completions of their arguments. It declares them in a
+//!   `fn() -> Catalog`, each with its handler, and names the function in
+//!   [`export_tools!`] (`catalog: my_catalog`); without one the catalog is
+//!   empty. Handlers get a [`Context`] too (IDs, caller, state, log).
+//! - **Asking.** A tool may ask its user a question in the middle of a call
+//!   ([`Context::ask`], MCP elicitation) and tell the host that a resource it
+//!   offers changed ([`Context::resource_updated`]).
 //!
 //! # Example
 //!
@@ -142,6 +152,8 @@
 
 #![deny(missing_docs)]
 
+mod ask;
+mod catalog;
 mod context;
 mod error;
 mod export;
@@ -149,6 +161,12 @@ mod output;
 mod schema;
 mod tool;
 
+pub use ask::{Answer, AskError};
+pub use catalog::{
+    Arguments, Body, Catalog, Completion, CompletionRequest, Contents, IntoContents, IntoMessages,
+    Message, MessageContent, Messages, Prompt, PromptArgument, Resource, ResourceRead,
+    ResourceTemplate, Role,
+};
 pub use context::{Caller, Context, Level};
 pub use error::ToolError;
 pub use output::{Blob, Chunks, IntoChunk, IntoOutput, MediaKind, Output, Part, chunks};
@@ -159,7 +177,7 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
-/// The WIT bindings of the `toolhost:plugin/plugin` world. Not a stable API:
+/// The WIT bindings of the `toolhost:plugin/catalog-plugin` world. Not a stable API:
 /// [`export_tools!`] and [`Context`] are the ways in.
 #[doc(hidden)]
 #[allow(
@@ -169,7 +187,7 @@ pub use serde_json;
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "toolhost:plugin/plugin",
+        world: "toolhost:plugin/catalog-plugin",
         pub_export_macro: true,
         export_macro_name: "__export_world",
         default_bindings_module: "toolhost_guest::bindings",
@@ -180,7 +198,10 @@ pub mod bindings {
 /// Support for [`export_tools!`]; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::export::{ChunkStream, Entry, declarations, invoke, invoke_stream};
+    pub use crate::export::{
+        ChunkStream, Entry, complete, declarations, describe, get_prompt, invoke, invoke_stream,
+        read_resource,
+    };
     pub use std::result::Result;
     pub use std::vec::Vec;
 }

@@ -61,6 +61,19 @@ impl raw::toolhost::plugin::host::Host for State {
     fn state_delete(&mut self, _: String) -> wasmtime::Result<()> {
         Ok(())
     }
+    fn resource_updated(&mut self, _: String) -> wasmtime::Result<()> {
+        Ok(())
+    }
+    fn ask(
+        &mut self,
+        _: raw::toolhost::plugin::types::Question,
+    ) -> wasmtime::Result<
+        Result<raw::toolhost::plugin::types::Answer, raw::toolhost::plugin::types::AskError>,
+    > {
+        Ok(Err(raw::toolhost::plugin::types::AskError::Unavailable(
+            String::new(),
+        )))
+    }
 }
 
 #[path = "support/stats.rs"]

@@ -13,7 +13,14 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+mod template;
+mod updates;
+
+pub use template::{TemplateError, UriTemplate};
+pub use updates::ResourceUpdated;
+pub(crate) use updates::{MAX_PER_CALL as MAX_UPDATES_PER_CALL, ResourceUpdates};
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::CallError;
 use crate::tool::{Part, ToolSpec};
@@ -180,7 +187,7 @@ impl<'a> Item<'a> {
 /// spec.mime_type = Some("text/markdown".into());
 /// assert_eq!(spec.name, "today");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ResourceSpec {
     /// Where it is: unique in a toolset.
@@ -221,7 +228,7 @@ impl ResourceSpec {
 
 /// A family of resources whose URIs follow an RFC 6570 URI template (MCP
 /// `ResourceTemplate`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ResourceTemplateSpec {
     /// The URI template, e.g. `file:///notes/{day}.md`.
@@ -317,7 +324,7 @@ pub enum Body {
 /// arguments.insert("text".to_owned(), "Hello.".to_owned());
 /// assert!(spec.check(&arguments).is_ok());
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PromptSpec {
     /// The prompt's name.
@@ -380,7 +387,7 @@ impl PromptSpec {
 }
 
 /// One argument of a prompt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PromptArgument {
     /// Its name.
@@ -487,6 +494,54 @@ pub enum MessageContent {
     Part(Part),
     /// A resource's content, embedded.
     Resource(ResourceContents),
+}
+
+/// What a completion is for (MCP `completion/complete`'s `ref`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompletionRef {
+    /// An argument of the prompt of this name (as listed).
+    Prompt(String),
+    /// A variable of the resource template with this URI template.
+    Template(String),
+}
+
+/// Suggested values for an argument (MCP `completion/complete`'s result).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Completion {
+    /// The values, best first; at most [`Completion::MAX_VALUES`] are served.
+    pub values: Vec<String>,
+    /// How many there are in all, when known.
+    pub total: Option<u32>,
+    /// Whether there are more than those given.
+    pub has_more: bool,
+}
+
+impl Completion {
+    /// The most values a completion serves (MCP's limit).
+    pub const MAX_VALUES: usize = 100;
+
+    /// These values, all there are.
+    pub fn new(values: Vec<String>) -> Self {
+        Self {
+            values,
+            total: None,
+            has_more: false,
+        }
+        .capped()
+    }
+
+    /// The same, held to [`Completion::MAX_VALUES`]: values past it are
+    /// dropped and `has_more` says so.
+    #[must_use]
+    pub fn capped(mut self) -> Self {
+        if self.values.len() > Self::MAX_VALUES {
+            self.values.truncate(Self::MAX_VALUES);
+            self.has_more = true;
+        }
+        self
+    }
 }
 
 #[cfg(test)]

@@ -369,6 +369,8 @@ struct Inner {
     /// Compiled code kept across restarts, with a cache directory.
     code_cache: Option<CodeCache>,
     state: StateStore,
+    /// Where plugins say their resources changed.
+    updates: crate::catalog::ResourceUpdates,
     /// The per-engine parts of what runs on it, made at first use.
     runtime: std::sync::OnceLock<Box<dyn Runtime>>,
     /// How many plugins load their code in the background at once.
@@ -471,6 +473,7 @@ impl Engine {
                 config: config.clone(),
                 code_cache,
                 state,
+                updates: Default::default(),
                 runtime: std::sync::OnceLock::new(),
                 // One load per core.
                 preload: Arc::new(tokio::sync::Semaphore::new(cores)),
@@ -560,6 +563,20 @@ impl Engine {
     /// [`ping`](StateStore::ping) tells whether it is reachable.
     pub fn state(&self) -> &StateStore {
         &self.inner.state
+    }
+
+    /// Resource updates the engine's plugins send from now on
+    /// (`host.resource-updated`): what an MCP server's
+    /// `resources/subscribe` listens to.
+    pub fn resource_updates(
+        &self,
+    ) -> tokio::sync::broadcast::Receiver<crate::catalog::ResourceUpdated> {
+        self.inner.updates.subscribe()
+    }
+
+    /// Where this engine's plugins send resource updates.
+    pub(crate) fn updates(&self) -> &crate::catalog::ResourceUpdates {
+        &self.inner.updates
     }
 
     /// Ends an invocation: drops the scratch state its calls shared, and the

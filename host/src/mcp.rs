@@ -72,7 +72,7 @@ pub use auth::{
     Unverified,
 };
 use calls::Calls;
-use features::{Feature, logging, prompts, resources, tasks, tools};
+use features::{Feature, completions, logging, prompts, resources, tasks, tools};
 pub use http::options::{HttpOptions, REPLICA_HEADER};
 use session::Session;
 
@@ -151,6 +151,8 @@ struct Shared {
     resources: resources::Resources,
     /// Whether prompts are served.
     prompts: prompts::Prompts,
+    /// Whether completions are served.
+    completions: completions::Completions,
     /// Guest log messages to clients that ask (2025-11-25).
     logging: logging::Logging,
     /// The `tools/call`s running now, and whether a stop is draining them.
@@ -165,11 +167,12 @@ struct Shared {
 
 impl Shared {
     /// The feature areas served (see `features.rs`).
-    fn features(&self) -> [&dyn Feature; 5] {
+    fn features(&self) -> [&dyn Feature; 6] {
         [
             &self.tools,
             &self.resources,
             &self.prompts,
+            &self.completions,
             &self.logging,
             &self.tasks,
         ]
@@ -244,6 +247,11 @@ impl McpServer {
                 },
                 prompts: prompts::Prompts {
                     offered: features::Offered(kinds.contains(Kind::Prompt)),
+                },
+                completions: completions::Completions {
+                    offered: features::Offered(
+                        kinds.contains(Kind::Prompt) || kinds.contains(Kind::ResourceTemplate),
+                    ),
                 },
                 logging: logging::Logging,
                 calls: Calls::default(),

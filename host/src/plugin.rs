@@ -12,8 +12,10 @@ pub(crate) mod abi;
 mod call;
 mod code;
 mod declarations;
+mod items;
 mod load;
 mod manifest;
+mod offered;
 mod options;
 mod reuse;
 mod runtime;
@@ -63,6 +65,8 @@ struct Inner {
     /// to reload a plugin listed from a manifest that turned out stale).
     code_state: tokio::sync::watch::Sender<CodeState>,
     tools: Vec<LoadedTool>,
+    /// What it offers besides tools.
+    offered: Arc<offered::Offered>,
     limits: Limits,
     grants: Arc<Grants>,
     imports: Vec<String>,

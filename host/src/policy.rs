@@ -251,6 +251,8 @@ pub(crate) struct CallTag {
     pub(crate) caller: Option<crate::tool::Caller>,
     /// Where the guest's log messages also go (an MCP client that asked).
     pub(crate) log: Option<crate::tool::LogSink>,
+    /// Who the guest's questions go to (an MCP client that can be asked).
+    pub(crate) ask: Option<crate::tool::Asker>,
     /// The plugin's secret values, masked in what its guest logs.
     pub(crate) leaks: secrets::LeakCheck,
     /// What the call was refused so far: each capability is warned about once.

@@ -7,10 +7,15 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod ask;
 mod caller;
 mod log;
 mod stream;
 
+pub use ask::{
+    ANSWER_TIMEOUT, Answer, AskError, AskFuture, Asker, MAX_FIELDS, MAX_MESSAGE_BYTES,
+    MAX_QUESTIONS_PER_CALL, MAX_SCHEMA_BYTES, Question,
+};
 pub use caller::Caller;
 pub use log::{LogLevel, LogSink};
 pub use stream::ToolStream;
@@ -340,6 +345,7 @@ pub struct ToolCall {
     pub(crate) invocation_id: String,
     pub(crate) caller: Option<Caller>,
     pub(crate) log: Option<LogSink>,
+    pub(crate) ask: Option<Asker>,
 }
 
 impl ToolCall {
@@ -353,10 +359,17 @@ impl ToolCall {
             call_id,
             caller: None,
             log: None,
+            ask: None,
         }
     }
 
     /// Sets the call ID (for example the model's tool-call ID).
+    pub(crate) fn with_arguments(mut self, arguments: Value) -> Self {
+        self.arguments = arguments;
+        self
+    }
+
+    /// The same call with this call ID.
     pub fn with_call_id(mut self, id: impl Into<String>) -> Self {
         self.call_id = id.into();
         self
@@ -390,6 +403,17 @@ impl ToolCall {
     /// Where the guest's log messages also go, if anywhere.
     pub fn log_sink(&self) -> Option<&LogSink> {
         self.log.as_ref()
+    }
+
+    /// Lets the tool ask its user questions through `asker` (`host.ask`).
+    pub fn with_asker(mut self, asker: Asker) -> Self {
+        self.ask = Some(asker);
+        self
+    }
+
+    /// Who the tool's questions go to, if anyone.
+    pub fn asker(&self) -> Option<&Asker> {
+        self.ask.as_ref()
     }
 
     /// The tool's name.

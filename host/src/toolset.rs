@@ -11,6 +11,8 @@
 //! features; see [`catalog`](crate::catalog)), and the layers that judge items
 //! ([`Filter`]) judge them all.
 
+#[macro_use]
+mod plugin_catalog;
 mod access;
 mod alias;
 mod call;
@@ -52,7 +54,7 @@ pub(crate) use plugin_set::{log_failed, log_loaded, plugin_name, warn_clash};
 pub use plugin_tools::{PluginTool, SinglePlugin};
 pub use unknown::{OnUnknown, UnknownFuture};
 
-use crate::catalog::{Kinds, PromptMessages, ResourceContents};
+use crate::catalog::{Completion, CompletionRef, Kinds, PromptMessages, ResourceContents};
 use crate::error::CallError;
 use crate::tool::ToolStream;
 use crate::tool::{Prepared, ToolOutput, ToolSpec};
@@ -419,6 +421,45 @@ pub trait ToolsetExt: Toolset {
                 })?;
             prompt.spec().check(&arguments)?;
             prompt.get(cx, arguments).await
+        })
+    }
+
+    /// Suggested values for an argument of a prompt, or a variable of a
+    /// resource template, this context can see. A prompt or template it
+    /// cannot see, or an argument it does not take, gets none.
+    ///
+    /// # Errors
+    /// The prompt's or template's own error.
+    fn complete<'a>(
+        &'a self,
+        cx: &'a Context,
+        target: &'a CompletionRef,
+        argument: &'a str,
+        value: &'a str,
+        context: &'a BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<Completion, CallError>>
+    where
+        Self: Sync,
+    {
+        Box::pin(async move {
+            match target {
+                CompletionRef::Prompt(name) => match self.prompt(cx, name) {
+                    Some(prompt) if prompt.spec().arguments.iter().any(|a| a.name == argument) => {
+                        prompt.complete(cx, argument, value, context).await
+                    }
+                    _ => Ok(Completion::default()),
+                },
+                CompletionRef::Template(uri_template) => {
+                    let template = self
+                        .resource_templates(cx)
+                        .into_iter()
+                        .find(|template| template.spec().uri_template == *uri_template);
+                    match template {
+                        Some(template) => template.complete(cx, argument, value, context).await,
+                        None => Ok(Completion::default()),
+                    }
+                }
+            }
         })
     }
 }

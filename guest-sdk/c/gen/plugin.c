@@ -3,26 +3,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Imported Functions from `toolhost:plugin/host@0.3.0`
+// Imported Functions from `toolhost:plugin/host@0.4.0`
 
-__attribute__((__import_module__("toolhost:plugin/host@0.3.0"), __import_name__("log")))
+__attribute__((__import_module__("toolhost:plugin/host@0.4.0"), __import_name__("log")))
 extern void __wasm_import_toolhost_plugin_host_log(int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.3.0"), __import_name__("panicked")))
+__attribute__((__import_module__("toolhost:plugin/host@0.4.0"), __import_name__("panicked")))
 extern void __wasm_import_toolhost_plugin_host_panicked(uint8_t *, size_t);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.3.0"), __import_name__("state-get")))
+__attribute__((__import_module__("toolhost:plugin/host@0.4.0"), __import_name__("state-get")))
 extern void __wasm_import_toolhost_plugin_host_state_get(uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.3.0"), __import_name__("state-set")))
+__attribute__((__import_module__("toolhost:plugin/host@0.4.0"), __import_name__("state-set")))
 extern void __wasm_import_toolhost_plugin_host_state_set(uint8_t *, size_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("toolhost:plugin/host@0.3.0"), __import_name__("state-delete")))
+__attribute__((__import_module__("toolhost:plugin/host@0.4.0"), __import_name__("state-delete")))
 extern void __wasm_import_toolhost_plugin_host_state_delete(uint8_t *, size_t);
 
-// Exported Functions from `toolhost:plugin/tools@0.3.0`
+__attribute__((__import_module__("toolhost:plugin/host@0.4.0"), __import_name__("resource-updated")))
+extern void __wasm_import_toolhost_plugin_host_resource_updated(uint8_t *, size_t);
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.3.0#[method]chunks.next")))
+__attribute__((__import_module__("toolhost:plugin/host@0.4.0"), __import_name__("ask")))
+extern void __wasm_import_toolhost_plugin_host_ask(uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
+
+// Exported Functions from `toolhost:plugin/tools@0.4.0`
+
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.4.0#[method]chunks.next")))
 void __wasm_export_exports_toolhost_plugin_tools_method_chunks_next_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -102,7 +108,7 @@ void __wasm_export_exports_toolhost_plugin_tools_method_chunks_next_post_return(
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.3.0#declarations")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.4.0#declarations")))
 void __wasm_export_exports_toolhost_plugin_tools_declarations_post_return(uint8_t * arg0) {
   size_t len = *((size_t*) (arg0 + sizeof(void*)));
   if (len > 0) {
@@ -146,7 +152,7 @@ void __wasm_export_exports_toolhost_plugin_tools_declarations_post_return(uint8_
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.3.0#invoke")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.4.0#invoke")))
 void __wasm_export_exports_toolhost_plugin_tools_invoke_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -238,7 +244,7 @@ void __wasm_export_exports_toolhost_plugin_tools_invoke_post_return(uint8_t * ar
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.3.0#invoke-stream")))
+__attribute__((__weak__, __export_name__("cabi_post_toolhost:plugin/tools@0.4.0#invoke-stream")))
 void __wasm_export_exports_toolhost_plugin_tools_invoke_stream_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -415,6 +421,260 @@ void toolhost_plugin_types_tool_error_free(toolhost_plugin_types_tool_error_t *p
   }
 }
 
+void plugin_option_u64_free(plugin_option_u64_t *ptr) {
+  if (ptr->is_some) {
+  }
+}
+
+void toolhost_plugin_types_resource_info_free(toolhost_plugin_types_resource_info_t *ptr) {
+  plugin_string_free(&ptr->uri);
+  plugin_string_free(&ptr->name);
+  plugin_option_string_free(&ptr->title);
+  plugin_option_string_free(&ptr->description);
+  plugin_option_string_free(&ptr->mime_type);
+  plugin_option_u64_free(&ptr->size);
+}
+
+void toolhost_plugin_types_resource_template_info_free(toolhost_plugin_types_resource_template_info_t *ptr) {
+  plugin_string_free(&ptr->uri_template);
+  plugin_string_free(&ptr->name);
+  plugin_option_string_free(&ptr->title);
+  plugin_option_string_free(&ptr->description);
+  plugin_option_string_free(&ptr->mime_type);
+}
+
+void toolhost_plugin_types_prompt_argument_free(toolhost_plugin_types_prompt_argument_t *ptr) {
+  plugin_string_free(&ptr->name);
+  plugin_option_string_free(&ptr->title);
+  plugin_option_string_free(&ptr->description);
+}
+
+void toolhost_plugin_types_list_prompt_argument_free(toolhost_plugin_types_list_prompt_argument_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    toolhost_plugin_types_prompt_argument_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      toolhost_plugin_types_prompt_argument_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void toolhost_plugin_types_prompt_info_free(toolhost_plugin_types_prompt_info_t *ptr) {
+  plugin_string_free(&ptr->name);
+  plugin_option_string_free(&ptr->title);
+  plugin_string_free(&ptr->description);
+  toolhost_plugin_types_list_prompt_argument_free(&ptr->arguments);
+}
+
+void toolhost_plugin_types_list_resource_info_free(toolhost_plugin_types_list_resource_info_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    toolhost_plugin_types_resource_info_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      toolhost_plugin_types_resource_info_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void toolhost_plugin_types_list_resource_template_info_free(toolhost_plugin_types_list_resource_template_info_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    toolhost_plugin_types_resource_template_info_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      toolhost_plugin_types_resource_template_info_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void toolhost_plugin_types_list_prompt_info_free(toolhost_plugin_types_list_prompt_info_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    toolhost_plugin_types_prompt_info_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      toolhost_plugin_types_prompt_info_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void toolhost_plugin_types_catalog_free(toolhost_plugin_types_catalog_t *ptr) {
+  toolhost_plugin_types_list_resource_info_free(&ptr->resources);
+  toolhost_plugin_types_list_resource_template_info_free(&ptr->templates);
+  toolhost_plugin_types_list_prompt_info_free(&ptr->prompts);
+}
+
+void toolhost_plugin_types_request_free(toolhost_plugin_types_request_t *ptr) {
+  plugin_string_free(&ptr->call_id);
+  plugin_string_free(&ptr->invocation_id);
+  toolhost_plugin_types_option_caller_free(&ptr->caller);
+}
+
+void plugin_tuple2_string_string_free(plugin_tuple2_string_string_t *ptr) {
+  plugin_string_free(&ptr->f0);
+  plugin_string_free(&ptr->f1);
+}
+
+void plugin_list_tuple2_string_string_free(plugin_list_tuple2_string_string_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    plugin_tuple2_string_string_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      plugin_tuple2_string_string_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void toolhost_plugin_types_read_free(toolhost_plugin_types_read_t *ptr) {
+  toolhost_plugin_types_request_free(&ptr->request);
+  plugin_string_free(&ptr->uri);
+  plugin_option_string_free(&ptr->template_);
+  plugin_list_tuple2_string_string_free(&ptr->variables);
+}
+
+void toolhost_plugin_types_body_free(toolhost_plugin_types_body_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      plugin_string_free(&ptr->val.text);
+      break;
+    }
+    case 1: {
+      plugin_list_u8_free(&ptr->val.bytes);
+      break;
+    }
+  }
+}
+
+void toolhost_plugin_types_resource_contents_free(toolhost_plugin_types_resource_contents_t *ptr) {
+  plugin_string_free(&ptr->uri);
+  plugin_option_string_free(&ptr->mime_type);
+  toolhost_plugin_types_body_free(&ptr->body);
+}
+
+void toolhost_plugin_types_get_free(toolhost_plugin_types_get_t *ptr) {
+  toolhost_plugin_types_request_free(&ptr->request);
+  plugin_string_free(&ptr->name);
+  plugin_list_tuple2_string_string_free(&ptr->arguments);
+}
+
+void toolhost_plugin_types_message_content_free(toolhost_plugin_types_message_content_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      toolhost_plugin_types_part_free(&ptr->val.part);
+      break;
+    }
+    case 1: {
+      toolhost_plugin_types_resource_contents_free(&ptr->val.resource);
+      break;
+    }
+  }
+}
+
+void toolhost_plugin_types_prompt_message_free(toolhost_plugin_types_prompt_message_t *ptr) {
+  toolhost_plugin_types_message_content_free(&ptr->content);
+}
+
+void toolhost_plugin_types_list_prompt_message_free(toolhost_plugin_types_list_prompt_message_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    toolhost_plugin_types_prompt_message_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      toolhost_plugin_types_prompt_message_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void toolhost_plugin_types_prompt_messages_free(toolhost_plugin_types_prompt_messages_t *ptr) {
+  plugin_option_string_free(&ptr->description);
+  toolhost_plugin_types_list_prompt_message_free(&ptr->messages);
+}
+
+void toolhost_plugin_types_completion_target_free(toolhost_plugin_types_completion_target_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      plugin_string_free(&ptr->val.prompt);
+      break;
+    }
+    case 1: {
+      plugin_string_free(&ptr->val.template_);
+      break;
+    }
+  }
+}
+
+void toolhost_plugin_types_completion_request_free(toolhost_plugin_types_completion_request_t *ptr) {
+  toolhost_plugin_types_request_free(&ptr->request);
+  toolhost_plugin_types_completion_target_free(&ptr->target);
+  plugin_string_free(&ptr->argument);
+  plugin_string_free(&ptr->value);
+  plugin_list_tuple2_string_string_free(&ptr->context);
+}
+
+void plugin_option_u32_free(plugin_option_u32_t *ptr) {
+  if (ptr->is_some) {
+  }
+}
+
+void toolhost_plugin_types_completion_free(toolhost_plugin_types_completion_t *ptr) {
+  plugin_list_string_free(&ptr->values);
+  plugin_option_u32_free(&ptr->total);
+}
+
+void toolhost_plugin_types_question_free(toolhost_plugin_types_question_t *ptr) {
+  plugin_string_free(&ptr->message);
+  plugin_string_free(&ptr->schema);
+}
+
+void toolhost_plugin_types_answer_free(toolhost_plugin_types_answer_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      plugin_string_free(&ptr->val.accept);
+      break;
+    }
+  }
+}
+
+void toolhost_plugin_types_ask_error_free(toolhost_plugin_types_ask_error_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      plugin_string_free(&ptr->val.unavailable);
+      break;
+    }
+    case 1: {
+      plugin_string_free(&ptr->val.invalid);
+      break;
+    }
+    case 2: {
+      plugin_string_free(&ptr->val.too_many);
+      break;
+    }
+  }
+}
+
+void toolhost_plugin_host_question_free(toolhost_plugin_host_question_t *ptr) {
+  toolhost_plugin_types_question_free(ptr);
+}
+
+void toolhost_plugin_host_answer_free(toolhost_plugin_host_answer_t *ptr) {
+  toolhost_plugin_types_answer_free(ptr);
+}
+
+void toolhost_plugin_host_ask_error_free(toolhost_plugin_host_ask_error_t *ptr) {
+  toolhost_plugin_types_ask_error_free(ptr);
+}
+
+void toolhost_plugin_host_result_answer_ask_error_free(toolhost_plugin_host_result_answer_ask_error_t *ptr) {
+  if (!ptr->is_err) {
+    toolhost_plugin_host_answer_free(&ptr->val.ok);
+  } else {
+    toolhost_plugin_host_ask_error_free(&ptr->val.err);
+  }
+}
+
 void exports_toolhost_plugin_tools_declaration_free(exports_toolhost_plugin_tools_declaration_t *ptr) {
   toolhost_plugin_types_declaration_free(ptr);
 }
@@ -435,17 +695,17 @@ void exports_toolhost_plugin_tools_tool_error_free(exports_toolhost_plugin_tools
   toolhost_plugin_types_tool_error_free(ptr);
 }
 
-__attribute__((__import_module__("[export]toolhost:plugin/tools@0.3.0"), __import_name__("[resource-drop]chunks")))
+__attribute__((__import_module__("[export]toolhost:plugin/tools@0.4.0"), __import_name__("[resource-drop]chunks")))
 extern void __wasm_import_exports_toolhost_plugin_tools_chunks_drop(int32_t handle);
 
 void exports_toolhost_plugin_tools_chunks_drop_own(exports_toolhost_plugin_tools_own_chunks_t handle) {
   __wasm_import_exports_toolhost_plugin_tools_chunks_drop(handle.__handle);
 }
 
-__attribute__(( __import_module__("[export]toolhost:plugin/tools@0.3.0"), __import_name__("[resource-new]chunks")))
+__attribute__(( __import_module__("[export]toolhost:plugin/tools@0.4.0"), __import_name__("[resource-new]chunks")))
 extern int32_t __wasm_import_exports_toolhost_plugin_tools_chunks_new(int32_t);
 
-__attribute__((__import_module__("[export]toolhost:plugin/tools@0.3.0"), __import_name__("[resource-rep]chunks")))
+__attribute__((__import_module__("[export]toolhost:plugin/tools@0.4.0"), __import_name__("[resource-rep]chunks")))
 extern int32_t __wasm_import_exports_toolhost_plugin_tools_chunks_rep(int32_t);
 
 exports_toolhost_plugin_tools_own_chunks_t exports_toolhost_plugin_tools_chunks_new(exports_toolhost_plugin_tools_chunks_t *rep) {
@@ -456,7 +716,7 @@ exports_toolhost_plugin_tools_chunks_t* exports_toolhost_plugin_tools_chunks_rep
   return (exports_toolhost_plugin_tools_chunks_t*) __wasm_import_exports_toolhost_plugin_tools_chunks_rep(handle.__handle);
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.3.0#[dtor]chunks")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.4.0#[dtor]chunks")))
 void __wasm_export_exports_toolhost_plugin_tools_chunks_dtor(exports_toolhost_plugin_tools_chunks_t* arg) {
   exports_toolhost_plugin_tools_chunks_destructor(arg);
 }
@@ -565,7 +825,73 @@ void toolhost_plugin_host_state_delete(plugin_string_t *key) {
   __wasm_import_toolhost_plugin_host_state_delete((uint8_t *) (*key).ptr, (*key).len);
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.3.0#[method]chunks.next")))
+void toolhost_plugin_host_resource_updated(plugin_string_t *uri) {
+  __wasm_import_toolhost_plugin_host_resource_updated((uint8_t *) (*uri).ptr, (*uri).len);
+}
+
+bool toolhost_plugin_host_ask(toolhost_plugin_host_question_t *question, toolhost_plugin_host_answer_t *ret, toolhost_plugin_host_ask_error_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(4*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_toolhost_plugin_host_ask((uint8_t *) ((*question).message).ptr, ((*question).message).len, (uint8_t *) ((*question).schema).ptr, ((*question).schema).len, ptr);
+  toolhost_plugin_host_result_answer_ask_error_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      toolhost_plugin_types_answer_t variant;
+      variant.tag = (int32_t) *((uint8_t*) (ptr + sizeof(void*)));
+      switch ((int32_t) variant.tag) {
+        case 0: {
+          variant.val.accept = (plugin_string_t) { (uint8_t*)(*((uint8_t **) (ptr + (2*sizeof(void*))))), (*((size_t*) (ptr + (3*sizeof(void*))))) };
+          break;
+        }
+        case 1: {
+          break;
+        }
+        case 2: {
+          break;
+        }
+      }
+
+      result.val.ok = variant;
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      toolhost_plugin_types_ask_error_t variant0;
+      variant0.tag = (int32_t) *((uint8_t*) (ptr + sizeof(void*)));
+      switch ((int32_t) variant0.tag) {
+        case 0: {
+          variant0.val.unavailable = (plugin_string_t) { (uint8_t*)(*((uint8_t **) (ptr + (2*sizeof(void*))))), (*((size_t*) (ptr + (3*sizeof(void*))))) };
+          break;
+        }
+        case 1: {
+          variant0.val.invalid = (plugin_string_t) { (uint8_t*)(*((uint8_t **) (ptr + (2*sizeof(void*))))), (*((size_t*) (ptr + (3*sizeof(void*))))) };
+          break;
+        }
+        case 2: {
+          variant0.val.too_many = (plugin_string_t) { (uint8_t*)(*((uint8_t **) (ptr + (2*sizeof(void*))))), (*((size_t*) (ptr + (3*sizeof(void*))))) };
+          break;
+        }
+        case 3: {
+          break;
+        }
+      }
+
+      result.val.err = variant0;
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+__attribute__((__export_name__("toolhost:plugin/tools@0.4.0#[method]chunks.next")))
 uint8_t * __wasm_export_exports_toolhost_plugin_tools_method_chunks_next(uint8_t * arg) {
   exports_toolhost_plugin_tools_result_option_part_tool_error_t ret;
   exports_toolhost_plugin_tools_option_part_t ok;
@@ -649,7 +975,7 @@ uint8_t * __wasm_export_exports_toolhost_plugin_tools_method_chunks_next(uint8_t
   return ptr;
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.3.0#declarations")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.4.0#declarations")))
 uint8_t * __wasm_export_exports_toolhost_plugin_tools_declarations(void) {
   exports_toolhost_plugin_tools_list_declaration_t ret;
   exports_toolhost_plugin_tools_declarations(&ret);
@@ -659,7 +985,7 @@ uint8_t * __wasm_export_exports_toolhost_plugin_tools_declarations(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.3.0#invoke")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.4.0#invoke")))
 uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke(uint8_t * arg) {
   toolhost_plugin_types_option_caller_t option;
   switch ((int32_t) *((uint8_t*) (arg + (8*sizeof(void*))))) {
@@ -738,7 +1064,7 @@ uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke(uint8_t * arg) {
   return ptr;
 }
 
-__attribute__((__export_name__("toolhost:plugin/tools@0.3.0#invoke-stream")))
+__attribute__((__export_name__("toolhost:plugin/tools@0.4.0#invoke-stream")))
 uint8_t * __wasm_export_exports_toolhost_plugin_tools_invoke_stream(uint8_t * arg) {
   toolhost_plugin_types_option_caller_t option;
   switch ((int32_t) *((uint8_t*) (arg + (8*sizeof(void*))))) {

@@ -14,20 +14,6 @@ typedef struct plugin_string_t {
   size_t len;
 } plugin_string_t;
 
-// Log severity.
-typedef uint8_t toolhost_plugin_host_level_t;
-
-// Very detailed tracing.
-#define TOOLHOST_PLUGIN_HOST_LEVEL_TRACE 0
-// Debugging detail.
-#define TOOLHOST_PLUGIN_HOST_LEVEL_DEBUG 1
-// Normal operation.
-#define TOOLHOST_PLUGIN_HOST_LEVEL_INFO 2
-// Something looks wrong.
-#define TOOLHOST_PLUGIN_HOST_LEVEL_WARN 3
-// Something failed.
-#define TOOLHOST_PLUGIN_HOST_LEVEL_ERROR 4
-
 typedef struct {
   bool is_some;
   plugin_string_t val;
@@ -207,6 +193,332 @@ typedef struct toolhost_plugin_types_tool_error_t {
 // This plugin has no tool of that name.
 #define TOOLHOST_PLUGIN_TYPES_TOOL_ERROR_UNKNOWN_TOOL 2
 
+typedef struct {
+  bool is_some;
+  uint64_t val;
+} plugin_option_u64_t;
+
+// A resource at a fixed URI (MCP `Resource`).
+typedef struct toolhost_plugin_types_resource_info_t {
+  // Where it is. Unique in the plugin; the operator sees clashes
+  // between plugins, so use a scheme or prefix of your own
+  // (`notes://today`, `file:///...`).
+  plugin_string_t   uri;
+  // A short name.
+  plugin_string_t   name;
+  // A human-readable name.
+  plugin_option_string_t   title;
+  // What it holds.
+  plugin_option_string_t   description;
+  // Its MIME type, when known.
+  plugin_option_string_t   mime_type;
+  // Its size in bytes, when known.
+  plugin_option_u64_t   size;
+} toolhost_plugin_types_resource_info_t;
+
+// A family of resources whose URIs follow an RFC 6570 URI template
+// (MCP `ResourceTemplate`). The host matches a read's URI against it:
+// `{name}` matches one path segment (no `/`, `?` or `#`), `{+name}` any
+// text.
+typedef struct toolhost_plugin_types_resource_template_info_t {
+  // The URI template, e.g. `notes://{day}`.
+  plugin_string_t   uri_template;
+  // A short name.
+  plugin_string_t   name;
+  // A human-readable name.
+  plugin_option_string_t   title;
+  // What its resources hold.
+  plugin_option_string_t   description;
+  // The MIME type of its resources, when they share one.
+  plugin_option_string_t   mime_type;
+} toolhost_plugin_types_resource_template_info_t;
+
+// One argument of a prompt. Prompt arguments are strings.
+typedef struct toolhost_plugin_types_prompt_argument_t {
+  // Its name.
+  plugin_string_t   name;
+  // A human-readable name.
+  plugin_option_string_t   title;
+  // What it is.
+  plugin_option_string_t   description;
+  // Whether a get must give it (the host checks).
+  bool   required;
+} toolhost_plugin_types_prompt_argument_t;
+
+typedef struct {
+  toolhost_plugin_types_prompt_argument_t *ptr;
+  size_t len;
+} toolhost_plugin_types_list_prompt_argument_t;
+
+// A prompt: messages a user picks, filled in with arguments (MCP `Prompt`).
+typedef struct toolhost_plugin_types_prompt_info_t {
+  // Unique within the plugin: as a tool's name.
+  plugin_string_t   name;
+  // A human-readable name.
+  plugin_option_string_t   title;
+  // What it is for.
+  plugin_string_t   description;
+  // The arguments it takes, in order.
+  toolhost_plugin_types_list_prompt_argument_t   arguments;
+} toolhost_plugin_types_prompt_info_t;
+
+typedef struct {
+  toolhost_plugin_types_resource_info_t *ptr;
+  size_t len;
+} toolhost_plugin_types_list_resource_info_t;
+
+typedef struct {
+  toolhost_plugin_types_resource_template_info_t *ptr;
+  size_t len;
+} toolhost_plugin_types_list_resource_template_info_t;
+
+typedef struct {
+  toolhost_plugin_types_prompt_info_t *ptr;
+  size_t len;
+} toolhost_plugin_types_list_prompt_info_t;
+
+// Everything a plugin offers besides tools. Called once when it loads,
+// like `tools.declarations`; any list may be empty.
+typedef struct toolhost_plugin_types_catalog_t {
+  // Resources at fixed URIs.
+  toolhost_plugin_types_list_resource_info_t   resources;
+  // Resource templates.
+  toolhost_plugin_types_list_resource_template_info_t   templates;
+  // Prompts.
+  toolhost_plugin_types_list_prompt_info_t   prompts;
+} toolhost_plugin_types_catalog_t;
+
+// Who asks, and for which invocation: what every catalog request carries.
+typedef struct toolhost_plugin_types_request_t {
+  // Unique per request, chosen by the host (or the client).
+  plugin_string_t   call_id;
+  // The agent invocation the request belongs to (see `call`).
+  plugin_string_t   invocation_id;
+  // Who is asking; `none` when nobody authenticated the caller.
+  toolhost_plugin_types_option_caller_t   caller;
+} toolhost_plugin_types_request_t;
+
+typedef struct {
+  plugin_string_t f0;
+  plugin_string_t f1;
+} plugin_tuple2_string_string_t;
+
+typedef struct {
+  plugin_tuple2_string_string_t *ptr;
+  size_t len;
+} plugin_list_tuple2_string_string_t;
+
+// One read of a resource.
+typedef struct toolhost_plugin_types_read_t {
+  // Who asks.
+  toolhost_plugin_types_request_t   request;
+  // The URI read: a listed resource's, or one a template matched.
+  plugin_string_t   uri;
+  // The template the URI matched (its `uri-template`), if it is not a
+  // listed resource.
+  plugin_option_string_t   template_;
+  // The template's variables, as the URI gave them (percent-decoded).
+  plugin_list_tuple2_string_string_t   variables;
+} toolhost_plugin_types_read_t;
+
+// A resource's content.
+typedef struct toolhost_plugin_types_body_t {
+  uint8_t tag;
+  union {
+    plugin_string_t     text;
+    plugin_list_u8_t     bytes;
+  } val;
+} toolhost_plugin_types_body_t;
+
+// Text.
+#define TOOLHOST_PLUGIN_TYPES_BODY_TEXT 0
+// Bytes (base64 over MCP).
+#define TOOLHOST_PLUGIN_TYPES_BODY_BYTES 1
+
+// One resource's content, as a read returns it.
+typedef struct toolhost_plugin_types_resource_contents_t {
+  // The URI it is of (a read may return sub-resources).
+  plugin_string_t   uri;
+  // Its MIME type, when known.
+  plugin_option_string_t   mime_type;
+  // The content.
+  toolhost_plugin_types_body_t   body;
+} toolhost_plugin_types_resource_contents_t;
+
+// One get of a prompt.
+typedef struct toolhost_plugin_types_get_t {
+  // Who asks.
+  toolhost_plugin_types_request_t   request;
+  // The prompt's name, as this plugin declared it.
+  plugin_string_t   name;
+  // Its arguments, already checked: every required one given, none
+  // the prompt does not take.
+  plugin_list_tuple2_string_string_t   arguments;
+} toolhost_plugin_types_get_t;
+
+// Who says a prompt message.
+typedef uint8_t toolhost_plugin_types_role_t;
+
+// The user.
+#define TOOLHOST_PLUGIN_TYPES_ROLE_USER 0
+// The model.
+#define TOOLHOST_PLUGIN_TYPES_ROLE_ASSISTANT 1
+
+// What a prompt message says.
+typedef struct toolhost_plugin_types_message_content_t {
+  uint8_t tag;
+  union {
+    toolhost_plugin_types_part_t     part;
+    toolhost_plugin_types_resource_contents_t     resource;
+  } val;
+} toolhost_plugin_types_message_content_t;
+
+// Text, JSON or media.
+#define TOOLHOST_PLUGIN_TYPES_MESSAGE_CONTENT_PART 0
+// A resource's content, embedded. (`%` because `resource` is a WIT
+// keyword; the case is named `resource`.)
+#define TOOLHOST_PLUGIN_TYPES_MESSAGE_CONTENT_RESOURCE 1
+
+// One message of a prompt.
+typedef struct toolhost_plugin_types_prompt_message_t {
+  // Who says it.
+  toolhost_plugin_types_role_t   role;
+  // What it says.
+  toolhost_plugin_types_message_content_t   content;
+} toolhost_plugin_types_prompt_message_t;
+
+typedef struct {
+  toolhost_plugin_types_prompt_message_t *ptr;
+  size_t len;
+} toolhost_plugin_types_list_prompt_message_t;
+
+// What getting a prompt returns.
+typedef struct toolhost_plugin_types_prompt_messages_t {
+  // A description of this filled-in prompt.
+  plugin_option_string_t   description;
+  // The messages, in order.
+  toolhost_plugin_types_list_prompt_message_t   messages;
+} toolhost_plugin_types_prompt_messages_t;
+
+// What a completion is for.
+typedef struct toolhost_plugin_types_completion_target_t {
+  uint8_t tag;
+  union {
+    plugin_string_t     prompt;
+    plugin_string_t     template_;
+  } val;
+} toolhost_plugin_types_completion_target_t;
+
+// An argument of the prompt of this name.
+#define TOOLHOST_PLUGIN_TYPES_COMPLETION_TARGET_PROMPT 0
+// A variable of the template with this `uri-template`.
+#define TOOLHOST_PLUGIN_TYPES_COMPLETION_TARGET_TEMPLATE 1
+
+// A request for completions of one argument (MCP `completion/complete`).
+typedef struct toolhost_plugin_types_completion_request_t {
+  // Who asks.
+  toolhost_plugin_types_request_t   request;
+  // The prompt or template.
+  toolhost_plugin_types_completion_target_t   target;
+  // The argument's (or variable's) name.
+  plugin_string_t   argument;
+  // What the user typed so far.
+  plugin_string_t   value;
+  // Arguments already filled in.
+  plugin_list_tuple2_string_string_t   context;
+} toolhost_plugin_types_completion_request_t;
+
+typedef struct {
+  bool is_some;
+  uint32_t val;
+} plugin_option_u32_t;
+
+// Suggested values: at most 100 are served.
+typedef struct toolhost_plugin_types_completion_t {
+  // The values, best first.
+  plugin_list_string_t   values;
+  // How many there are in all, when known.
+  plugin_option_u32_t   total;
+  // Whether there are more than those returned.
+  bool   has_more;
+} toolhost_plugin_types_completion_t;
+
+// A question a running tool asks its user (MCP elicitation).
+typedef struct toolhost_plugin_types_question_t {
+  // What to ask, for a human.
+  plugin_string_t   message;
+  // The form: a JSON Schema object (as JSON text) whose properties are
+  // flat: strings (with `enum`, `oneOf` of `const`/`title`, `format`),
+  // numbers, integers, booleans, or arrays of enum strings; defaults
+  // allowed. The host checks it before the user sees it.
+  plugin_string_t   schema;
+} toolhost_plugin_types_question_t;
+
+// The user's answer.
+typedef struct toolhost_plugin_types_answer_t {
+  uint8_t tag;
+  union {
+    plugin_string_t     accept;
+  } val;
+} toolhost_plugin_types_answer_t;
+
+// The user submitted the form: its content, a JSON object text
+// checked against the question's schema.
+#define TOOLHOST_PLUGIN_TYPES_ANSWER_ACCEPT 0
+// The user said no.
+#define TOOLHOST_PLUGIN_TYPES_ANSWER_DECLINE 1
+// The user dismissed the question without choosing.
+#define TOOLHOST_PLUGIN_TYPES_ANSWER_CANCEL 2
+
+// Why a question got no answer.
+typedef struct toolhost_plugin_types_ask_error_t {
+  uint8_t tag;
+  union {
+    plugin_string_t     unavailable;
+    plugin_string_t     invalid;
+    plugin_string_t     too_many;
+  } val;
+} toolhost_plugin_types_ask_error_t;
+
+// Nobody can be asked here (no client that supports it, no
+// terminal): the tool decides what to do without an answer.
+#define TOOLHOST_PLUGIN_TYPES_ASK_ERROR_UNAVAILABLE 0
+// The question breaks the rules: its form is not a flat JSON Schema
+// object, or it is too large.
+#define TOOLHOST_PLUGIN_TYPES_ASK_ERROR_INVALID 1
+// This call asked as many questions as it may.
+#define TOOLHOST_PLUGIN_TYPES_ASK_ERROR_TOO_MANY 2
+// The user did not answer in time.
+#define TOOLHOST_PLUGIN_TYPES_ASK_ERROR_TIMEOUT 3
+
+typedef toolhost_plugin_types_question_t toolhost_plugin_host_question_t;
+
+typedef toolhost_plugin_types_answer_t toolhost_plugin_host_answer_t;
+
+typedef toolhost_plugin_types_ask_error_t toolhost_plugin_host_ask_error_t;
+
+// Log severity.
+typedef uint8_t toolhost_plugin_host_level_t;
+
+// Very detailed tracing.
+#define TOOLHOST_PLUGIN_HOST_LEVEL_TRACE 0
+// Debugging detail.
+#define TOOLHOST_PLUGIN_HOST_LEVEL_DEBUG 1
+// Normal operation.
+#define TOOLHOST_PLUGIN_HOST_LEVEL_INFO 2
+// Something looks wrong.
+#define TOOLHOST_PLUGIN_HOST_LEVEL_WARN 3
+// Something failed.
+#define TOOLHOST_PLUGIN_HOST_LEVEL_ERROR 4
+
+typedef struct {
+  bool is_err;
+  union {
+    toolhost_plugin_host_answer_t ok;
+    toolhost_plugin_host_ask_error_t err;
+  } val;
+} toolhost_plugin_host_result_answer_ask_error_t;
+
 typedef toolhost_plugin_types_declaration_t exports_toolhost_plugin_tools_declaration_t;
 
 typedef toolhost_plugin_types_call_t exports_toolhost_plugin_tools_call_t;
@@ -259,7 +571,7 @@ typedef struct {
   } val;
 } exports_toolhost_plugin_tools_result_own_chunks_tool_error_t;
 
-// Imported Functions from `toolhost:plugin/host@0.3.0`
+// Imported Functions from `toolhost:plugin/host@0.4.0`
 // Writes a line to the host's log, tagged with the plugin, tool and call ID.
 extern void toolhost_plugin_host_log(toolhost_plugin_host_level_t level, plugin_string_t *message);
 // Tells the host why the guest is about to trap (a panic message). The host
@@ -273,8 +585,18 @@ extern bool toolhost_plugin_host_state_get(plugin_string_t *key, plugin_string_t
 extern void toolhost_plugin_host_state_set(plugin_string_t *key, plugin_string_t *value);
 // Deletes a key of this invocation's scratch state.
 extern void toolhost_plugin_host_state_delete(plugin_string_t *key);
+// Tells the host that a resource this plugin offers (`uri`) has
+// changed: clients that subscribed to it are told
+// (`notifications/resources/updated`). A URI the plugin does not offer
+// is ignored (and logged).
+extern void toolhost_plugin_host_resource_updated(plugin_string_t *uri);
+// Asks the user a question in the middle of a call and waits for the
+// answer (MCP elicitation, or a terminal prompt on the CLI). Bounded:
+// the size of the form, the questions per call and the time the user
+// has are the operator's limits.
+extern bool toolhost_plugin_host_ask(toolhost_plugin_host_question_t *question, toolhost_plugin_host_answer_t *ret, toolhost_plugin_host_ask_error_t *err);
 
-// Exported Functions from `toolhost:plugin/tools@0.3.0`
+// Exported Functions from `toolhost:plugin/tools@0.4.0`
 bool exports_toolhost_plugin_tools_method_chunks_next(exports_toolhost_plugin_tools_borrow_chunks_t self, exports_toolhost_plugin_tools_option_part_t *ret, exports_toolhost_plugin_tools_tool_error_t *err);
 void exports_toolhost_plugin_tools_declarations(exports_toolhost_plugin_tools_list_declaration_t *ret);
 bool exports_toolhost_plugin_tools_invoke(exports_toolhost_plugin_tools_call_t *call, exports_toolhost_plugin_tools_output_t *ret, exports_toolhost_plugin_tools_tool_error_t *err);
@@ -311,6 +633,70 @@ void toolhost_plugin_types_list_part_free(toolhost_plugin_types_list_part_t *ptr
 void toolhost_plugin_types_output_free(toolhost_plugin_types_output_t *ptr);
 
 void toolhost_plugin_types_tool_error_free(toolhost_plugin_types_tool_error_t *ptr);
+
+void plugin_option_u64_free(plugin_option_u64_t *ptr);
+
+void toolhost_plugin_types_resource_info_free(toolhost_plugin_types_resource_info_t *ptr);
+
+void toolhost_plugin_types_resource_template_info_free(toolhost_plugin_types_resource_template_info_t *ptr);
+
+void toolhost_plugin_types_prompt_argument_free(toolhost_plugin_types_prompt_argument_t *ptr);
+
+void toolhost_plugin_types_list_prompt_argument_free(toolhost_plugin_types_list_prompt_argument_t *ptr);
+
+void toolhost_plugin_types_prompt_info_free(toolhost_plugin_types_prompt_info_t *ptr);
+
+void toolhost_plugin_types_list_resource_info_free(toolhost_plugin_types_list_resource_info_t *ptr);
+
+void toolhost_plugin_types_list_resource_template_info_free(toolhost_plugin_types_list_resource_template_info_t *ptr);
+
+void toolhost_plugin_types_list_prompt_info_free(toolhost_plugin_types_list_prompt_info_t *ptr);
+
+void toolhost_plugin_types_catalog_free(toolhost_plugin_types_catalog_t *ptr);
+
+void toolhost_plugin_types_request_free(toolhost_plugin_types_request_t *ptr);
+
+void plugin_tuple2_string_string_free(plugin_tuple2_string_string_t *ptr);
+
+void plugin_list_tuple2_string_string_free(plugin_list_tuple2_string_string_t *ptr);
+
+void toolhost_plugin_types_read_free(toolhost_plugin_types_read_t *ptr);
+
+void toolhost_plugin_types_body_free(toolhost_plugin_types_body_t *ptr);
+
+void toolhost_plugin_types_resource_contents_free(toolhost_plugin_types_resource_contents_t *ptr);
+
+void toolhost_plugin_types_get_free(toolhost_plugin_types_get_t *ptr);
+
+void toolhost_plugin_types_message_content_free(toolhost_plugin_types_message_content_t *ptr);
+
+void toolhost_plugin_types_prompt_message_free(toolhost_plugin_types_prompt_message_t *ptr);
+
+void toolhost_plugin_types_list_prompt_message_free(toolhost_plugin_types_list_prompt_message_t *ptr);
+
+void toolhost_plugin_types_prompt_messages_free(toolhost_plugin_types_prompt_messages_t *ptr);
+
+void toolhost_plugin_types_completion_target_free(toolhost_plugin_types_completion_target_t *ptr);
+
+void toolhost_plugin_types_completion_request_free(toolhost_plugin_types_completion_request_t *ptr);
+
+void plugin_option_u32_free(plugin_option_u32_t *ptr);
+
+void toolhost_plugin_types_completion_free(toolhost_plugin_types_completion_t *ptr);
+
+void toolhost_plugin_types_question_free(toolhost_plugin_types_question_t *ptr);
+
+void toolhost_plugin_types_answer_free(toolhost_plugin_types_answer_t *ptr);
+
+void toolhost_plugin_types_ask_error_free(toolhost_plugin_types_ask_error_t *ptr);
+
+void toolhost_plugin_host_question_free(toolhost_plugin_host_question_t *ptr);
+
+void toolhost_plugin_host_answer_free(toolhost_plugin_host_answer_t *ptr);
+
+void toolhost_plugin_host_ask_error_free(toolhost_plugin_host_ask_error_t *ptr);
+
+void toolhost_plugin_host_result_answer_ask_error_free(toolhost_plugin_host_result_answer_ask_error_t *ptr);
 
 void exports_toolhost_plugin_tools_declaration_free(exports_toolhost_plugin_tools_declaration_t *ptr);
 

@@ -139,6 +139,30 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                 include_str!("../../../guest-sdk/src/lib.rs"),
             ),
             file(
+                "toolhost-guest/src/ask.rs",
+                include_str!("../../../guest-sdk/src/ask.rs"),
+            ),
+            file(
+                "toolhost-guest/src/catalog.rs",
+                include_str!("../../../guest-sdk/src/catalog.rs"),
+            ),
+            file(
+                "toolhost-guest/src/catalog/completion.rs",
+                include_str!("../../../guest-sdk/src/catalog/completion.rs"),
+            ),
+            file(
+                "toolhost-guest/src/catalog/prompt.rs",
+                include_str!("../../../guest-sdk/src/catalog/prompt.rs"),
+            ),
+            file(
+                "toolhost-guest/src/catalog/resource.rs",
+                include_str!("../../../guest-sdk/src/catalog/resource.rs"),
+            ),
+            file(
+                "toolhost-guest/src/export/catalog.rs",
+                include_str!("../../../guest-sdk/src/export/catalog.rs"),
+            ),
+            file(
                 "toolhost-guest/src/context.rs",
                 include_str!("../../../guest-sdk/src/context.rs"),
             ),

@@ -16,6 +16,8 @@ use rmcp::{ErrorData, RoleServer};
 use crate::mcp::session::Session;
 use crate::toolset::{Context, ToolsetChange};
 
+pub(super) mod completions;
+pub(super) mod elicitation;
 pub(super) mod logging;
 pub(super) mod prompts;
 pub(super) mod resources;
@@ -67,6 +69,10 @@ impl Offered {
 pub(super) enum List {
     /// `tools/list`.
     Tools,
+    /// `resources/list` and `resources/templates/list`.
+    Resources,
+    /// `prompts/list`.
+    Prompts,
 }
 
 impl List {
@@ -75,6 +81,8 @@ impl List {
     pub(super) fn accept(self, filter: &mut SubscriptionFilter) {
         match self {
             Self::Tools => filter.tools_list_changed = Some(true),
+            Self::Resources => filter.resources_list_changed = Some(true),
+            Self::Prompts => filter.prompts_list_changed = Some(true),
         }
     }
 
@@ -82,6 +90,8 @@ impl List {
     pub(super) fn accepted_by(self, filter: &SubscriptionFilter) -> bool {
         match self {
             Self::Tools => filter.tools_list_changed == Some(true),
+            Self::Resources => filter.resources_list_changed == Some(true),
+            Self::Prompts => filter.prompts_list_changed == Some(true),
         }
     }
 
@@ -89,6 +99,10 @@ impl List {
     pub(super) fn notification(self) -> ServerNotification {
         match self {
             Self::Tools => ServerNotification::ToolListChangedNotification(Default::default()),
+            Self::Resources => {
+                ServerNotification::ResourceListChangedNotification(Default::default())
+            }
+            Self::Prompts => ServerNotification::PromptListChangedNotification(Default::default()),
         }
     }
 
@@ -96,6 +110,8 @@ impl List {
     pub(super) fn method(self) -> &'static str {
         match self {
             Self::Tools => "notifications/tools/list_changed",
+            Self::Resources => "notifications/resources/list_changed",
+            Self::Prompts => "notifications/prompts/list_changed",
         }
     }
 }

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetPromptRequestParams,
-    GetPromptResponse, GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject,
-    ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, RequestMetaObject, ServerCapabilities, ServerConfig, ServerNotification,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::approval::random_id;
 use super::features::logging::SessionLevel;
+use super::features::resources::Subscriptions;
 use super::features::{self, List};
 use super::revision::Revision;
 use super::{Shared, auth, transport};
@@ -85,6 +87,8 @@ struct SessionState {
     invocation_used: AtomicBool,
     /// The level of guest log messages the client asked for, if it did.
     log_level: SessionLevel,
+    /// The resources its client subscribed to (`resources/subscribe`).
+    subscriptions: Arc<Subscriptions>,
 }
 
 impl Drop for SessionState {
@@ -114,6 +118,7 @@ impl Session {
             engine: shared.engine.clone(),
             invocation_used: AtomicBool::new(false),
             log_level: SessionLevel::default(),
+            subscriptions: Arc::default(),
         };
         Self {
             shared,
@@ -125,6 +130,18 @@ impl Session {
     /// outlives the request).
     pub(super) fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// The resources its client subscribed to, and the session's end and
+    /// engine (what forwards their updates needs).
+    pub(super) fn subscriptions(
+        &self,
+    ) -> (&Arc<Subscriptions>, &CancellationToken, Option<&Engine>) {
+        (
+            &self.state.subscriptions,
+            &self.state.ended,
+            self.state.engine.as_ref(),
+        )
     }
 
     /// The level of guest log messages its client asked for (`logging/setLevel`).
@@ -359,6 +376,30 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         features::prompts::get(self, request, context).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        features::resources::subscribe(self, request, context).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        features::resources::unsubscribe(self, request, context).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        features::completions::complete(self, request, context).await
     }
 
     #[expect(

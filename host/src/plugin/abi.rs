@@ -10,275 +10,13 @@
 //! new module and one line there, which makes it [`CURRENT`]; plugins built
 //! against older versions keep loading.
 
-/// The body of a version module (`abi/v0_1.rs`, ...): its bindings, linking,
-/// export lookup and every conversion but `declaration`, which the module
-/// writes itself (where versions differ). Versions' generated types are
-/// distinct Rust types even where their WIT is the same, hence a macro over
-/// the module body, not a generic function.
-///
-/// `$wit` is the WIT directory (relative to `host/`), `$tools` the tools
-/// interface its plugins export. A version whose `call` carries the caller
-/// (`@0.3.0` on) says `caller` last.
-macro_rules! contract_version {
-    ($wit:tt, $tools:tt) => {
-        contract_version!(@body $wit, $tools);
-
-        fn wit_call(call: Call) -> wit::Call {
-            wit::Call {
-                call_id: call.call_id,
-                invocation_id: call.invocation_id,
-                tool: call.tool,
-                arguments: call.arguments,
-            }
-        }
-    };
-    ($wit:tt, $tools:tt, caller) => {
-        contract_version!(@body $wit, $tools);
-
-        fn wit_call(call: Call) -> wit::Call {
-            wit::Call {
-                call_id: call.call_id,
-                invocation_id: call.invocation_id,
-                tool: call.tool,
-                arguments: call.arguments,
-                caller: call.caller.map(|caller| types::Caller {
-                    issuer: caller.issuer,
-                    subject: caller.subject,
-                    scopes: caller.scopes,
-                    claims: caller.claims,
-                }),
-            }
-        }
-    };
-    (@body $wit:tt, $tools:tt) => {
-        use wasmtime::Store;
-        use wasmtime::component::{
-            Component, ComponentExportIndex, HasSelf, Instance, InstancePre, Linker, ResourceAny,
-            TypedFunc,
-        };
-
-        use super::{Call, Declaration, RawOutput, RawPart, ToolError};
-        use crate::plugin::state::PluginState;
-        use crate::tool::{MediaKind, ToolHints};
-        use bindings::exports::toolhost::plugin::tools as wit;
-        use bindings::toolhost::plugin::{host, types};
-
-        mod bindings {
-            wasmtime::component::bindgen!({
-                path: $wit,
-                world: "toolhost:plugin/plugin",
-                // The state imports await the state store (Redis, maybe); a store
-                // that fails traps the guest with a typed error.
-                imports: {
-                    "toolhost:plugin/host.state-get": async | trappable,
-                    "toolhost:plugin/host.state-set": async | trappable,
-                    "toolhost:plugin/host.state-delete": async | trappable,
-                    default: trappable,
-                },
-                exports: { default: async },
-            });
-        }
-
-        /// The interface every plugin of this version exports.
-        pub(crate) const TOOLS_INTERFACE: &str = $tools;
-
-        /// The contract's WIT text (what cached declarations were read through).
-        pub(crate) const WIT: &str =
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/", $wit, "/plugin.wit"));
-
-        /// Adds this version's host imports to the linker.
-        pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
-            bindings::Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
-        }
-
-        /// Where a component's exports are.
-        #[derive(Clone)]
-        pub(crate) struct ExportIndices {
-            all: bindings::PluginIndices,
-            /// `invoke`, the one export a plain call needs: looked up and type-checked
-            /// alone per call, not with every other export.
-            invoke: ComponentExportIndex,
-        }
-
-        /// The typed `invoke` export of an instance.
-        pub(crate) type Invoke = TypedFunc<(wit::Call,), (Result<wit::Output, wit::ToolError>,)>;
-
-        /// Every typed export of an instance.
-        pub(crate) type Exports = bindings::Plugin;
-
-        impl ExportIndices {
-            pub(crate) fn new(
-                pre: &InstancePre<PluginState>,
-                component: &Component,
-            ) -> wasmtime::Result<Self> {
-                let all = bindings::PluginIndices::new(pre)?;
-                let invoke = component
-                    .get_export_index(None, TOOLS_INTERFACE)
-                    .and_then(|tools| component.get_export_index(Some(&tools), "invoke"))
-                    .ok_or_else(|| wasmtime::format_err!("no `invoke` export"))?;
-                Ok(Self { all, invoke })
-            }
-
-            pub(crate) fn invoke(
-                &self,
-                store: &mut Store<PluginState>,
-                instance: &Instance,
-            ) -> wasmtime::Result<Invoke> {
-                instance.get_typed_func(store, self.invoke)
-            }
-
-            pub(crate) fn exports(
-                &self,
-                store: &mut Store<PluginState>,
-                instance: &Instance,
-            ) -> wasmtime::Result<Exports> {
-                self.all.load(store, instance)
-            }
-        }
-
-        pub(crate) async fn invoke(
-            invoke: &Invoke,
-            store: &mut Store<PluginState>,
-            call: Call,
-        ) -> wasmtime::Result<Result<RawOutput, ToolError>> {
-            let (result,) = invoke.call_async(store, (wit_call(call),)).await?;
-            Ok(result.map(output).map_err(tool_error))
-        }
-
-        pub(crate) async fn declarations(
-            exports: &Exports,
-            store: &mut Store<PluginState>,
-        ) -> wasmtime::Result<Vec<Declaration>> {
-            let declared = exports
-                .toolhost_plugin_tools()
-                .call_declarations(store)
-                .await?;
-            Ok(declared.into_iter().map(declaration).collect())
-        }
-
-        pub(crate) async fn invoke_stream(
-            exports: &Exports,
-            store: &mut Store<PluginState>,
-            call: Call,
-        ) -> wasmtime::Result<Result<ResourceAny, ToolError>> {
-            let result = exports
-                .toolhost_plugin_tools()
-                .call_invoke_stream(store, &wit_call(call))
-                .await?;
-            Ok(result.map_err(tool_error))
-        }
-
-        pub(crate) async fn next(
-            exports: &Exports,
-            store: &mut Store<PluginState>,
-            chunks: ResourceAny,
-        ) -> wasmtime::Result<Result<Option<RawPart>, ToolError>> {
-            let result = exports
-                .toolhost_plugin_tools()
-                .chunks()
-                .call_next(store, chunks)
-                .await?;
-            Ok(result.map(|chunk| chunk.map(part)).map_err(tool_error))
-        }
-
-        fn output(output: wit::Output) -> RawOutput {
-            RawOutput {
-                json: output.json,
-                parts: output.parts.into_iter().map(part).collect(),
-            }
-        }
-
-        fn part(part: wit::Part) -> RawPart {
-            match part {
-                wit::Part::Text(text) => RawPart::Text(text),
-                wit::Part::Json(text) => RawPart::Json(text),
-                wit::Part::Blob(blob) => RawPart::Blob {
-                    kind: match blob.kind {
-                        types::MediaKind::Image => MediaKind::Image,
-                        types::MediaKind::Audio => MediaKind::Audio,
-                        types::MediaKind::Video => MediaKind::Video,
-                        types::MediaKind::File => MediaKind::File,
-                    },
-                    mime_type: blob.mime_type,
-                    name: blob.name,
-                    data: blob.data,
-                },
-            }
-        }
-
-        fn tool_error(error: wit::ToolError) -> ToolError {
-            match error {
-                wit::ToolError::InvalidArguments(message) => ToolError::InvalidArguments(message),
-                wit::ToolError::Failed(message) => ToolError::Failed(message),
-                wit::ToolError::UnknownTool(message) => ToolError::UnknownTool(message),
-            }
-        }
-
-        impl types::Host for PluginState {}
-
-        impl host::Host for PluginState {
-            fn log(&mut self, level: host::Level, message: String) -> wasmtime::Result<()> {
-                let level = match level {
-                    host::Level::Trace => crate::tool::LogLevel::Trace,
-                    host::Level::Debug => crate::tool::LogLevel::Debug,
-                    host::Level::Info => crate::tool::LogLevel::Info,
-                    host::Level::Warn => crate::tool::LogLevel::Warn,
-                    host::Level::Error => crate::tool::LogLevel::Error,
-                };
-                self.host_log(level, &message);
-                Ok(())
-            }
-
-            fn panicked(&mut self, message: String) -> wasmtime::Result<()> {
-                self.host_panicked(message);
-                Ok(())
-            }
-
-            async fn state_get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-                self.host_state_get(&key).await
-            }
-
-            async fn state_set(&mut self, key: String, value: String) -> wasmtime::Result<()> {
-                self.host_state_set(&key, &value).await
-            }
-
-            async fn state_delete(&mut self, key: String) -> wasmtime::Result<()> {
-                self.host_state_delete(&key).await
-            }
-        }
-    };
-}
-
-/// The declaration conversion of a version whose tools declare hints
-/// (`@0.2.0` on).
-macro_rules! hinted_declaration {
-    () => {
-        fn declaration(declared: wit::Declaration) -> Declaration {
-            let hints = declared.info.hints;
-            let hints = ToolHints {
-                // A blank title is no title.
-                title: hints.title.filter(|title| !title.trim().is_empty()),
-                read_only: hints.read_only,
-                destructive: hints.destructive,
-                idempotent: hints.idempotent,
-                open_world: hints.open_world,
-            };
-            Declaration {
-                name: declared.info.name,
-                description: declared.info.description,
-                long_running: declared.info.long_running,
-                streaming: declared.streaming,
-                input_schema: declared.input_schema,
-                output_schema: declared.output_schema,
-                hints,
-            }
-        }
-    };
-}
-
+#[macro_use]
+mod contract;
+pub(crate) mod catalog;
 pub(crate) mod v0_1;
 pub(crate) mod v0_2;
 pub(crate) mod v0_3;
+pub(crate) mod v0_4;
 
 use std::path::Path;
 
@@ -436,8 +174,11 @@ versions! {
     V0_1 => v0_1,
     /// `toolhost:plugin@0.2.0` (`wit/v0.2.0/plugin.wit`, frozen): adds tool hints.
     V0_2 => v0_2,
-    /// `toolhost:plugin@0.3.0` (`wit/plugin.wit`): adds the caller to a call.
+    /// `toolhost:plugin@0.3.0` (`wit/v0.3.0/plugin.wit`, frozen): adds the caller to a call.
     V0_3 => v0_3,
+    /// `toolhost:plugin@0.4.0` (`wit/plugin.wit`): adds the catalog
+    /// (resources, templates, prompts, completions), `resource-updated` and `ask`.
+    V0_4 => v0_4,
 }
 
 /// The current contract: the newest, what a plugin author builds against.
@@ -560,6 +301,32 @@ pub(crate) struct RawOutput {
     pub(crate) parts: Vec<RawPart>,
 }
 
+/// A question a tool asks its user, as the guest asked it.
+#[derive(Debug, Clone)]
+pub(crate) struct Question {
+    pub(crate) message: String,
+    /// The form, as JSON Schema text (not checked yet).
+    pub(crate) schema: String,
+}
+
+/// The user's answer to a [`Question`].
+#[derive(Debug, Clone)]
+pub(crate) enum Answer {
+    /// The form's content, as a JSON object text.
+    Accept(String),
+    Decline,
+    Cancel,
+}
+
+/// Why a [`Question`] got no answer.
+#[derive(Debug, Clone)]
+pub(crate) enum AskError {
+    Unavailable(String),
+    Invalid(String),
+    TooMany(String),
+    Timeout,
+}
+
 /// A tool's own, expected failure.
 #[derive(Debug)]
 pub(crate) enum ToolError {
@@ -611,7 +378,7 @@ mod tests {
     fn another_world_names_the_published_contract() {
         let err = check_world(Path::new("p.wasm"), &exporting(&["other:thing/x@1.0.0"]));
         assert!(
-            matches!(&err, Err(LoadError::WrongWorld { expected, .. }) if expected == "toolhost:plugin/tools@0.3.0"),
+            matches!(&err, Err(LoadError::WrongWorld { expected, .. }) if expected == "toolhost:plugin/tools@0.4.0"),
             "{err:?}"
         );
     }

@@ -12,14 +12,16 @@ use wasmtime::{Store, UpdateDeadline};
 use super::abi::{self, Exports, RawOutput, RawPart};
 use super::code::Linked;
 use super::runtime::PluginRuntime;
-use super::state::PluginState;
+use super::state::{PluginState, Updates};
 use super::stream::GuestStream;
 use super::{LoadedTool, Plugin, Reuse, reuse};
 use crate::engine::Tier;
 use crate::engine::limits::Busy;
 use crate::error::{CallError, Exhausted};
 use crate::policy::CallTag;
-use crate::tool::{Caller, LogSink, Part, ToolCall, ToolOutput, ToolStream, Usage, wrap_result};
+use crate::tool::{
+    Asker, Caller, LogSink, Part, ToolCall, ToolOutput, ToolStream, Usage, wrap_result,
+};
 
 /// Every typed export of an instance of `code` (type-checked when it was linked).
 pub(super) fn exports(
@@ -51,6 +53,25 @@ fn encode(tool: &str, arguments: &Value) -> Result<String, CallError> {
         tool: tool.to_owned(),
         reason: format!("cannot encode the arguments: {e}"),
     })
+}
+
+/// What a call carries besides its name and arguments: who calls, and
+/// where its guest's log messages and questions go.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Via<'a> {
+    pub(super) caller: Option<&'a Caller>,
+    pub(super) log: Option<&'a LogSink>,
+    pub(super) ask: Option<&'a Asker>,
+}
+
+impl<'a> Via<'a> {
+    pub(super) fn of(call: &'a ToolCall) -> Self {
+        Self {
+            caller: call.caller.as_ref(),
+            log: call.log.as_ref(),
+            ask: call.ask.as_ref(),
+        }
+    }
 }
 
 /// The most resources (streams, WASI handles) one call may hold at once.
@@ -134,11 +155,11 @@ impl Plugin {
     async fn begin(
         &self,
         tool: &LoadedTool,
-        call: ToolCall,
+        mut call: ToolCall,
         check: Check,
     ) -> Result<(Store<PluginState>, Instance, Arc<Linked>, abi::Call), CallError> {
         let arguments = match check {
-            Check::Arguments => self.prepare(tool, call.arguments)?,
+            Check::Arguments => self.prepare(tool, std::mem::take(&mut call.arguments))?,
             Check::Done => encode(&tool.spec.name, &call.arguments)?,
         };
         // A stream keeps its instance to the end and does not return it, so it
@@ -154,8 +175,7 @@ impl Plugin {
                     &mut idle.store,
                     &tool.spec.name,
                     &call.call_id,
-                    call.caller.as_ref(),
-                    call.log.as_ref(),
+                    Via::of(&call),
                 )?;
                 (idle.store, idle.instance, idle.code)
             }
@@ -164,8 +184,7 @@ impl Plugin {
                     &tool.spec.name,
                     &call.call_id,
                     &call.invocation_id,
-                    call.caller.as_ref(),
-                    call.log.as_ref(),
+                    Via::of(&call),
                 )
                 .await?
             }
@@ -239,8 +258,7 @@ impl Plugin {
         tool: &str,
         call_id: &str,
         invocation_id: &str,
-        caller: Option<&Caller>,
-        log: Option<&LogSink>,
+        via: Via<'_>,
     ) -> Result<(Store<PluginState>, Instance, Arc<Linked>), CallError> {
         let code = self.code_for(tool).await?.current();
         let engine = &self.inner.engine;
@@ -248,11 +266,18 @@ impl Plugin {
             engine,
             &self.inner.grants,
             &self.inner.limits,
-            self.call_tag(tool, call_id, caller, log),
+            self.call_tag(tool, call_id, via),
             invocation_id,
             MAX_RESOURCES,
         )?;
         let mut store = Store::new(code.pre.engine(), state);
+        if !self.inner.offered.is_empty() {
+            store.data_mut().updates = Some(Updates {
+                offered: Arc::clone(&self.inner.offered),
+                sink: engine.updates().clone(),
+                sent: 0,
+            });
+        }
         if code.tier == Tier::Baseline {
             // Baseline instances are not pooled: bound them as the pool bounds its own.
             let slot = engine.baseline_slot().ok_or_else(|| CallError::Busy {
@@ -272,20 +297,15 @@ impl Plugin {
 
     /// Which call a log line or a refusal belongs to, and its caller if the
     /// plugin's secrets may depend on it.
-    fn call_tag(
-        &self,
-        tool: &str,
-        call_id: &str,
-        caller: Option<&Caller>,
-        log: Option<&LogSink>,
-    ) -> Arc<CallTag> {
+    fn call_tag(&self, tool: &str, call_id: &str, via: Via<'_>) -> Arc<CallTag> {
         let secrets = !self.inner.grants.header_secrets().is_empty();
         Arc::new(CallTag {
             plugin: self.inner.name.clone(),
             tool: tool.to_owned(),
             call_id: call_id.to_owned(),
-            caller: caller.filter(|_| secrets).cloned(),
-            log: log.cloned(),
+            caller: via.caller.filter(|_| secrets).cloned(),
+            log: via.log.cloned(),
+            ask: via.ask.cloned(),
             leaks: self.inner.grants.leak_check().clone(),
             refused: Default::default(),
         })
@@ -323,14 +343,14 @@ impl Plugin {
         store: &mut Store<PluginState>,
         tool: &str,
         call_id: &str,
-        caller: Option<&Caller>,
-        log: Option<&LogSink>,
+        via: Via<'_>,
     ) -> Result<(), CallError> {
-        let call = self.call_tag(tool, call_id, caller, log);
+        let call = self.call_tag(tool, call_id, via);
         let state = store.data_mut();
         state.caps.rebind(&call);
         state.call = call;
         state.panic_message = None;
+        state.asked = 0;
         self.arm(store, tool)
     }
 
@@ -409,7 +429,7 @@ impl Plugin {
     }
 
     /// The warning that a tool's output held a secret's value, now masked.
-    fn warn_leak(&self, tool: &str, call_id: &str, what: &str) {
+    pub(super) fn warn_leak(&self, tool: &str, call_id: &str, what: &str) {
         tracing::warn!(
             target: "toolhost::policy",
             plugin = %self.inner.name, %tool, call = %call_id,

@@ -10,6 +10,7 @@ use std::time::Instant;
 use wasmtime::component::{Component, InstancePre};
 
 use super::ComponentInfo;
+use super::abi::catalog::CatalogIndices;
 use super::abi::{self, ExportIndices};
 use super::runtime::PluginRuntime;
 use super::state::PluginState;
@@ -35,6 +36,8 @@ pub(crate) struct Linked {
     pub(super) pre: InstancePre<PluginState>,
     /// Where the typed exports are, in the component's contract version.
     pub(super) exports: ExportIndices,
+    /// Where the catalog exports are, for a plugin that has them (`@0.4.0` on).
+    pub(super) catalog: Option<CatalogIndices>,
     pub(super) tier: Tier,
 }
 
@@ -201,7 +204,19 @@ impl Linked {
                 expected: version.tools_interface().to_owned(),
                 found: format!("an export of another shape ({e:#})"),
             })?;
-        Ok((Self { pre, exports, tier }, info.imports))
+        let catalog =
+            CatalogIndices::new(version, &pre, component).map_err(|e| LoadError::WrongWorld {
+                path: path.to_owned(),
+                expected: version.tools_interface().to_owned(),
+                found: format!("a catalog export of another shape ({e:#})"),
+            })?;
+        let linked = Self {
+            pre,
+            exports,
+            catalog,
+            tier,
+        };
+        Ok((linked, info.imports))
     }
 }
 

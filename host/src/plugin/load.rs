@@ -7,10 +7,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use wasmtime::component::Component;
 
 use super::abi::Declaration;
+use super::abi::catalog::Described;
 use super::call::timeout;
 use super::code::{Code, check_header};
 use super::declarations::{check_declarations, differences};
 use super::manifest::{Manifest, ManifestKey};
+use super::offered::Offered;
 use super::{CodeState, Inner, LoadedTool, Plugin, PluginOptions, reuse};
 use crate::Engine;
 use crate::engine::LoadLimits;
@@ -154,15 +156,21 @@ impl Plugin {
         grants: Grants,
         key: Option<&ManifestKey>,
     ) -> Result<Self, LoadError> {
-        let declarations = Self::loader(engine, &path, &options.limits, &grants, &imports, &code)
-            .read_declarations()
-            .await?;
-        let tools = check_declarations(&path, &declarations, engine.config().load_limits())?;
+        let (declarations, catalog) =
+            Self::loader(engine, &path, &options.limits, &grants, &imports, &code)
+                .read_declarations()
+                .await?;
+        let limits = engine.config().load_limits();
+        let tools = check_declarations(&path, &declarations, limits)?;
+        let name = plugin_display_name(&path, options);
+        let offered = Offered::check(&path, &name, catalog.clone(), limits)?;
         if let Some(key) = key {
-            key.write(&Manifest::new(&imports, &declarations)).await;
+            key.write(&Manifest::new(&imports, &declarations, &catalog))
+                .await;
         }
         let code = tokio::sync::OnceCell::new_with(Some(Ok(code)));
-        let plugin = Self::assemble(engine, &path, options, (grants, imports, tools), code, None);
+        let parts = (grants, imports, tools, offered);
+        let plugin = Self::assemble(engine, &path, options, parts, code, None);
         plugin.note_ungranted();
         Ok(plugin)
     }
@@ -182,7 +190,12 @@ impl Plugin {
         let mut options = PluginOptions::default();
         options.limits(limits);
         let code = tokio::sync::OnceCell::new_with(Some(Ok(code.clone())));
-        let parts = (grants.clone(), imports.to_vec(), Vec::new());
+        let parts = (
+            grants.clone(),
+            imports.to_vec(),
+            Vec::new(),
+            Offered::default(),
+        );
         Self::assemble(engine, path, &options, parts, code, None)
     }
 
@@ -197,13 +210,15 @@ impl Plugin {
         key: &ManifestKey,
     ) -> Result<Self, LoadError> {
         let imports = manifest.imports.clone();
-        let declarations = manifest.declarations();
-        let tools = check_declarations(path, &declarations, engine.config().load_limits())?;
+        let (declarations, catalog) = manifest.declarations();
+        let limits = engine.config().load_limits();
+        let tools = check_declarations(path, &declarations, limits)?;
+        let offered = Offered::check(path, &plugin_display_name(path, options), catalog, limits)?;
         let plugin = Self::assemble(
             engine,
             path,
             options,
-            (grants, imports, tools),
+            (grants, imports, tools, offered),
             tokio::sync::OnceCell::new(),
             Some((bytes.clone(), key.clone())),
         );
@@ -217,7 +232,7 @@ impl Plugin {
         engine: &Engine,
         path: &Path,
         options: &PluginOptions,
-        (grants, imports, tools): (Grants, Vec<String>, Vec<LoadedTool>),
+        (grants, imports, tools, offered): (Grants, Vec<String>, Vec<LoadedTool>, Offered),
         code: tokio::sync::OnceCell<Result<Code, String>>,
         source: Option<(bytes::Bytes, ManifestKey)>,
     ) -> Self {
@@ -240,6 +255,7 @@ impl Plugin {
                 manifest,
                 code_state: tokio::sync::watch::Sender::new(state),
                 tools,
+                offered: Arc::new(offered),
                 limits: options.limits.clone(),
                 grants: Arc::new(grants),
                 imports,
@@ -330,17 +346,22 @@ impl Plugin {
         let (engine, path) = (&inner.engine, &inner.path);
         let loader = Self::loader(engine, path, &inner.limits, &inner.grants, &imports, &code);
         // Boxed: reading declarations instantiates, which may load code.
-        let declarations = Box::pin(loader.read_declarations()).await?;
-        let tools = check_declarations(path, &declarations, engine.config().load_limits())?;
-        let reason = if imports == inner.imports {
-            differences(&inner.tools, &tools)
-        } else {
+        let (declarations, catalog) = Box::pin(loader.read_declarations()).await?;
+        let limits = engine.config().load_limits();
+        let tools = check_declarations(path, &declarations, limits)?;
+        let offered = Offered::check(path, &inner.name, catalog.clone(), limits)?;
+        let reason = if imports != inner.imports {
             Some("it imports other interfaces".to_owned())
+        } else if !offered.same_as(&inner.offered) {
+            Some("it offers other resources, templates or prompts".to_owned())
+        } else {
+            differences(&inner.tools, &tools)
         };
         let Some(reason) = reason else {
             return Ok(code);
         };
-        key.write(&Manifest::new(&imports, &declarations)).await;
+        key.write(&Manifest::new(&imports, &declarations, &catalog))
+            .await;
         tracing::warn!(
             plugin = self.name(), manifest = %key.path().display(), %reason,
             "the cache manifest did not match the component; rewritten from the component"
@@ -368,7 +389,9 @@ impl Plugin {
         })
     }
 
-    async fn read_declarations(&self) -> Result<Vec<Declaration>, LoadError> {
+    /// Asks the guest what it declares: its tools, and what else it offers
+    /// if it exports a catalog (in the same instance, under the same deadline).
+    async fn read_declarations(&self) -> Result<(Vec<Declaration>, Described), LoadError> {
         let path = || self.inner.path.clone();
         let reason = |e: CallError| match e {
             CallError::Exhausted {
@@ -391,15 +414,30 @@ impl Plugin {
             },
         };
         let (mut store, instance, code) = self
-            .instantiate("(declarations)", "load", "load", None, None)
+            .instantiate("(declarations)", "load", "load", Default::default())
             .await
             .map_err(reason)?;
         let exports =
             super::call::exports(&code, &mut store, "(declarations)", &instance).map_err(reason)?;
         let deadline = store.data().deadline;
         let result = timeout(deadline, exports.declarations(&mut store)).await;
-        self.settle(&mut store, "(declarations)", result)
-            .map_err(reason)
+        let declarations = self
+            .settle(&mut store, "(declarations)", result)
+            .map_err(reason)?;
+        let Some(indices) = &code.catalog else {
+            return Ok((declarations, Described::default()));
+        };
+        let catalog = indices
+            .load(&mut store, &instance)
+            .map_err(|e| LoadError::Declarations {
+                path: path(),
+                reason: format!("the plugin's catalog exports: {e:#}"),
+            })?;
+        let result = timeout(deadline, catalog.describe(&mut store)).await;
+        let described = self
+            .settle(&mut store, "(catalog)", result)
+            .map_err(reason)?;
+        Ok((declarations, described))
     }
 }
 
@@ -433,6 +471,7 @@ fn lasting(error: &LoadError) -> bool {
             | LoadError::Link { .. }
             | LoadError::Declarations { .. }
             | LoadError::InvalidTool { .. }
+            | LoadError::InvalidItem { .. }
             | LoadError::TooManyTools { .. }
             | LoadError::SchemaTooLarge { .. }
             | LoadError::DeclarationsTooLarge { .. }
@@ -467,7 +506,7 @@ mod tests {
             hints: Default::default(),
         };
         ManifestKey::new(cache.path(), engine.wasm(), &bytes)
-            .write(&Manifest::new(&[], &[declared]))
+            .write(&Manifest::new(&[], &[declared], &Default::default()))
             .await;
 
         let path = PathBuf::from("broken.wasm");

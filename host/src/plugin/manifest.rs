@@ -28,12 +28,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::abi::catalog::Described;
 use super::abi::{self, Declaration};
 use crate::sealed::{self, Unsealed};
 use crate::tool::ToolHints;
 
 /// Bumped when the manifest's format or meaning changes.
-const FORMAT: &str = "toolhost-manifest-3";
+const FORMAT: &str = "toolhost-manifest-4";
 
 /// The versions of the contract this host reads declarations through, and
 /// their WIT: a host that supports other versions, or reads them otherwise,
@@ -235,6 +236,9 @@ pub(crate) struct Manifest {
     pub(crate) imports: Vec<String>,
     /// Its declarations, as the guest returned them.
     pub(crate) tools: Vec<Declared>,
+    /// What it offers besides tools, as the guest returned it.
+    #[serde(default)]
+    pub(crate) catalog: Described,
 }
 
 /// One declaration, as the guest returned it (checked again when read).
@@ -252,8 +256,13 @@ pub(crate) struct Declared {
 
 impl Manifest {
     /// The manifest of a plugin that just loaded.
-    pub(crate) fn new(imports: &[String], declarations: &[Declaration]) -> Self {
+    pub(crate) fn new(
+        imports: &[String],
+        declarations: &[Declaration],
+        catalog: &Described,
+    ) -> Self {
         Self {
+            catalog: catalog.clone(),
             imports: imports.to_vec(),
             tools: declarations
                 .iter()
@@ -270,9 +279,11 @@ impl Manifest {
         }
     }
 
-    /// The declarations, to be checked as if the guest had just returned them.
-    pub(crate) fn declarations(self) -> Vec<Declaration> {
-        self.tools
+    /// The declarations and the catalog, to be checked as if the guest had
+    /// just returned them.
+    pub(crate) fn declarations(self) -> (Vec<Declaration>, Described) {
+        let tools = self
+            .tools
             .into_iter()
             .map(|d| Declaration {
                 name: d.name,
@@ -283,6 +294,7 @@ impl Manifest {
                 streaming: d.streaming,
                 hints: d.hints,
             })
-            .collect()
+            .collect();
+        (tools, self.catalog)
     }
 }

@@ -8,12 +8,17 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
+use super::abi::{Answer, AskError, Question};
+use super::offered::Offered;
 use crate::Engine;
+use crate::catalog::{MAX_UPDATES_PER_CALL, ResourceUpdated, ResourceUpdates};
 use crate::engine::limits::{Limiter, Limits};
 use crate::error::CallError;
 use crate::policy::{CallCaps, CallState, CallTag, Grants};
+use crate::schema::Schema;
 use crate::state::Scratch;
-use crate::tool::LogLevel;
+use crate::tool::{self, ANSWER_TIMEOUT, LogLevel, MAX_QUESTIONS_PER_CALL};
+use serde_json::Value;
 
 /// The longest log message the host keeps from a guest.
 const MAX_MESSAGE_BYTES: usize = 8 << 10;
@@ -37,6 +42,19 @@ pub(crate) struct PluginState {
     /// The engine's slot for an instance of baseline code (not pooled), held
     /// as long as the store lives.
     pub(crate) baseline_slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// Where `host.resource-updated` goes, for a plugin that offers resources.
+    pub(crate) updates: Option<Updates>,
+    /// How many questions the call asked its user so far.
+    pub(crate) asked: u32,
+}
+
+/// A call's way to say its plugin's resources changed.
+pub(crate) struct Updates {
+    /// What the plugin offers: an update of another URI is ignored.
+    pub(crate) offered: Arc<Offered>,
+    pub(crate) sink: ResourceUpdates,
+    /// Updates sent so far by this call (at most [`MAX_UPDATES_PER_CALL`]).
+    pub(crate) sent: u32,
 }
 
 impl PluginState {
@@ -73,6 +91,8 @@ impl PluginState {
             panic_message: None,
             deadline: std::time::Instant::now(),
             baseline_slot: None,
+            updates: None,
+            asked: 0,
         })
     }
 }
@@ -136,6 +156,108 @@ impl PluginState {
             message,
             crate::error::MAX_ERROR_MESSAGE_BYTES,
         ));
+    }
+
+    /// Tells subscribers that one of the plugin's resources changed: a URI
+    /// it offers (listed, or one of its templates'), at most
+    /// [`MAX_UPDATES_PER_CALL`] per call; anything else is logged and ignored.
+    pub(crate) fn host_resource_updated(&mut self, uri: String) {
+        let call = &self.call;
+        let Some(updates) = &mut self.updates else {
+            tracing::debug!(
+                plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
+                "ignored a resource update: the plugin offers no resources"
+            );
+            return;
+        };
+        if !updates.offered.offers_uri(&uri) {
+            tracing::warn!(
+                plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
+                uri = %crate::log::escape_name(&uri),
+                "ignored a resource update of a URI the plugin does not offer"
+            );
+            return;
+        }
+        updates.sent += 1;
+        if updates.sent > MAX_UPDATES_PER_CALL {
+            if updates.sent == MAX_UPDATES_PER_CALL + 1 {
+                tracing::warn!(
+                    plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
+                    "the call sent {MAX_UPDATES_PER_CALL} resource updates; ignoring the rest"
+                );
+            }
+            return;
+        }
+        updates.sink.send(ResourceUpdated {
+            plugin: Arc::clone(&call.plugin),
+            uri,
+        });
+    }
+
+    /// Asks the call's user a question through the call's [`Asker`]: the
+    /// question checked, at most [`MAX_QUESTIONS_PER_CALL`] per call, the
+    /// user's time bounded by [`ANSWER_TIMEOUT`] and the call's deadline,
+    /// an accepted answer checked against the form. Without an asker the
+    /// tool hears that asking is unavailable, and decides.
+    pub(crate) async fn host_ask(&mut self, question: Question) -> Result<Answer, AskError> {
+        let asked = self.ask(question).await;
+        let call = &self.call;
+        match &asked {
+            Ok(_) => tracing::info!(
+                plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
+                "the tool asked its user a question and got an answer"
+            ),
+            Err(error) => tracing::info!(
+                plugin = %call.plugin, tool = %call.tool, call = %call.call_id, %error,
+                "the tool asked its user a question and got no answer"
+            ),
+        }
+        asked
+            .map(|answer| match answer {
+                tool::Answer::Accept(content) => Answer::Accept(Value::Object(content).to_string()),
+                tool::Answer::Decline => Answer::Decline,
+                // A future answer kind counts as a dismissal.
+                _ => Answer::Cancel,
+            })
+            .map_err(|error| match error {
+                tool::AskError::Unavailable(why) => AskError::Unavailable(why),
+                tool::AskError::Invalid(why) => AskError::Invalid(why),
+                tool::AskError::TooMany => AskError::TooMany(error.to_string()),
+                _ => AskError::Timeout,
+            })
+    }
+
+    async fn ask(&mut self, question: Question) -> Result<tool::Answer, tool::AskError> {
+        let Some(asker) = self.call.ask.clone() else {
+            return Err(tool::AskError::Unavailable(
+                "this call has no user to ask (the client cannot be asked)".into(),
+            ));
+        };
+        if self.asked >= MAX_QUESTIONS_PER_CALL {
+            return Err(tool::AskError::TooMany);
+        }
+        self.asked += 1;
+        let asked_by = format!("{}.{}", self.call.plugin, self.call.tool);
+        let question = tool::Question::check(&asked_by, question.message, &question.schema)?;
+        let form = Schema::input_value(Value::Object(question.schema.clone()))
+            .map_err(|e| tool::AskError::Invalid(format!("the form is not a valid schema: {e}")))?;
+        let limit = self
+            .deadline
+            .saturating_duration_since(std::time::Instant::now())
+            .min(ANSWER_TIMEOUT);
+        let answer = tokio::time::timeout(limit, asker.ask(question))
+            .await
+            .map_err(|_| tool::AskError::Timeout)??;
+        if let tool::Answer::Accept(content) = &answer {
+            let problems = form.problems(&Value::Object(content.clone()));
+            if !problems.is_empty() {
+                return Err(tool::AskError::Invalid(format!(
+                    "the answer does not fit the form: {}",
+                    problems.join("; ")
+                )));
+            }
+        }
+        Ok(answer)
     }
 
     // A store that fails stops the guest with the `StateError`, which

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{BoxFuture, Context};
 use crate::catalog::{
-    PromptMessages, PromptSpec, ResourceContents, ResourceSpec, ResourceTemplateSpec,
+    Completion, PromptMessages, PromptSpec, ResourceContents, ResourceSpec, ResourceTemplateSpec,
 };
 use crate::error::CallError;
 
@@ -40,6 +40,23 @@ pub trait ResourceTemplate: Send + Sync {
     /// resource's spec is what policies judge the read by, so it should say
     /// the template's name and plugin.
     fn resolve(&self, cx: &Context, uri: &str) -> Option<Arc<dyn Resource>>;
+
+    /// Suggested values for the variable `argument`, given what the user
+    /// typed (`value`) and the variables already filled in (`context`).
+    /// None by default.
+    ///
+    /// # Errors
+    /// Why none can be suggested now.
+    fn complete<'a>(
+        &'a self,
+        cx: &'a Context,
+        argument: &'a str,
+        value: &'a str,
+        context: &'a BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<Completion, CallError>> {
+        let _ = (cx, argument, value, context);
+        Box::pin(async { Ok(Completion::default()) })
+    }
 }
 
 /// A prompt a user can pick (MCP `prompts/get`).
@@ -58,6 +75,23 @@ pub trait Prompt: Send + Sync {
         cx: &'a Context,
         arguments: BTreeMap<String, String>,
     ) -> BoxFuture<'a, Result<PromptMessages, CallError>>;
+
+    /// Suggested values for the argument `argument`, given what the user
+    /// typed (`value`) and the arguments already filled in (`context`).
+    /// None by default.
+    ///
+    /// # Errors
+    /// Why none can be suggested now.
+    fn complete<'a>(
+        &'a self,
+        cx: &'a Context,
+        argument: &'a str,
+        value: &'a str,
+        context: &'a BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<Completion, CallError>> {
+        let _ = (cx, argument, value, context);
+        Box::pin(async { Ok(Completion::default()) })
+    }
 }
 
 /// The listed resource at `uri`, else the one the first template that knows

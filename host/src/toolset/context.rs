@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::observe::CallObserver;
-use crate::tool::{LogSink, next_call_id};
+use crate::tool::{Asker, LogSink, next_call_id};
 
 /// Who is calling: used by filters and confirmation providers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -156,6 +156,8 @@ pub struct Context {
     observers: Option<Arc<[Arc<dyn CallObserver>]>>,
     /// Where the call's guest log messages also go (an MCP client that asked).
     log: Option<LogSink>,
+    /// Who the call's questions go to (an MCP client that can be asked).
+    ask: Option<Asker>,
 }
 
 impl std::fmt::Debug for Context {
@@ -187,6 +189,7 @@ impl Context {
             decisions: Arc::default(),
             observers: None,
             log: None,
+            ask: None,
         }
     }
 
@@ -239,6 +242,17 @@ impl Context {
     /// Where a called guest's log messages also go, if anywhere.
     pub fn log_sink(&self) -> Option<&LogSink> {
         self.log.as_ref()
+    }
+
+    /// Lets called tools ask the user questions through `asker`.
+    pub fn with_asker(mut self, asker: Asker) -> Self {
+        self.ask = Some(asker);
+        self
+    }
+
+    /// Who a called tool's questions go to, if anyone.
+    pub fn asker(&self) -> Option<&Asker> {
+        self.ask.as_ref()
     }
 
     /// The observers of calls in this context, in the order added.

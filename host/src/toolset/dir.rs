@@ -125,6 +125,10 @@ pub struct ToolsetChange {
     pub changed: Vec<String>,
     /// Files whose new version failed to load, with why.
     pub failed: Vec<(PathBuf, String)>,
+    /// Whether the resources or resource templates listed changed.
+    pub resources: bool,
+    /// Whether the prompts listed changed.
+    pub prompts: bool,
 }
 
 impl ToolsetChange {
@@ -134,6 +138,16 @@ impl ToolsetChange {
             && self.removed.is_empty()
             && self.changed.is_empty()
             && self.failed.is_empty()
+            && !self.resources
+            && !self.prompts
+    }
+
+    /// Whether the tools listed changed (or a file failed to load).
+    pub fn tools_changed(&self) -> bool {
+        !(self.added.is_empty()
+            && self.removed.is_empty()
+            && self.changed.is_empty()
+            && self.failed.is_empty())
     }
 }
 
@@ -455,4 +469,7 @@ impl Toolset for PluginDir {
         let index = *snapshot.by_name.get(name)?;
         snapshot.tools.get(index).cloned()
     }
+
+    // Plugins may come later: the directory may always offer every kind.
+    catalog_of!(self => &self.shared.snapshot().catalog, true);
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::plugin_catalog::PluginCatalog;
 use super::{Context, PluginTool, Tool, Toolset, find_named};
 use crate::Engine;
 use crate::error::{CallError, LoadError};
@@ -41,6 +42,8 @@ pub struct PluginSet {
     failures: Vec<LoadError>,
     /// Every tool as the set lists it (see [`PluginSet::listed`]).
     tools: Vec<Arc<dyn Tool>>,
+    /// Its plugins' resources, templates and prompts.
+    catalog: PluginCatalog,
 }
 
 /// A tool as a set lists it.
@@ -212,6 +215,7 @@ impl PluginSet {
                 warn_clash(&tool, &plugins);
             }
         }
+        set.catalog.warn_new_clashes(Some(&self.catalog));
         set
     }
 
@@ -222,10 +226,12 @@ impl PluginSet {
     }
 
     fn assemble(plugins: Vec<Plugin>, failures: Vec<LoadError>) -> Self {
+        let catalog = PluginCatalog::of(&plugins);
         let mut set = Self {
             plugins,
             failures,
             tools: Vec::new(),
+            catalog,
         };
         set.tools = set
             .listed()
@@ -243,6 +249,7 @@ impl PluginSet {
         for (tool, plugins) in self.clashes() {
             warn_clash(&tool, &plugins);
         }
+        self.catalog.warn_new_clashes(None);
     }
 
     /// The tool names more than one plugin offers, with those plugins.
@@ -341,6 +348,8 @@ impl Toolset for PluginSet {
     fn lookup(&self, _cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
         find_named(&self.tools, name)
     }
+
+    catalog_of!(self => &self.catalog, false);
 }
 
 /// The `*.wasm` files directly inside `dir`, sorted by name.

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::plugin_catalog::PluginCatalog;
 use super::{BoxFuture, Context, Principal, Started, Tool, Toolset, find_named};
 use crate::error::CallError;
 use crate::plugin::Plugin;
@@ -51,18 +52,28 @@ impl PluginTool {
     }
 
     fn call(&self, cx: &Context, arguments: Value) -> ToolCall {
-        let mut call = ToolCall::new(self.declared.clone(), arguments)
-            .with_call_id(cx.call_id())
-            .with_invocation_id(cx.invocation_id());
-        if let Some(sink) = cx.log_sink() {
-            call = call.with_log_sink(sink.clone());
+        call_for(&self.plugin, cx, &self.declared).with_arguments(arguments)
+    }
+}
+
+/// A call of `plugin`'s item `name` (a tool, a prompt, a URI) in context
+/// `cx`: its call and invocation IDs, its log sink, and the caller as the
+/// plugin may see them; no arguments.
+pub(super) fn call_for(plugin: &Plugin, cx: &Context, name: &str) -> ToolCall {
+    let mut call = ToolCall::new(name, Value::Null)
+        .with_call_id(cx.call_id())
+        .with_invocation_id(cx.invocation_id());
+    if let Some(sink) = cx.log_sink() {
+        call = call.with_log_sink(sink.clone());
+    }
+    if let Some(asker) = cx.asker() {
+        call = call.with_asker(asker.clone());
+    }
+    match &cx.identity().principal {
+        Some(principal) if !principal.is_anonymous() => {
+            call.with_caller(caller(principal, plugin.grants()))
         }
-        match &cx.identity().principal {
-            Some(principal) if !principal.is_anonymous() => {
-                call.with_caller(caller(principal, self.plugin.grants()))
-            }
-            _ => call,
-        }
+        _ => call,
     }
 }
 
@@ -113,6 +124,7 @@ impl Tool for PluginTool {
 pub struct SinglePlugin {
     plugin: Plugin,
     tools: Vec<Arc<dyn Tool>>,
+    catalog: PluginCatalog,
 }
 
 impl SinglePlugin {
@@ -123,7 +135,12 @@ impl SinglePlugin {
             .filter_map(|spec| PluginTool::new(&plugin, &spec.name))
             .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
             .collect();
-        Self { plugin, tools }
+        let catalog = PluginCatalog::of([&plugin]);
+        Self {
+            plugin,
+            tools,
+            catalog,
+        }
     }
 }
 
@@ -139,6 +156,8 @@ impl Toolset for SinglePlugin {
     fn lookup(&self, _cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
         find_named(&self.tools, name)
     }
+
+    catalog_of!(self => &self.catalog, false);
 }
 
 impl std::fmt::Debug for dyn Tool {

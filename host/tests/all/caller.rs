@@ -10,7 +10,7 @@ use toolhost::policy::Grants;
 use toolhost::tool::{Caller, ToolCall};
 use toolhost::toolset::{Identity, Principal};
 use toolhost::{Context, PluginOptions, PluginSet, ToolsetExt};
-use toolhost_test_plugins::{ABI_V0_1, ABI_V0_2, ECHO};
+use toolhost_test_plugins::{ABI_V0_1, ABI_V0_2, ABI_V0_3, ECHO};
 
 use crate::{engine, plugin, plugin_with};
 
@@ -119,4 +119,31 @@ async fn plugins_of_older_contracts_run_for_a_known_caller_and_see_nothing_new()
         result["caller"]["claims"],
         json!({"email": "ana@example.com"})
     );
+}
+
+#[tokio::test]
+async fn a_0_3_plugin_still_sees_its_caller_beside_0_4_plugins() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(ABI_V0_3, dir.path().join("v3.wasm")).unwrap();
+    std::fs::copy(ECHO, dir.path().join("echo.wasm")).unwrap();
+    let set = PluginSet::load_dir(engine(), dir.path(), &echo_granting(&["email"]))
+        .await
+        .unwrap();
+    assert!(set.failures().is_empty(), "{:?}", set.failures());
+    let out = set
+        .invoke(&called_by(ana()).with_call_id("c-3"), "whoami3", json!({}))
+        .await
+        .unwrap();
+    let result: Value = out.result.unwrap();
+    assert_eq!(result["call_id"], "c-3");
+    assert_eq!(result["caller"]["subject"], "ana");
+    assert_eq!(
+        result["caller"]["claims"],
+        json!({"email": "ana@example.com"})
+    );
+    let out = set
+        .invoke(&Context::new(), "whoami3", json!({}))
+        .await
+        .unwrap();
+    assert!(out.result.unwrap().get("caller").is_none());
 }

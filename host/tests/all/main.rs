@@ -19,6 +19,7 @@ mod network;
 mod oauth;
 mod oci;
 mod oci_wkg;
+mod plugin_catalog;
 mod reload;
 mod reuse;
 mod secrets;

@@ -14,10 +14,11 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
-use super::{Feature, Offered};
+use super::{Feature, List, Offered};
 use crate::catalog::{self, MessageContent, PromptMessages, PromptSpec};
 use crate::mcp::convert::{catalog_error, content, resource_contents};
 use crate::mcp::session::Session;
+use crate::toolset::ToolsetChange;
 use crate::toolset::ToolsetExt;
 
 /// Whether the server serves prompts: when its set may offer them
@@ -29,9 +30,18 @@ pub(in crate::mcp) struct Prompts {
 impl Feature for Prompts {
     fn advertise(&self, capabilities: &mut ServerCapabilities) {
         if self.offered.0 {
-            // No `listChanged` yet: nothing tells the server the list changed.
-            capabilities.prompts = Some(PromptsCapability::default());
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
         }
+    }
+
+    fn list(&self) -> Option<List> {
+        self.offered.0.then_some(List::Prompts)
+    }
+
+    fn changed(&self, change: &ToolsetChange) -> bool {
+        change.prompts
     }
 }
 

@@ -3,19 +3,27 @@
 //! ([`Toolset::resources`](crate::Toolset::resources)) to a server whose set
 //! may offer them.
 
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
 use rmcp::model::{
     ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
     ListResourcesResult, ReadResourceRequestMethod, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource as McpResource,
-    ResourceTemplate as McpTemplate, ResourcesCapability, ServerCapabilities,
+    ResourceTemplate as McpTemplate, ResourceUpdatedNotificationParam, ResourcesCapability,
+    ServerCapabilities, SubscribeRequestMethod, SubscribeRequestParams, UnsubscribeRequestMethod,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
+use tokio::sync::broadcast::error::RecvError;
 
-use super::{Feature, Offered};
+use super::{Feature, List, Offered};
 use crate::catalog::{ResourceSpec, ResourceTemplateSpec};
 use crate::mcp::convert::{catalog_error, resource_contents};
 use crate::mcp::session::Session;
+use crate::toolset::ToolsetChange;
 use crate::toolset::ToolsetExt;
 
 /// Whether the server serves resources: when its set may offer resources or
@@ -27,11 +35,119 @@ pub(in crate::mcp) struct Resources {
 impl Feature for Resources {
     fn advertise(&self, capabilities: &mut ServerCapabilities) {
         if self.offered.0 {
-            // No `subscribe` and no `listChanged` yet: nothing tells the
-            // server when a resource or the list changes.
-            capabilities.resources = Some(ResourcesCapability::default());
+            // Subscriptions: plugins say when a resource changed
+            // (`host.resource-updated`).
+            let mut resources = ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            resources.list_changed = Some(true);
+            capabilities.resources = Some(resources);
         }
     }
+
+    fn list(&self) -> Option<List> {
+        self.offered.0.then_some(List::Resources)
+    }
+
+    fn changed(&self, change: &ToolsetChange) -> bool {
+        change.resources
+    }
+}
+
+/// The most resources one session may subscribe to.
+pub(in crate::mcp) const MAX_SUBSCRIPTIONS: usize = 256;
+
+/// A session's resource subscriptions (`resources/subscribe`, 2025-11-25).
+#[derive(Debug, Default)]
+pub(in crate::mcp) struct Subscriptions {
+    uris: Mutex<HashSet<String>>,
+    /// Whether the session's forwarder of updates runs.
+    forwarding: AtomicBool,
+}
+
+impl Subscriptions {
+    fn uris(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.uris.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// `resources/subscribe`: the session's client hears of every update of a
+/// resource the caller may read, until it unsubscribes or the session ends.
+pub(in crate::mcp) async fn subscribe(
+    session: &Session,
+    request: SubscribeRequestParams,
+    context: RequestContext<RoleServer>,
+) -> Result<(), ErrorData> {
+    let shared = session.shared();
+    let cx = shared
+        .resources
+        .offered
+        .begin::<SubscribeRequestMethod>(session, &context)
+        .await?;
+    if shared.toolset.resource(&cx, &request.uri).is_none() {
+        return Err(catalog_error(crate::error::CallError::UnknownResource {
+            uri: request.uri,
+        }));
+    }
+    let (subscriptions, ended, engine) = session.subscriptions();
+    {
+        let mut uris = subscriptions.uris();
+        if uris.len() >= MAX_SUBSCRIPTIONS && !uris.contains(&request.uri) {
+            return Err(ErrorData::invalid_params(
+                format!("a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources"),
+                None,
+            ));
+        }
+        uris.insert(request.uri);
+    }
+    let (Some(engine), Some(peer)) = (engine, session.peer()) else {
+        return Ok(());
+    };
+    if subscriptions.forwarding.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    let mut updates = engine.resource_updates();
+    let (subscriptions, ended, peer) = (Arc::clone(subscriptions), ended.clone(), peer.clone());
+    tokio::spawn(async move {
+        loop {
+            let update = tokio::select! {
+                () = ended.cancelled() => return,
+                update = updates.recv() => update,
+            };
+            let update = match update {
+                Ok(update) => update,
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "a session fell behind on resource updates");
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            };
+            if !subscriptions.uris().contains(&update.uri) {
+                continue;
+            }
+            let notification = ResourceUpdatedNotificationParam::new(update.uri);
+            if peer.notify_resource_updated(notification).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// `resources/unsubscribe`: no more updates of that URI (none is fine).
+pub(in crate::mcp) async fn unsubscribe(
+    session: &Session,
+    request: UnsubscribeRequestParams,
+    context: RequestContext<RoleServer>,
+) -> Result<(), ErrorData> {
+    session
+        .shared()
+        .resources
+        .offered
+        .begin::<UnsubscribeRequestMethod>(session, &context)
+        .await?;
+    let (subscriptions, ..) = session.subscriptions();
+    subscriptions.uris().remove(&request.uri);
+    Ok(())
 }
 
 /// `resources/list`: every resource the caller may read.

@@ -55,7 +55,7 @@ impl Feature for Tools {
     }
 
     fn changed(&self, change: &ToolsetChange) -> bool {
-        !change.is_empty()
+        change.tools_changed()
     }
 }
 
@@ -95,6 +95,7 @@ pub(in crate::mcp) async fn call(
         session.context(&context, revision)?,
         &name,
     );
+    let cx = super::elicitation::attach(&context, cx);
     let Some(tool) = resolve_when_loaded(shared, &cx, &name).await else {
         return Err(not_found(shared, &cx, &name));
     };

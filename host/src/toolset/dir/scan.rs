@@ -14,6 +14,7 @@ use crate::error::LoadError;
 use crate::log::LOAD_TARGET;
 use crate::plugin::{CodeState, Plugin, PluginOptions};
 use crate::policy::sidecar_path;
+use crate::toolset::plugin_catalog::PluginCatalog;
 use crate::toolset::{PluginSet, log_failed, log_loaded, plugin_name, warn_clash};
 use crate::toolset::{PluginTool, Tool};
 
@@ -34,6 +35,8 @@ pub(super) struct Snapshot {
     pub(super) status: Vec<PluginStatus>,
     /// Tool names several plugins offer (each warned about once, when it appears).
     pub(super) clashes: BTreeMap<String, Vec<String>>,
+    /// The plugins' resources, templates and prompts.
+    pub(super) catalog: PluginCatalog,
 }
 
 #[derive(Clone)]
@@ -261,9 +264,11 @@ impl Shared {
                 by_name: old.by_name.clone(),
                 status: old.status.clone(),
                 clashes: old.clashes.clone(),
+                catalog: old.catalog.clone(),
             }
         });
         diff(&old.tools, &new.tools, &mut change);
+        (change.resources, change.prompts) = old.catalog.differences(&new.catalog);
         change.failed.sort();
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
         if !change.is_empty() {
@@ -304,6 +309,7 @@ impl Shared {
         }
         let new = Arc::new(Snapshot::new(files, Some(&old)));
         diff(&old.tools, &new.tools, &mut change);
+        (change.resources, change.prompts) = old.catalog.differences(&new.catalog);
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
         if !change.is_empty() {
             let _ = self.events.send(change);
@@ -354,6 +360,7 @@ impl Shared {
                 by_name: old.by_name.clone(),
                 status: old.status.clone(),
                 clashes: old.clashes.clone(),
+                catalog: old.catalog.clone(),
             };
             *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(new);
         }
@@ -383,6 +390,8 @@ impl Snapshot {
                 warn_clash(tool, plugins);
             }
         }
+        let catalog = PluginCatalog::of(set.plugins());
+        catalog.warn_new_clashes(previous.map(|p| &p.catalog));
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut names: HashMap<&Path, Vec<String>> = HashMap::new();
         for listed in set.listed() {
@@ -435,6 +444,7 @@ impl Snapshot {
             by_name,
             status,
             clashes,
+            catalog,
         }
     }
 }

@@ -1,7 +1,7 @@
-//! Test plugin `mcp-conformance`: the fixture tools that the server scenarios
-//! of the official MCP conformance suite (`@modelcontextprotocol/conformance`,
-//! run by `cargo xtask conformance-test`) call, by the names and with the
-//! content the suite expects.
+//! Test plugin `mcp-conformance`: the fixture tools, resources, prompts and
+//! completions that the server scenarios of the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`, run by `cargo xtask conformance-test`)
+//! call, by the names and with the content the suite expects.
 //!
 //! | tool | behaviour |
 //! | --- | --- |
@@ -13,9 +13,23 @@
 //! | `test_error_handling` | always fails (an `isError` result) |
 //! | `test_tool_with_logging` | logs three info messages 50 ms apart (MCP log notifications once the client set a level) |
 //! | `test_tool_with_progress` | streams three steps 200 ms apart (progress notifications) |
+//! | `test_elicitation` | asks the user for a username and email (`message` is the question) |
+//! | `test_elicitation_sep1034_defaults` | asks a form whose fields have defaults |
+//! | `test_elicitation_sep1330_enums` | asks a form with the five kinds of enum field |
+//!
+//! Its catalog (`catalog.rs`): the resources `test://static-text`,
+//! `test://static-binary` (a PNG) and `test://watched-resource`; the template
+//! `test://template/{id}/data` (JSON naming the ID; `id` completes from 1, 2,
+//! 3); the prompts `test_simple_prompt`, `test_prompt_with_arguments`
+//! (`arg1` and `arg2` complete from paris, park, party),
+//! `test_prompt_with_embedded_resource` and `test_prompt_with_image`.
+
+mod catalog;
+mod elicitation;
 
 use std::time::Duration;
 
+use elicitation::{Elicitation, Sep1034Defaults, Sep1330Enums};
 use test_shared::PIXEL_PNG;
 use toolhost_guest::{
     Chunks, Context, Output, Part, StreamingTool, Tool, ToolError, chunks, export_tools,
@@ -172,6 +186,18 @@ impl StreamingTool for WithProgress {
 }
 
 export_tools! {
-    tools: [SimpleText, ImageContent, AudioContent, EmbeddedResource, MultipleContentTypes, ErrorHandling, WithLogging],
+    tools: [
+        SimpleText,
+        ImageContent,
+        AudioContent,
+        EmbeddedResource,
+        MultipleContentTypes,
+        ErrorHandling,
+        WithLogging,
+        Elicitation,
+        Sep1034Defaults,
+        Sep1330Enums,
+    ],
     streams: [WithProgress],
+    catalog: catalog::catalog,
 }

@@ -1,0 +1,339 @@
+//! What plugins offer besides tools (contract `@0.4.0`'s `catalog`):
+//! resources, templates, prompts and completions of a real plugin (the
+//! conformance fixtures, written with the Rust SDK), each served in a fresh
+//! instance; the naming rule across plugins; the catalog kept in the cache
+//! manifest; and tools that ask their user (`host.ask`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+use toolhost::catalog::{Body, Completion, CompletionRef, Kind, MessageContent, Role};
+use toolhost::tool::{Answer, Asker, Part};
+use toolhost::{
+    CallError, Context, Engine, EngineConfig, Plugin, PluginOptions, PluginSet, Toolset, ToolsetExt,
+};
+use toolhost_test_plugins::{ABI_V0_3, ECHO, MCP_CONFORMANCE};
+
+use crate::{engine, plugin};
+
+async fn fixtures() -> PluginSet {
+    PluginSet::from_plugins(vec![plugin(MCP_CONFORMANCE).await])
+}
+
+fn arguments(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn text_of(contents: &[toolhost::catalog::ResourceContents]) -> String {
+    match &contents[0].body {
+        Body::Text(text) => text.clone(),
+        Body::Bytes(_) => panic!("expected text"),
+    }
+}
+
+#[tokio::test]
+async fn a_plugins_resources_and_templates_are_listed_and_read() {
+    let set = fixtures().await;
+    let cx = Context::new();
+    assert!(set.kinds().contains(Kind::Resource));
+    let uris: Vec<String> = set
+        .resources(&cx)
+        .iter()
+        .map(|r| r.spec().uri.clone())
+        .collect();
+    for uri in [
+        "test://static-text",
+        "test://static-binary",
+        "test://watched-resource",
+    ] {
+        assert!(uris.contains(&uri.to_owned()), "{uri} in {uris:?}");
+    }
+    let resource = set.resource(&cx, "test://static-text").unwrap();
+    assert_eq!(resource.spec().plugin.as_deref(), Some("mcp_conformance"));
+
+    let text = set.read(&cx, "test://static-text").await.unwrap();
+    assert_eq!(text[0].mime_type.as_deref(), Some("text/plain"));
+    assert!(text_of(&text).contains("static text resource"));
+
+    let binary = set.read(&cx, "test://static-binary").await.unwrap();
+    assert_eq!(binary[0].mime_type.as_deref(), Some("image/png"));
+    let Body::Bytes(png) = &binary[0].body else {
+        panic!("expected bytes");
+    };
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+
+    let templates: Vec<String> = set
+        .resource_templates(&cx)
+        .iter()
+        .map(|t| t.spec().uri_template.clone())
+        .collect();
+    assert_eq!(templates, ["test://template/{id}/data"]);
+    let data = set.read(&cx, "test://template/123/data").await.unwrap();
+    assert_eq!(data[0].uri, "test://template/123/data");
+    assert!(text_of(&data).contains("123"), "{}", text_of(&data));
+
+    for unknown in [
+        "test://nothing",
+        "test://template/1/2/data",
+        "test://template//data",
+    ] {
+        let err = set.read(&cx, unknown).await.unwrap_err();
+        assert!(
+            matches!(&err, CallError::UnknownResource { uri } if uri == unknown),
+            "{unknown}: {err:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_plugins_prompts_are_listed_checked_and_filled_in() {
+    let set = fixtures().await;
+    let cx = Context::new();
+    let names: Vec<String> = set
+        .prompts(&cx)
+        .iter()
+        .map(|p| p.spec().name.clone())
+        .collect();
+    for name in [
+        "test_simple_prompt",
+        "test_prompt_with_arguments",
+        "test_prompt_with_embedded_resource",
+        "test_prompt_with_image",
+    ] {
+        assert!(names.contains(&name.to_owned()), "{name} in {names:?}");
+    }
+    for prompt in set.prompts(&cx) {
+        assert!(
+            !prompt.spec().description.is_empty(),
+            "{}",
+            prompt.spec().name
+        );
+    }
+
+    let got = set
+        .get_prompt(
+            &cx,
+            "test_prompt_with_arguments",
+            arguments(&[("arg1", "testValue1"), ("arg2", "testValue2")]),
+        )
+        .await
+        .unwrap();
+    let MessageContent::Part(Part::Text(text)) = &got.messages[0].content else {
+        panic!("expected text: {got:?}");
+    };
+    assert!(
+        text.contains("testValue1") && text.contains("testValue2"),
+        "{text}"
+    );
+    assert_eq!(got.messages[0].role, Role::User);
+
+    let err = set
+        .get_prompt(
+            &cx,
+            "test_prompt_with_arguments",
+            arguments(&[("arg1", "x")]),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("arg2"), "{err}");
+
+    let embedded = set
+        .get_prompt(
+            &cx,
+            "test_prompt_with_embedded_resource",
+            arguments(&[("resourceUri", "test://example-resource")]),
+        )
+        .await
+        .unwrap();
+    assert!(embedded.messages.iter().any(|m| matches!(
+        &m.content,
+        MessageContent::Resource(contents) if contents.uri == "test://example-resource"
+    )));
+
+    let image = set
+        .get_prompt(&cx, "test_prompt_with_image", BTreeMap::new())
+        .await
+        .unwrap();
+    assert!(image.messages.iter().any(|m| matches!(
+        &m.content,
+        MessageContent::Part(Part::Blob { mime_type, .. }) if mime_type == "image/png"
+    )));
+
+    let err = set
+        .get_prompt(&cx, "test_no_such_prompt", BTreeMap::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::UnknownPrompt { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn completions_come_from_the_plugin_and_none_for_what_it_does_not_offer() {
+    let set = fixtures().await;
+    let cx = Context::new();
+    let none = BTreeMap::new();
+    let prompt = CompletionRef::Prompt("test_prompt_with_arguments".into());
+    let completion = set
+        .complete(&cx, &prompt, "arg1", "pa", &none)
+        .await
+        .unwrap();
+    assert!(!completion.values.is_empty());
+    assert!(
+        completion.values.iter().all(|v| v.starts_with("pa")),
+        "{completion:?}"
+    );
+    let template = CompletionRef::Template("test://template/{id}/data".into());
+    let completion = set.complete(&cx, &template, "id", "", &none).await.unwrap();
+    assert!(!completion.values.is_empty(), "{completion:?}");
+
+    for (target, argument) in [
+        (CompletionRef::Prompt("test_simple_prompt".into()), "arg1"),
+        (CompletionRef::Prompt("nothing".into()), "arg1"),
+        (CompletionRef::Template("test://nothing/{id}".into()), "id"),
+        (prompt, "no_such_argument"),
+    ] {
+        let completion = set
+            .complete(&cx, &target, argument, "", &none)
+            .await
+            .unwrap();
+        assert_eq!(completion, Completion::default(), "{target:?} {argument}");
+    }
+}
+
+#[tokio::test]
+async fn two_plugins_offering_one_uri_serve_it_from_neither_and_prompts_qualify() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["one.wasm", "two.wasm"] {
+        std::fs::copy(MCP_CONFORMANCE, dir.path().join(name)).unwrap();
+    }
+    let set = PluginSet::load_dir(engine(), dir.path(), &PluginOptions::default())
+        .await
+        .unwrap();
+    let cx = Context::new();
+    assert!(
+        set.resources(&cx).is_empty(),
+        "clashing URIs are served by neither"
+    );
+    assert!(set.resource_templates(&cx).is_empty());
+    let err = set.read(&cx, "test://static-text").await.unwrap_err();
+    assert!(matches!(err, CallError::UnknownResource { .. }), "{err:?}");
+    let names: Vec<String> = set
+        .prompts(&cx)
+        .iter()
+        .map(|p| p.spec().name.clone())
+        .collect();
+    assert!(
+        names.contains(&"one.test_simple_prompt".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"two.test_simple_prompt".to_owned()),
+        "{names:?}"
+    );
+    let got = set
+        .get_prompt(&cx, "two.test_simple_prompt", BTreeMap::new())
+        .await
+        .unwrap();
+    assert!(!got.messages.is_empty());
+}
+
+#[tokio::test]
+async fn a_plugin_listed_from_its_manifest_keeps_its_catalog() {
+    let cache = tempfile::tempdir().unwrap();
+    let engine_with_cache = || {
+        let mut config = EngineConfig::default();
+        config.cache_dir(Some(cache.path().to_owned()));
+        Engine::new(&config).unwrap()
+    };
+    let first = engine_with_cache();
+    let cold = Plugin::load(&first, MCP_CONFORMANCE, &PluginOptions::default())
+        .await
+        .unwrap();
+    let second = engine_with_cache();
+    let warm = Plugin::load(&second, MCP_CONFORMANCE, &PluginOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(warm.resources(), cold.resources());
+    assert_eq!(warm.prompts(), cold.prompts());
+    assert!(Path::new(cache.path()).join("manifests").exists());
+    let set = PluginSet::from_plugins(vec![warm]);
+    let read = set
+        .read(&Context::new(), "test://template/7/data")
+        .await
+        .unwrap();
+    assert!(text_of(&read).contains('7'));
+}
+
+#[tokio::test]
+async fn plugins_of_older_contracts_and_tools_only_plugins_offer_no_catalog() {
+    for path in [ABI_V0_3, ECHO] {
+        let plugin = plugin(path).await;
+        assert!(plugin.resources().is_empty(), "{path}");
+        assert!(plugin.prompts().is_empty(), "{path}");
+        let set = PluginSet::from_plugins(vec![plugin]);
+        assert!(!set.kinds().contains(Kind::Prompt), "{path}");
+    }
+}
+
+/// An asker that answers every question with `answer`, and keeps them.
+fn answering(answer: Answer) -> (Asker, Arc<Mutex<Vec<toolhost::tool::Question>>>) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&asked);
+    let asker = Asker::new(move |question| {
+        kept.lock().unwrap().push(question);
+        let answer = answer.clone();
+        Box::pin(async move { Ok(answer) })
+    });
+    (asker, asked)
+}
+
+async fn elicit(cx: &Context) -> Result<String, CallError> {
+    let set = fixtures().await;
+    let out = set
+        .invoke(cx, "test_elicitation", json!({"message": "Your name?"}))
+        .await?;
+    Ok(out
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text(text) => Some(text.clone()),
+            _ => None,
+        })
+        .collect())
+}
+
+#[tokio::test]
+async fn a_tool_asks_its_user_and_gets_the_answer() {
+    let mut content = Map::new();
+    content.insert("username".into(), Value::String("Ada".into()));
+    content.insert("email".into(), Value::String("ada@example.com".into()));
+    let (asker, asked) = answering(Answer::Accept(content));
+    let text = elicit(&Context::new().with_asker(asker)).await.unwrap();
+    assert!(text.contains("Ada"), "{text}");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].message, "Your name?");
+    assert_eq!(asked[0].asked_by, "mcp_conformance.test_elicitation");
+    assert_eq!(asked[0].schema["type"], "object");
+
+    let (asker, _) = answering(Answer::Decline);
+    let text = elicit(&Context::new().with_asker(asker)).await.unwrap();
+    assert!(text.contains("decline"), "{text}");
+}
+
+#[tokio::test]
+async fn an_answer_that_does_not_fit_the_form_or_no_one_to_ask_reaches_the_tool() {
+    // `username` must be a string, `email` is required.
+    let mut content = Map::new();
+    content.insert("username".into(), json!(42));
+    let (asker, _) = answering(Answer::Accept(content));
+    let err = elicit(&Context::new().with_asker(asker)).await.unwrap_err();
+    assert!(err.to_string().contains("does not fit the form"), "{err}");
+
+    let err = elicit(&Context::new()).await.unwrap_err();
+    assert!(err.to_string().contains("nobody can be asked"), "{err}");
+}
