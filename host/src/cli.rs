@@ -8,8 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
+mod ask;
 mod call;
+mod catalog;
 mod dialects;
+mod inspect;
 mod new;
 mod oci;
 mod report;
@@ -19,7 +22,6 @@ mod sources;
 use call::{call_tool, read_arguments};
 use clap::{Parser, Subcommand};
 use report::{declaration, list, print_json, status};
-use serde_json::json;
 use serve::serve;
 use toolhost::config::UnmatchedName;
 use toolhost::{
@@ -75,11 +77,16 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// List the tools of every plugin: plugin, tool, description, long-running.
+    /// List the tools of every plugin: plugin, tool, description, long-running;
+    /// then the resources, resource templates and prompts, if any.
     List {
-        /// Print JSON instead of a table.
+        /// Print JSON instead of a table (the tools, as an array).
         #[arg(long)]
         json: bool,
+        /// With --json: print an object with every kind of item: `tools` (the
+        /// array --json prints), `resources`, `resource_templates`, `prompts`.
+        #[arg(long, requires = "json")]
+        catalog: bool,
         /// Check each tool's input schema against the dialects model providers
         /// accept (JSON Schema, OpenAI strict mode, Gemini); exit non-zero if any
         /// refuses a tool or loses part of its schema.
@@ -114,6 +121,33 @@ enum Command {
         /// Approve a call that needs confirmation without asking.
         #[arg(long)]
         yes: bool,
+    },
+    /// Read a resource (listed, or one a resource template matches): text is
+    /// printed, binary content written to a file whose path is printed.
+    Read {
+        /// The resource's URI.
+        uri: String,
+        /// Where binary content is written [default: a new temp dir].
+        #[arg(long)]
+        out_dir: Option<PathBuf>,
+        /// Print JSON: each content's URI, MIME type and text or file.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Get a prompt filled in with arguments and print its messages (`role:
+    /// text`); images and audio are written to files.
+    Prompt {
+        /// The prompt (`name` or `plugin.name`).
+        name: String,
+        /// Its arguments, as KEY=VALUE.
+        #[arg(value_name = "KEY=VALUE")]
+        arguments: Vec<String>,
+        /// Where images, audio and binary resources are written [default: a new temp dir].
+        #[arg(long)]
+        out_dir: Option<PathBuf>,
+        /// Print JSON: the description and the messages.
+        #[arg(long)]
+        json: bool,
     },
     /// Serve the tools over the Model Context Protocol: stdio by default, or
     /// streamable HTTP at `http://ADDR/mcp`. Follows the plugins directory live.
@@ -207,7 +241,8 @@ enum Command {
         #[command(flatten)]
         registry: oci::RegistryArgs,
     },
-    /// Show what a component file is: world, version, tools, imported interfaces.
+    /// Show what a component file is: world, version, tools, imported
+    /// interfaces, and the resources, templates and prompts it offers.
     Inspect {
         /// The `.wasm` file.
         file: PathBuf,
@@ -224,7 +259,7 @@ Logging:
   tracing's EnvFilter syntax: a level (error, warn, info, debug, trace), or
   comma-separated `target=level` directives. Default: warnings only, and for
   `serve` also each plugin's load, reload and removal (target toolhost::load)
-  and the drain of a stop (target toolhost::serve) at info. The commands that load plugins once (list, status, describe, call)
+  and the drain of a stop (target toolhost::serve) at info. The commands that load plugins once (list, status, describe, call, read, prompt)
   report load failures themselves, not in the log.
   Examples: TOOLHOST_LOG=debug, TOOLHOST_LOG=info,toolhost::plugin=debug";
 
@@ -510,9 +545,14 @@ async fn run(cli: Cli) -> Result<()> {
     }
     let engine = engine(&cli, &config)?;
     match &cli.command {
-        Command::List { json, check } => {
+        Command::List {
+            json,
+            catalog,
+            check,
+        } => {
             let set = load(&cli, &config, &engine).await?;
-            list(&set, &*layered_set(&set, &config, &engine)?, *json, *check)
+            let layered = layered_set(&set, &config, &engine)?;
+            list(&set, &*layered, *json, *catalog, *check)
         }
         Command::Status { json } => status(&cli, &config, &engine, *json).await,
         Command::Describe { tool } => {
@@ -535,9 +575,36 @@ async fn run(cli: Cli) -> Result<()> {
             if let Some(id) = call_id {
                 cx = cx.with_call_id(id.clone());
             }
+            // A tool's questions go to the terminal; without one, nobody is
+            // asked and the tool hears so.
+            if let Some(asker) = ask::terminal() {
+                cx = cx.with_asker(asker);
+            }
             let invocation = cx.invocation_id().to_owned();
             let result = call_tool(&*tools, cx, tool, arguments, *yes, out_dir.as_deref()).await;
             engine.end_invocation(&invocation);
+            result
+        }
+        Command::Read { uri, out_dir, json } => {
+            let set = load(&cli, &config, &engine).await?;
+            let items = layered_set(&set, &config, &engine)?;
+            let cx = Cx::new();
+            let result = catalog::read(&*items, &cx, uri, out_dir.as_deref(), *json).await;
+            engine.end_invocation(cx.invocation_id());
+            result
+        }
+        Command::Prompt {
+            name,
+            arguments,
+            out_dir,
+            json,
+        } => {
+            let set = load(&cli, &config, &engine).await?;
+            let items = layered_set(&set, &config, &engine)?;
+            let cx = Cx::new();
+            let result =
+                catalog::prompt(&*items, &cx, name, arguments, out_dir.as_deref(), *json).await;
+            engine.end_invocation(cx.invocation_id());
             result
         }
         Command::Serve {
@@ -571,7 +638,7 @@ async fn run(cli: Cli) -> Result<()> {
             )
             .await
         }
-        Command::Inspect { file, json } => inspect(&engine, file, *json).await,
+        Command::Inspect { file, json } => inspect::inspect(&engine, file, *json).await,
         Command::New { .. }
         | Command::Push { .. }
         | Command::Pull { .. }
@@ -580,114 +647,4 @@ async fn run(cli: Cli) -> Result<()> {
             unreachable!("handled before the engine starts")
         }
     }
-}
-
-async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
-    let (info, plugin) = toolhost::plugin::inspect(engine, file).await?;
-    let wasi: Vec<&String> = info
-        .imports
-        .iter()
-        .filter(|i| i.starts_with("wasi:"))
-        .collect();
-    // Each tool's declaration and what each schema dialect makes of it.
-    let tools = plugin.as_ref().map(|p| {
-        p.tools()
-            .map(|spec| {
-                (
-                    declaration(spec),
-                    toolhost::schema::dialect::check(&spec.input_schema),
-                )
-            })
-            .collect::<Vec<_>>()
-    });
-    if as_json {
-        let tools = tools.as_ref().ok().map(|tools| {
-            tools
-                .iter()
-                .map(|(tool, verdicts)| {
-                    let mut tool = tool.clone();
-                    tool["dialects"] = dialects::to_json(verdicts);
-                    tool
-                })
-                .collect::<Vec<_>>()
-        });
-        return print_json(&json!({
-            "file": file,
-            "toolhost_version": info.toolhost_version(),
-            "imports": info.imports,
-            "exports": info.exports,
-            "tools": tools,
-            "error": plugin.as_ref().err().map(ToString::to_string),
-        }));
-    }
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "file:     {}", file.display())?;
-    match info.toolhost_version() {
-        Some(version) => writeln!(out, "world:    toolhost:plugin/plugin@{version}")?,
-        None => writeln!(
-            out,
-            "world:    not a toolhost plugin (exports: {})",
-            info.exports.join(", ")
-        )?,
-    }
-    writeln!(
-        out,
-        "wasi:     {}",
-        if wasi.is_empty() {
-            "none".to_owned()
-        } else {
-            wasi.iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    )?;
-    // The loaded plugin's own answer; from the imports alone if it did not load.
-    let caps = match &plugin {
-        Ok(plugin) => plugin.requested(),
-        Err(_) => toolhost::policy::Capability::of_imports(&info.imports),
-    };
-    let asks: Vec<String> = caps.iter().map(ToString::to_string).collect();
-    writeln!(
-        out,
-        "asks:     {}",
-        if asks.is_empty() {
-            "nothing".to_owned()
-        } else {
-            asks.join(", ")
-        }
-    )?;
-    match &tools {
-        Ok(tools) => {
-            writeln!(out, "tools:")?;
-            for (tool, verdicts) in tools {
-                let name = tool["name"].as_str().unwrap_or("");
-                writeln!(
-                    out,
-                    "  {name}  {}",
-                    tool["description"]
-                        .as_str()
-                        .unwrap_or("")
-                        .lines()
-                        .next()
-                        .unwrap_or("")
-                )?;
-                // Which model providers take its schema as it is.
-                let words: Vec<String> = verdicts
-                    .iter()
-                    .map(|v| format!("{} {}", v.dialect, dialects::word(v)))
-                    .collect();
-                if let Some(hints) = report::hints_text(tool) {
-                    writeln!(out, "    hints: {hints}")?;
-                }
-                writeln!(out, "    dialects: {}", words.join(", "))?;
-                dialects::problems(&mut out, "    ", name, verdicts)?;
-            }
-        }
-        Err(err) => writeln!(out, "error:    {err}")?,
-    }
-    if std::io::stdout().is_terminal() {
-        out.flush()?;
-    }
-    Ok(())
 }

@@ -29,15 +29,25 @@ pub(super) fn read_arguments(args: &str) -> Result<Value> {
     Ok(value)
 }
 
-/// Writes binary parts to files and describes every part as JSON.
-struct PartWriter {
+/// Writes binary parts to files and describes every part as JSON (shared
+/// with `read` and `prompt`).
+pub(super) struct PartWriter {
     dir: Option<PathBuf>,
     requested: Option<PathBuf>,
     count: usize,
 }
 
 impl PartWriter {
-    fn describe(&mut self, part: Part) -> Result<Value> {
+    /// Writes into `out_dir`, else into a new temp dir made at the first write.
+    pub(super) fn new(out_dir: Option<&Path>) -> Self {
+        Self {
+            dir: None,
+            requested: out_dir.map(Path::to_owned),
+            count: 0,
+        }
+    }
+
+    pub(super) fn describe(&mut self, part: Part) -> Result<Value> {
         Ok(match part {
             Part::Text(text) => json!({"type": "text", "text": text}),
             Part::Json(value) => json!({"type": "json", "json": value}),
@@ -47,19 +57,23 @@ impl PartWriter {
                 name,
                 data,
             } => {
-                let dir = self.dir()?;
-                self.count += 1;
-                let path = create_new_file(&dir, name.as_deref(), self.count, &mime_type, &data)?;
-                let kind = match kind {
-                    MediaKind::Image => "image",
-                    MediaKind::Audio => "audio",
-                    MediaKind::Video => "video",
-                    _ => "file",
-                };
-                json!({"type": kind, "mime_type": mime_type, "bytes": data.len(), "file": path})
+                let path = self.write(name.as_deref(), &mime_type, &data)?;
+                json!({"type": kind_name(kind), "mime_type": mime_type, "bytes": data.len(), "file": path})
             }
             _ => json!({"type": "unknown"}),
         })
+    }
+
+    /// Writes `data` to a new file (see [`create_new_file`]) and returns its path.
+    pub(super) fn write(
+        &mut self,
+        name: Option<&str>,
+        mime_type: &str,
+        data: &[u8],
+    ) -> Result<PathBuf> {
+        let dir = self.dir()?;
+        self.count += 1;
+        create_new_file(&dir, name, self.count, mime_type, data)
     }
 
     fn dir(&mut self) -> Result<PathBuf> {
@@ -136,7 +150,17 @@ fn create_new_file(
     )
 }
 
-fn extension(mime: &str) -> &str {
+/// What JSON output calls a blob of this kind.
+pub(super) fn kind_name(kind: MediaKind) -> &'static str {
+    match kind {
+        MediaKind::Image => "image",
+        MediaKind::Audio => "audio",
+        MediaKind::Video => "video",
+        _ => "file",
+    }
+}
+
+pub(super) fn extension(mime: &str) -> &str {
     match mime {
         "image/png" => "png",
         "image/jpeg" => "jpg",
@@ -237,11 +261,7 @@ pub(super) async fn call_tool(
         ),
         other => other?,
     };
-    let mut writer = PartWriter {
-        dir: None,
-        requested: out_dir.map(Path::to_owned),
-        count: 0,
-    };
+    let mut writer = PartWriter::new(out_dir);
     let output = match started {
         toolhost::toolset::Started::Stream(mut stream) => {
             // Print each chunk as a JSON line the moment it arrives.

@@ -180,6 +180,7 @@ pub(super) fn list(
     set: &PluginSet,
     layered: &dyn Toolset,
     as_json: bool,
+    catalog: bool,
     check: bool,
 ) -> Result<()> {
     let visible: std::collections::HashSet<String> = layered
@@ -214,6 +215,12 @@ pub(super) fn list(
                 })
             })
             .collect();
+        // The array alone, as it always was; the whole catalog on request.
+        if catalog {
+            let mut all = super::catalog::json(layered)?;
+            all["tools"] = Value::Array(rows);
+            return print_json(&all);
+        }
         return print_json(&Value::Array(rows));
     }
     let mut rows = vec![[
@@ -257,6 +264,7 @@ pub(super) fn list(
             w2 = widths[2]
         )?;
     }
+    super::catalog::sections(&mut out, layered)?;
     capabilities(&mut out, set)
 }
 

@@ -6,6 +6,11 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use toolhost_test_plugins::{ECHO, HOSTILE, OTHER_WORLD};
 
+// `read`, `prompt`, `list`'s catalog sections and questions on the terminal:
+// a child module (it shares these helpers) in a file of its own.
+#[path = "cli_catalog.rs"]
+mod catalog;
+
 fn plugins_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(ECHO, dir.path().join("echo.wasm")).unwrap();
@@ -229,7 +234,7 @@ fn inspect_tells_what_a_file_is() {
     let out = toolhost(dir.path(), &["inspect", ECHO, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let info = stdout_json(&out);
-    assert_eq!(info["toolhost_version"], "0.3.0");
+    assert_eq!(info["toolhost_version"], "0.4.0");
     assert!(
         info["imports"]
             .as_array()
