@@ -282,7 +282,11 @@ pub enum CallError {
         uri: String,
     },
     /// No prompt of that name exists (or it is hidden from the caller).
-    #[error("no prompt named `{prompt}`; available prompts: {}", available.join(", "))]
+    #[error(
+        "no prompt named `{}`; {}",
+        crate::log::escape_name(prompt),
+        available_prompts(available)
+    )]
     UnknownPrompt {
         /// The name that was asked for.
         prompt: String,
@@ -480,5 +484,14 @@ impl CallError {
     /// ([`CallError::Busy`], [`CallError::State`]).
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::Busy { .. } | Self::State { .. })
+    }
+}
+
+/// The prompts an unknown prompt's error lists, or that there are none.
+fn available_prompts(available: &[String]) -> String {
+    if available.is_empty() {
+        "no prompts are available".to_owned()
+    } else {
+        format!("available prompts: {}", available.join(", "))
     }
 }

@@ -250,6 +250,31 @@ impl NewProject<'_> {
         Ok(())
     }
 
+    /// `toolhost read URI` or `toolhost prompt NAME KEY=VALUE...` on this
+    /// project: it must succeed and print exactly the `shown` lines.
+    fn expect_text(&self, words: &[&str], shown: &[String]) -> Result<()> {
+        let output = Command::new(self.toolhost)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .arg("--plugins")
+            .arg(&self.dir)
+            .args(words)
+            .output()
+            .context("running toolhost")?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let printed: Vec<&str> = stdout.lines().collect();
+        if !output.status.success() || printed != shown {
+            bail!(
+                "{}: `toolhost {}` gave {}, not {shown:?}:\n{stdout}\n{}",
+                self.lang,
+                words.join(" "),
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(())
+    }
+
     /// Runs a shell snippet: the commands that make and build a project must be
     /// the ones `new-test` ran; each `toolhost --plugins . call TOOL 'ARGS'`
     /// runs, and the `# ` lines after it say what it must print (`# error: TEXT`
@@ -265,6 +290,30 @@ impl NewProject<'_> {
             // A trailing `  # comment` explains a command; it is not part of it.
             let line = line.split("  #").next().unwrap_or(line).trim_end();
             if line.is_empty() || setup.iter().any(|s| s == line) {
+                continue;
+            }
+            let mut shown_text = || {
+                let mut shown = Vec::new();
+                while let Some(comment) = lines.peek().and_then(|l| l.strip_prefix("# ")) {
+                    shown.push(comment.to_owned());
+                    lines.next();
+                }
+                shown
+            };
+            if let Some(words) = line
+                .strip_prefix("toolhost --plugins . read ")
+                .map(|uri| vec!["read", uri])
+                .or_else(|| {
+                    line.strip_prefix("toolhost --plugins . prompt ")
+                        .map(|rest| {
+                            std::iter::once("prompt")
+                                .chain(rest.split_whitespace())
+                                .collect()
+                        })
+                })
+            {
+                let shown = shown_text();
+                self.expect_text(&words, &shown)?;
                 continue;
             }
             let Some(call) = line.strip_prefix("toolhost --plugins . call ") else {

@@ -70,7 +70,7 @@ async fn component_of_another_world_is_refused() {
         LoadError::WrongWorld {
             expected, found, ..
         } => {
-            assert_eq!(expected, "toolhost:plugin/tools@0.3.0");
+            assert_eq!(expected, "toolhost:plugin/tools@0.4.0");
             assert!(found.contains("hello"), "{found}");
         }
         other => panic!("expected WrongWorld, got {other:?}"),

@@ -276,6 +276,14 @@ async fn plugins_of_older_contracts_and_tools_only_plugins_offer_no_catalog() {
         assert!(plugin.prompts().is_empty(), "{path}");
         let set = PluginSet::from_plugins(vec![plugin]);
         assert!(!set.kinds().contains(Kind::Prompt), "{path}");
+        let err = set
+            .get_prompt(&Context::new(), "summarize", BTreeMap::new())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no prompt named `summarize`; no prompts are available"
+        );
     }
 }
 
@@ -336,4 +344,41 @@ async fn an_answer_that_does_not_fit_the_form_or_no_one_to_ask_reaches_the_tool(
 
     let err = elicit(&Context::new()).await.unwrap_err();
     assert!(err.to_string().contains("nobody can be asked"), "{err}");
+}
+
+#[tokio::test]
+async fn a_plugin_says_its_resources_changed_within_bounds() {
+    let engine = Engine::new(&{
+        let mut config = EngineConfig::default();
+        config.cache_dir(None);
+        config
+    })
+    .unwrap();
+    let plugin = Plugin::load(&engine, MCP_CONFORMANCE, &PluginOptions::default())
+        .await
+        .unwrap();
+    let set = PluginSet::from_plugins(vec![plugin]);
+    let mut updates = engine.resource_updates();
+    // Offered (listed, made by its template), not offered, and then more
+    // than a call may send.
+    let mut uris = vec![
+        "test://watched-resource".to_owned(),
+        "test://template/9/data".to_owned(),
+        "test://not-offered".to_owned(),
+    ];
+    uris.extend((0..100).map(|_| "test://static-text".to_owned()));
+    set.invoke(&Context::new(), "touch_resources", json!({ "uris": uris }))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while let Ok(update) = updates.try_recv() {
+        assert_eq!(&*update.plugin, "mcp_conformance");
+        seen.push(update.uri);
+    }
+    assert_eq!(
+        seen[..2],
+        ["test://watched-resource", "test://template/9/data"]
+    );
+    assert!(!seen.contains(&"test://not-offered".to_owned()));
+    assert_eq!(seen.len(), 64, "at most 64 updates a call");
 }

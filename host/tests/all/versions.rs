@@ -134,7 +134,7 @@ fn inspect_reports_each_plugins_version_and_hints() {
     let out = toolhost(&["inspect", CONFORMANCE, "--json"]);
     assert!(out.status.success(), "{out:?}");
     let new: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(new["toolhost_version"], "0.3.0");
+    assert_eq!(new["toolhost_version"], "0.4.0");
     let tools = new["tools"].as_array().unwrap();
     let add = tools.iter().find(|t| t["name"] == "add").unwrap();
     assert_eq!(
@@ -147,7 +147,7 @@ fn inspect_reports_each_plugins_version_and_hints() {
     let out = toolhost(&["inspect", CONFORMANCE]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("world:    toolhost:plugin/plugin@0.3.0"),
+        text.contains("world:    toolhost:plugin/catalog-plugin@0.4.0"),
         "{text}"
     );
     assert!(

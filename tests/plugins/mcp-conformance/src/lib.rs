@@ -165,6 +165,30 @@ impl Tool for WithLogging {
     }
 }
 
+/// What `touch_resources` takes.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct TouchArgs {
+    /// The URIs to say have changed, in order.
+    uris: Vec<String>,
+}
+
+struct TouchResources;
+
+impl Tool for TouchResources {
+    type Args = TouchArgs;
+    type Output = Output;
+    const NAME: &'static str = "touch_resources";
+    const DESCRIPTION: &'static str =
+        "Says each of the given resources changed (host.resource-updated; not a suite fixture).";
+
+    fn call(args: TouchArgs, cx: &Context) -> Result<Output, ToolError> {
+        for uri in &args.uris {
+            cx.resource_updated(uri);
+        }
+        Ok(Output::text(format!("touched {}", args.uris.len())))
+    }
+}
+
 struct WithProgress;
 
 impl StreamingTool for WithProgress {
@@ -197,6 +221,7 @@ export_tools! {
         Elicitation,
         Sep1034Defaults,
         Sep1330Enums,
+        TouchResources,
     ],
     streams: [WithProgress],
     catalog: catalog::catalog,
