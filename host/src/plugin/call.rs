@@ -2,8 +2,8 @@
 //! instance armed with the call's budgets, the guest run under its deadline,
 //! and its output checked.
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wasmtime::component::Instance;
@@ -118,7 +118,7 @@ impl Plugin {
         }
         let name = tool.spec.name.as_str();
         let (mut store, instance, code, call) = self.begin(tool, call, check).await?;
-        let deadline = store.data().deadline;
+        let deadline = store.data().deadline.clone();
         let invoke = code
             .exports
             .invoke(&mut store, &instance)
@@ -232,7 +232,7 @@ impl Plugin {
         let name = tool.spec.name.as_str();
         let (mut store, instance, code, call) = self.begin(tool, call, check).await?;
         let exports = exports(&code, &mut store, name, &instance)?;
-        let deadline = store.data().deadline;
+        let deadline = store.data().deadline.clone();
         let call_id = call.call_id.clone();
         let result = timeout(deadline, exports.invoke_stream(&mut store, call)).await;
         let handle = self
@@ -289,7 +289,7 @@ impl Plugin {
         }
         store.limiter_async(|state| &mut state.limiter);
         self.arm(&mut store, tool)?;
-        let deadline = store.data().deadline;
+        let deadline = store.data().deadline.clone();
         let instantiated = timeout(deadline, code.pre.instantiate_async(&mut store)).await;
         let instance = self.settle(&mut store, tool, instantiated)?;
         Ok((store, instance, code))
@@ -315,9 +315,9 @@ impl Plugin {
     fn arm(&self, store: &mut Store<PluginState>, tool: &str) -> Result<(), CallError> {
         let limits = &self.inner.limits;
         let limit = limits.timeout;
-        let deadline = Instant::now() + limit;
-        store.data_mut().deadline = deadline;
-        store.data_mut().limiter.deadline = deadline;
+        let deadline = Deadline::new(Instant::now() + limit);
+        store.data_mut().deadline = deadline.clone();
+        store.data_mut().limiter.deadline = deadline.at();
         store.data_mut().scratch.begin_call();
         store.set_fuel(limits.fuel).map_err(|e| CallError::Host {
             tool: tool.to_owned(),
@@ -327,7 +327,7 @@ impl Plugin {
         // Yield at every tick so a runaway guest cannot starve the executor, and
         // stop it once its deadline has passed.
         store.epoch_deadline_callback(move |_| {
-            if Instant::now() < deadline {
+            if Instant::now() < deadline.at() {
                 Ok(UpdateDeadline::Yield(1))
             } else {
                 Err(Exhausted::Deadline { limit }.into())
@@ -506,7 +506,70 @@ impl Plugin {
     }
 }
 
-/// Runs a guest call under the call's deadline. The epoch callback stops guest
+/// When a call must be over: an instant, pushed back by the time the call
+/// spent waiting for its user (a question asked through `host.ask`), which
+/// is no guest work.
+#[derive(Debug, Clone)]
+pub(crate) struct Deadline {
+    at: Instant,
+    paused: Arc<Mutex<Paused>>,
+}
+
+/// The time a call waited for its user.
+#[derive(Debug, Default)]
+struct Paused {
+    /// Waited so far, in waits that ended.
+    waited: Duration,
+    /// Since when it waits now, if it does.
+    since: Option<Instant>,
+}
+
+/// How often a paused call's timer looks again.
+const PAUSED_RECHECK: Duration = Duration::from_secs(1);
+
+impl Deadline {
+    pub(crate) fn new(at: Instant) -> Self {
+        Self {
+            at,
+            paused: Arc::default(),
+        }
+    }
+
+    fn paused(&self) -> std::sync::MutexGuard<'_, Paused> {
+        self.paused.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The instant the call must be over by, as it stands now; while the
+    /// call waits for its user, a moment ahead (its time does not run).
+    pub(crate) fn at(&self) -> Instant {
+        let paused = self.paused();
+        let at = self.at + paused.waited;
+        match paused.since {
+            None => at,
+            Some(since) => {
+                let now = Instant::now();
+                let left = at.saturating_duration_since(since);
+                now + left.max(PAUSED_RECHECK)
+            }
+        }
+    }
+
+    /// The call waits for its user from now on: its time stops.
+    pub(crate) fn pause(&self) {
+        self.paused().since.get_or_insert_with(Instant::now);
+    }
+
+    /// The call's time runs again.
+    pub(crate) fn resume(&self) {
+        let mut paused = self.paused();
+        if let Some(since) = paused.since.take() {
+            paused.waited += since.elapsed();
+        }
+    }
+}
+
+/// Runs a guest call under the call's deadline (pushed back while the call
+/// waits for its user). The epoch callback stops guest
 /// code that computes past it; this timer also stops a guest blocked in an
 /// async host call (a WASI sleep or poll), which never reaches an epoch check.
 ///
@@ -514,7 +577,7 @@ impl Plugin {
 /// instantiations) never needs the timer, so it is made only for those that
 /// wait: making and dropping one per step cost ~0.2 µs of a 11 µs call.
 pub(super) async fn timeout<F: Future>(
-    deadline: Instant,
+    deadline: Deadline,
     call: F,
 ) -> Result<F::Output, tokio::time::error::Elapsed> {
     let mut call = std::pin::pin!(call);
@@ -522,5 +585,13 @@ pub(super) async fn timeout<F: Future>(
     if let std::task::Poll::Ready(output) = first {
         return Ok(output);
     }
-    tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), call).await
+    loop {
+        let at = deadline.at();
+        match tokio::time::timeout_at(tokio::time::Instant::from_std(at), call.as_mut()).await {
+            Ok(output) => return Ok(output),
+            // The call waits, or waited, for its user: it has longer.
+            Err(_) if deadline.at() > at => {}
+            Err(elapsed) => return Err(elapsed),
+        }
+    }
 }

@@ -268,7 +268,7 @@ impl Plugin {
             call_id: call.call_id,
             invocation_id: call.invocation_id,
         };
-        let deadline = store.data().deadline;
+        let deadline = store.data().deadline.clone();
         let store = &mut store;
         match ask(request) {
             Ask::Read(read) => {

@@ -419,8 +419,8 @@ impl Plugin {
             .map_err(reason)?;
         let exports =
             super::call::exports(&code, &mut store, "(declarations)", &instance).map_err(reason)?;
-        let deadline = store.data().deadline;
-        let result = timeout(deadline, exports.declarations(&mut store)).await;
+        let deadline = store.data().deadline.clone();
+        let result = timeout(deadline.clone(), exports.declarations(&mut store)).await;
         let declarations = self
             .settle(&mut store, "(declarations)", result)
             .map_err(reason)?;

@@ -9,6 +9,7 @@ use wasmtime_wasi::{WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
 use super::abi::{Answer, AskError, Question};
+use super::call::Deadline;
 use super::offered::Offered;
 use crate::Engine;
 use crate::catalog::{MAX_UPDATES_PER_CALL, ResourceUpdated, ResourceUpdates};
@@ -38,7 +39,7 @@ pub(crate) struct PluginState {
     pub(crate) limiter: Limiter,
     pub(crate) panic_message: Option<String>,
     /// When the call must be over (checked by the epoch callback and by a host timer).
-    pub(crate) deadline: std::time::Instant,
+    pub(crate) deadline: Deadline,
     /// The engine's slot for an instance of baseline code (not pooled), held
     /// as long as the store lives.
     pub(crate) baseline_slot: Option<tokio::sync::OwnedSemaphorePermit>,
@@ -89,7 +90,7 @@ impl PluginState {
             table,
             limiter: Limiter::new(limits, Arc::clone(engine.memory_budget())),
             panic_message: None,
-            deadline: std::time::Instant::now(),
+            deadline: Deadline::new(std::time::Instant::now()),
             baseline_slot: None,
             updates: None,
             asked: 0,
@@ -196,7 +197,8 @@ impl PluginState {
 
     /// Asks the call's user a question through the call's [`Asker`]: the
     /// question checked, at most [`MAX_QUESTIONS_PER_CALL`] per call, the
-    /// user's time bounded by [`ANSWER_TIMEOUT`] and the call's deadline,
+    /// user's time bounded by [`ANSWER_TIMEOUT`] (and not counted toward the
+    /// call's deadline, which moves back by it),
     /// an accepted answer checked against the form. Without an asker the
     /// tool hears that asking is unavailable, and decides.
     pub(crate) async fn host_ask(&mut self, question: Question) -> Result<Answer, AskError> {
@@ -241,13 +243,11 @@ impl PluginState {
         let question = tool::Question::check(&asked_by, question.message, &question.schema)?;
         let form = Schema::input_value(Value::Object(question.schema.clone()))
             .map_err(|e| tool::AskError::Invalid(format!("the form is not a valid schema: {e}")))?;
-        let limit = self
-            .deadline
-            .saturating_duration_since(std::time::Instant::now())
-            .min(ANSWER_TIMEOUT);
-        let answer = tokio::time::timeout(limit, asker.ask(question))
-            .await
-            .map_err(|_| tool::AskError::Timeout)??;
+        // The user's time is not the call's: the deadline moves back by it.
+        self.deadline.pause();
+        let answer = tokio::time::timeout(ANSWER_TIMEOUT, asker.ask(question)).await;
+        self.deadline.resume();
+        let answer = answer.map_err(|_| tool::AskError::Timeout)??;
         if let tool::Answer::Accept(content) = &answer {
             let problems = form.problems(&Value::Object(content.clone()));
             if !problems.is_empty() {

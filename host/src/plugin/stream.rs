@@ -50,7 +50,7 @@ impl GuestStream {
     async fn pull(&mut self) -> Option<Result<Part, CallError>> {
         let plugin = &self.plugin;
         let tool = self.tool.as_str();
-        let deadline = self.store.data().deadline;
+        let deadline = self.store.data().deadline.clone();
         let next = timeout(deadline, self.exports.next(&mut self.store, self.handle)).await;
         let chunk = match plugin.settle(&mut self.store, tool, next) {
             Err(e) => return Some(Err(e)),

@@ -382,3 +382,38 @@ async fn a_plugin_says_its_resources_changed_within_bounds() {
     assert!(!seen.contains(&"test://not-offered".to_owned()));
     assert_eq!(seen.len(), 64, "at most 64 updates a call");
 }
+
+#[tokio::test]
+async fn the_time_a_user_takes_to_answer_is_not_the_calls() {
+    // A call may run 300 ms; its user takes longer than that to answer.
+    let mut limits = toolhost::engine::Limits::default();
+    limits.timeout(std::time::Duration::from_millis(300));
+    let mut options = PluginOptions::default();
+    options.limits(limits);
+    let plugin = Plugin::load(engine(), MCP_CONFORMANCE, &options)
+        .await
+        .unwrap();
+    let set = PluginSet::from_plugins(vec![plugin]);
+    let asker = Asker::new(|_question| {
+        Box::pin(async {
+            tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+            let mut content = Map::new();
+            content.insert("username".into(), json!("Ada"));
+            content.insert("email".into(), json!("ada@example.com"));
+            Ok(Answer::Accept(content))
+        })
+    });
+    let out = set
+        .invoke(
+            &Context::new().with_asker(asker),
+            "test_elicitation",
+            json!({"message": "Who?"}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        format!("{:?}", out.parts).contains("Ada"),
+        "{:?}",
+        out.parts
+    );
+}
