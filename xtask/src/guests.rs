@@ -147,7 +147,8 @@ fn up_to_date(output: &Path, inputs: &[PathBuf]) -> bool {
 }
 
 /// A Python guest: `componentize-py` (pinned in the SDK's requirements) wraps
-/// the guest's `app` module, the SDK package and CPython into a component.
+/// the guest's `app` module, the SDK package and CPython into a component of
+/// the `catalog-plugin` world (its catalog is empty unless it declares one).
 fn build_python(guest: &Guest, wasm: &Path) -> Result<()> {
     let sdk = root().join("guest-sdk/python");
     let requirements = sdk.join("requirements-build.txt");
@@ -167,7 +168,7 @@ fn build_python(guest: &Guest, wasm: &Path) -> Result<()> {
         .current_dir(root())
         .arg("-d")
         .arg(root().join("wit"))
-        .args(["-w", "plugin", "componentize", "-p"])
+        .args(["-w", "catalog-plugin", "componentize", "-p"])
         .arg(&guest.dir)
         .arg("-p")
         .arg(&sdk)
