@@ -1,13 +1,17 @@
 //! The example plugins, called through the host as an agent would.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
-use toolhost::CallError;
+use toolhost::catalog::{Body, CompletionRef, MessageContent, Role};
+use toolhost::policy::{Access, Grants};
 use toolhost::tool::{MediaKind, Part, ToolCall};
+use toolhost::{CallError, Context, PluginOptions, PluginSet, Toolset, ToolsetExt};
 use toolhost_test_plugins::{
-    CALC, CHECKSUM_C, CODEC, DATES_PY, EXAMPLES, JSON, SEMVER_GO, STRINGS_JS, TEXT,
+    CALC, CHECKSUM_C, CODEC, DATES_PY, EXAMPLES, FS, JSON, SEMVER_GO, STRINGS_JS, TEXT,
 };
 
-use crate::plugin;
+use crate::{plugin, plugin_with};
 
 async fn call(
     path: &'static str,
@@ -68,6 +72,167 @@ async fn text_streams_lines() {
         }
     }
     assert_eq!(lines, ["a\n", "b\n", "c\n"]);
+}
+
+/// The text plugin's prompt, through the library: filled in, checked, and
+/// its `style` completed.
+#[tokio::test]
+async fn text_offers_a_summarize_prompt() {
+    let set = PluginSet::from_plugins(vec![plugin(TEXT).await]);
+    let cx = Context::new();
+    let names: Vec<String> = set
+        .prompts(&cx)
+        .iter()
+        .map(|p| p.spec().name.clone())
+        .collect();
+    assert_eq!(names, ["summarize"]);
+    let arguments = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    };
+    let got = set
+        .get_prompt(
+            &cx,
+            "summarize",
+            arguments(&[("text", "Wasm is portable."), ("style", "bullet")]),
+        )
+        .await
+        .unwrap();
+    let [message] = got.messages.as_slice() else {
+        panic!("one message: {got:?}");
+    };
+    assert_eq!(message.role, Role::User);
+    let MessageContent::Part(Part::Text(text)) = &message.content else {
+        panic!("a text message: {message:?}");
+    };
+    assert!(text.contains("bullet points"), "{text}");
+    assert!(
+        text.contains("<text>\nWasm is portable.\n</text>"),
+        "{text}"
+    );
+    let err = set
+        .get_prompt(&cx, "summarize", arguments(&[("style", "tldr")]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::InvalidArguments { .. }), "{err:?}");
+    let err = set
+        .get_prompt(
+            &cx,
+            "summarize",
+            arguments(&[("text", "x"), ("style", "ode")]),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("paragraph, bullet, tldr"), "{err}");
+    let prompt = CompletionRef::Prompt("summarize".into());
+    let styles = set
+        .complete(&cx, &prompt, "style", "t", &BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(styles.values, ["tldr"]);
+}
+
+/// The fs plugin's granted directory as resources, through the library: the
+/// template `file:///{+path}`, text and bytes, escapes refused, `path`
+/// completed.
+#[tokio::test]
+async fn fs_serves_its_granted_directory_as_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let (grant, outside) = (dir.path().join("grant"), dir.path().join("outside"));
+    std::fs::create_dir_all(grant.join("sub")).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(grant.join("notes.md"), "# Notes\n").unwrap();
+    std::fs::write(grant.join("pixel.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+    std::fs::write(outside.join("secret.txt"), "the host's secret").unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.txt"), grant.join("escape")).unwrap();
+    let mut grants = Grants::default();
+    grants.dir(&grant, "/repo", Access::ReadOnly);
+    let mut options = PluginOptions::default();
+    options.grants(grants);
+    let set = PluginSet::from_plugins(vec![plugin_with(FS, &options).await]);
+    let cx = Context::new();
+    assert!(set.resources(&cx).is_empty(), "a template, not a listing");
+    let templates: Vec<String> = set
+        .resource_templates(&cx)
+        .iter()
+        .map(|t| t.spec().uri_template.clone())
+        .collect();
+    assert_eq!(templates, ["file:///{+path}"]);
+
+    let notes = set.read(&cx, "file:///repo/notes.md").await.unwrap();
+    assert_eq!(notes[0].uri, "file:///repo/notes.md");
+    assert_eq!(notes[0].mime_type.as_deref(), Some("text/markdown"));
+    assert_eq!(notes[0].body, Body::Text("# Notes\n".into()));
+    let png = set
+        .read(&cx, "file:///repo/sub/../pixel.png")
+        .await
+        .unwrap();
+    assert_eq!(png[0].mime_type.as_deref(), Some("image/png"));
+    assert_eq!(png[0].body, Body::Bytes(b"\x89PNG\r\n\x1a\n".to_vec()));
+
+    for (uri, says) in [
+        (
+            "file:///repo/../outside/secret.txt",
+            "is `/outside/secret.txt`, outside the granted directories (/repo)",
+        ),
+        (
+            "file:///etc/passwd",
+            "outside the granted directories (/repo)",
+        ),
+        ("file:///../etc/passwd", "climbs above `/`"),
+        (
+            "file:///repo/escape",
+            "leads outside the granted directories",
+        ),
+        ("file:///repo/sub", "is a directory"),
+    ] {
+        let err = set.read(&cx, uri).await.unwrap_err();
+        assert!(
+            matches!(err, CallError::InvalidArguments { .. }) && err.to_string().contains(says),
+            "{uri}: {err:?}"
+        );
+        assert!(!err.to_string().contains("host's secret"), "{err}");
+    }
+    let err = set.read(&cx, "file:///repo/missing.txt").await.unwrap_err();
+    assert!(matches!(err, CallError::UnknownResource { .. }), "{err:?}");
+
+    let template = CompletionRef::Template("file:///{+path}".into());
+    let none = BTreeMap::new();
+    let top = set
+        .complete(&cx, &template, "path", "", &none)
+        .await
+        .unwrap();
+    assert_eq!(top.values, ["repo/"]);
+    let entries = set
+        .complete(&cx, &template, "path", "repo/", &none)
+        .await
+        .unwrap();
+    assert_eq!(
+        entries.values,
+        [
+            "repo/escape",
+            "repo/notes.md",
+            "repo/pixel.png",
+            "repo/sub/"
+        ]
+    );
+    let some = set
+        .complete(&cx, &template, "path", "repo/p", &none)
+        .await
+        .unwrap();
+    assert_eq!(some.values, ["repo/pixel.png"]);
+
+    // Its tools work as before.
+    let listed = set
+        .invoke(&cx, "list_dir", json!({"path": "/repo"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.result.unwrap()["result"].as_array().unwrap().len(),
+        4
+    );
 }
 
 #[tokio::test]

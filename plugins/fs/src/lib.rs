@@ -5,6 +5,11 @@
 //! Paths are guest paths: a grant of `/srv/repo` as `/repo` is read as
 //! `/repo/src/main.rs`. Errors carry the operating system's reason
 //! ("Permission denied", "No such file or directory", ...).
+//!
+//! The same files are MCP resources ([`resources`]): the template
+//! `file:///{+path}` reads `/repo/README.md` as `file:///repo/README.md`
+//! (text for UTF-8, bytes otherwise, the MIME type from the extension), and
+//! its `path` variable completes from the granted directories' entries.
 
 use std::fs;
 use std::io::Write as _;
@@ -13,6 +18,8 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolhost_guest::{Context, Tool, ToolError, ToolHints, export_tools};
+
+pub mod resources;
 
 /// The most bytes `read_file` returns by default.
 const DEFAULT_MAX_BYTES: u64 = 1 << 20;
@@ -330,4 +337,4 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<String>) {
     }
 }
 
-export_tools!(ReadFile, ListDir, WriteFile, SearchFiles);
+export_tools!(ReadFile, ListDir, WriteFile, SearchFiles; catalog: resources::catalog);

@@ -1,5 +1,6 @@
 //! Text tools for agents: `word_count`, `regex_find`, `regex_replace` and the
-//! streaming `split_lines`.
+//! streaming `split_lines`; and the prompt `summarize` ([`summarize`]), whose
+//! `style` completes from paragraph, bullet and tldr.
 
 use serde_json::Value;
 use toolhost_guest::{Chunks, Context, Part, StreamingTool, Tool, ToolError, ToolHints, chunks};
@@ -7,6 +8,7 @@ use toolhost_guest::{Chunks, Context, Part, StreamingTool, Tool, ToolError, Tool
 pub mod count;
 pub mod lines;
 pub mod regex_tools;
+pub mod summarize;
 
 use count::{Counts, WordCountArgs};
 use lines::{Lines, SplitLinesArgs};
@@ -122,6 +124,7 @@ impl StreamingTool for SplitLines {
 toolhost_guest::export_tools! {
     tools: [WordCount, RegexFind, RegexReplace],
     streams: [SplitLines],
+    catalog: summarize::catalog,
 }
 
 #[cfg(test)]
