@@ -723,7 +723,209 @@ async def test_calls_naming_one_invocation_share_its_state(launch: Launch, make_
             assert caught.value.code == -32602 and INVOCATION in caught.value.error.message, caught.value
 
 
+# --- the example plugins' resources, prompts and completions -----------------------
+
+#: The fs plugin's resource template: a granted file by its guest path.
+FILE_TEMPLATE = "file:///{+path}"
+
+def not_found(client: Client) -> int:
+    """The code of "no resource there": -32002 through 2025-11-25, invalid
+    params (-32602) from 2026-07-28 on."""
+    return -32002 if client.protocol == LEGACY else -32602
+
+
+def granted_repo(tmp_path: Path) -> tuple[Path, str]:
+    """A directory to grant the fs plugin as `/repo` (text, a PNG, a subdirectory,
+    a symlink pointing out), a secret beside it, and the `toolhost.toml` granting it."""
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    (repo / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (repo / "notes.md").write_text("# Notes\nüber alles\n", encoding="utf-8")
+    (repo / "pixel.png").write_bytes(PNG_SIGNATURE + b"\x00\xff")
+    (repo / "sub" / "deep.txt").write_text("deep\n")
+    (outside / "secret.txt").write_text("the host's secret\n")
+    (repo / "escape").symlink_to(outside / "secret.txt")
+    config = f'[plugin.fs.grants]\ndirs = [{{ host = {json.dumps(str(repo))}, guest = "/repo" }}]\n'
+    return repo, config
+
+
+async def read_error(client: Client, uri: str) -> MCPError:
+    """Reads `uri`, which must fail with a JSON-RPC error; returns it."""
+    with pytest.raises(MCPError) as caught, anyio.fail_after(CALL_S):
+        await client.session.read_resource(uri)
+    return caught.value
+
+
+async def complete(client: Client, ref: Any, name: str, value: str) -> types.Completion:
+    with anyio.fail_after(CALL_S):
+        result = await client.session.complete(ref, {"name": name, "value": value})
+    return result.completion
+
+
+async def test_fs_serves_its_granted_directory_through_a_template(
+    launch: Launch, make_plugins: PluginsFactory, tmp_path: Path
+) -> None:
+    _, config = granted_repo(tmp_path)
+    async with launch(make_plugins("fs"), config=config) as server, server.connect() as client:
+        assert client.capabilities.resources is not None, client.capabilities
+        with anyio.fail_after(CALL_S):
+            templates = (await client.session.list_resource_templates()).resource_templates
+            listed = (await client.session.list_resources()).resources
+        assert [t.uri_template for t in templates] == [FILE_TEMPLATE], templates
+        assert templates[0].name == "file" and "go stale" in (templates[0].description or ""), templates[0]
+        # A template, not a listing taken at load that would go stale.
+        assert listed == [], listed
+
+        with anyio.fail_after(CALL_S):
+            notes = await client.session.read_resource("file:///repo/notes.md")
+        [text] = notes.contents
+        assert isinstance(text, types.TextResourceContents), text
+        assert (text.uri, text.mime_type, text.text) == ("file:///repo/notes.md", "text/markdown", "# Notes\nüber alles\n")
+
+        with anyio.fail_after(CALL_S):
+            pixel = await client.session.read_resource("file:///repo/sub/../pixel.png")
+        [blob] = pixel.contents
+        assert isinstance(blob, types.BlobResourceContents), blob
+        assert blob.mime_type == "image/png", blob
+        assert base64.b64decode(blob.blob) == PNG_SIGNATURE + b"\x00\xff"
+
+        # Outside the grant: refused, saying why, and nothing of the file leaks.
+        for uri, says in [
+            ("file:///etc/passwd", "`etc/passwd` is `/etc/passwd`, outside the granted directories (/repo)"),
+            ("file:///repo/../outside/secret.txt", "is `/outside/secret.txt`, outside the granted directories"),
+            ("file:///repo/%2E%2E/%2E%2E/etc/passwd", "climbs above `/`"),
+            ("file:///repo/escape", "leads outside the granted directories"),
+        ]:
+            err = await read_error(client, uri)
+            assert err.code == -32602 and says in err.error.message, (uri, err.error)
+            assert "host's secret" not in str(err.error), err.error
+        err = await read_error(client, "file:///repo/sub")
+        assert err.code == -32602 and "is a directory" in err.error.message, err.error
+        err = await read_error(client, "file:///repo/missing.txt")
+        assert err.code == not_found(client) and err.error.data == {"uri": "file:///repo/missing.txt"}, err.error
+
+        # `path` completes from the grants, then from the directories' entries.
+        ref = types.ResourceTemplateReference(uri=FILE_TEMPLATE)
+        assert (await complete(client, ref, "path", "")).values == ["repo/"]
+        entries = await complete(client, ref, "path", "repo/")
+        assert entries.values == ["repo/escape", "repo/notes.md", "repo/pixel.png", "repo/sub/"], entries
+        assert (entries.total, entries.has_more) == (4, False), entries
+        assert (await complete(client, ref, "path", "repo/sub/d")).values == ["repo/sub/deep.txt"]
+        assert (await complete(client, ref, "path", "etc/")).values == []
+
+        # Its tools work as before, on the same files.
+        read = ok(await client.call("read_file", {"path": "/repo/notes.md"}))
+        assert read["text"] == "# Notes\nüber alles\n", read
+
+
+async def test_a_template_made_uri_can_be_subscribed_to(
+    launch: Launch, make_plugins: PluginsFactory, tmp_path: Path, protocol: str
+) -> None:
+    """`resources/subscribe` and `unsubscribe` (2025-11-25; 2026-07-28 has
+    `subscriptions/listen` instead) for a URI the fs plugin's template makes."""
+    if protocol != LEGACY:
+        pytest.skip("resources/subscribe is a 2025-11-25 request")
+    _, config = granted_repo(tmp_path)
+    async with launch(make_plugins("fs"), config=config) as server, server.connect() as client:
+        assert client.capabilities.resources is not None and client.capabilities.resources.subscribe, (
+            client.capabilities
+        )
+        uri = "file:///repo/notes.md"
+        with anyio.fail_after(CALL_S):
+            await client.session.send_request(
+                types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)), types.EmptyResult
+            )
+            await client.session.send_request(
+                types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)), types.EmptyResult
+            )
+        # A URI that neither a resource nor a template makes cannot be subscribed to.
+        with pytest.raises(MCPError) as caught, anyio.fail_after(CALL_S):
+            await client.session.send_request(
+                types.SubscribeRequest(params=types.SubscribeRequestParams(uri="nowhere://x")), types.EmptyResult
+            )
+        assert caught.value.code == not_found(client), caught.value.error
+        # The session goes on.
+        with anyio.fail_after(CALL_S):
+            notes = await client.session.read_resource(uri)
+        assert notes.contents, notes
+
+
+async def test_text_offers_a_summarize_prompt(launch: Launch, make_plugins: PluginsFactory) -> None:
+    async with launch(make_plugins("text")) as server, server.connect() as client:
+        assert client.capabilities.prompts is not None, client.capabilities
+        assert client.capabilities.completions is not None, client.capabilities
+        with anyio.fail_after(CALL_S):
+            prompts = (await client.session.list_prompts()).prompts
+        assert [p.name for p in prompts] == ["summarize"], prompts
+        arguments = [(a.name, a.required) for a in prompts[0].arguments or []]
+        assert arguments == [("text", True), ("style", False)], prompts[0]
+
+        with anyio.fail_after(CALL_S):
+            got = await client.session.get_prompt("summarize", {"text": "Wasm runs anywhere.", "style": "bullet"})
+        [message] = got.messages
+        assert message.role == "user", message
+        assert isinstance(message.content, types.TextContent), message.content
+        assert "bullet points" in message.content.text, message.content.text
+        assert "<text>\nWasm runs anywhere.\n</text>" in message.content.text, message.content.text
+        assert got.description == "Summarize a text (bullet)", got.description
+        with anyio.fail_after(CALL_S):
+            default = await client.session.get_prompt("summarize", {"text": "x"})
+        assert "one short paragraph" in default.messages[0].content.text, default
+
+        # A missing required argument and an unknown style are the caller's to fix.
+        for args, says in [({"style": "tldr"}, "text"), ({"text": "x", "style": "ode"}, "paragraph, bullet, tldr")]:
+            with pytest.raises(MCPError) as caught, anyio.fail_after(CALL_S):
+                await client.session.get_prompt("summarize", args)
+            assert caught.value.code == -32602 and says in caught.value.error.message, caught.value.error
+
+        ref = types.PromptReference(name="summarize")
+        styles = await complete(client, ref, "style", "")
+        assert (styles.values, styles.total, styles.has_more) == (["paragraph", "bullet", "tldr"], 3, False), styles
+        assert (await complete(client, ref, "style", "t")).values == ["tldr"]
+        assert (await complete(client, ref, "text", "")).values == []
+
+
 # Every scenario above runs on both protocol revisions (see conftest.py).
 for _name, _test in list(globals().items()):
     if _name.startswith("test_"):
         globals()[_name] = pytest.mark.parametrize("protocol", [LEGACY, MODERN])(_test)
+
+
+async def test_a_plugin_tells_subscribers_a_resource_changed(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """A plugin says a resource changed (`host.resource-updated`, here the fixture tool
+    `touch_resources`): a client that subscribed to it hears
+    `notifications/resources/updated` (2025-11-25: `resources/subscribe`; 2026-07-28: a
+    `subscriptions/listen` stream with `resourceSubscriptions`); of a resource it did not
+    subscribe to, nothing."""
+    watched, other = "test://watched-resource", "test://static-text"
+    async with launch(make_plugins("mcp_conformance")) as server, server.connect() as client:
+        assert client.capabilities.resources is not None and client.capabilities.resources.subscribe, (
+            client.capabilities
+        )
+        touch = {"uris": [other, watched, other]}
+        if client.protocol == MODERN:
+            assert client.mcp is not None
+            async with client.mcp.listen(resource_subscriptions=[watched]) as subscription:
+                assert subscription.honored is not None, subscription
+                assert list(subscription.honored.resource_subscriptions or []) == [watched], subscription.honored
+                assert not (await client.call("touch_resources", touch)).is_error
+                with anyio.fail_after(CALL_S):
+                    event = await subscription.__anext__()
+                assert getattr(event, "uri", None) == watched, event
+            return
+        with anyio.fail_after(CALL_S):
+            await client.session.send_request(
+                types.SubscribeRequest(params=types.SubscribeRequestParams(uri=watched)), types.EmptyResult
+            )
+        assert not (await client.call("touch_resources", touch)).is_error
+
+        def updated() -> list[str]:
+            return [
+                n.params.uri for n in client.notifications if isinstance(n, types.ResourceUpdatedNotification)
+            ]
+
+        with anyio.fail_after(CALL_S):
+            while not updated():
+                await anyio.sleep(0.05)
+        await anyio.sleep(0.3)
+        assert updated() == [watched], updated()

@@ -446,34 +446,33 @@ impl ServerHandler for Session {
 
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        // The lists the feature areas serve, when the set can change (rmcp
-        // keeps of it what the client asked for and the capabilities say).
-        self.shared.changes.as_ref()?;
+        // The lists the feature areas serve, when the set can change, and the
+        // resources asked for when plugins can say they changed (rmcp keeps
+        // of it what the client asked for and the capabilities say).
+        let updates = self.shared.resources.offered.0 && self.state.engine.is_some();
+        if self.shared.changes.is_none() && !updates {
+            return None;
+        }
         let mut accepted = SubscriptionFilter::new();
-        for list in self.shared.features().iter().filter_map(|f| f.list()) {
-            list.accept(&mut accepted);
+        if self.shared.changes.is_some() {
+            for list in self.shared.features().iter().filter_map(|f| f.list()) {
+                list.accept(&mut accepted);
+            }
+        }
+        if updates {
+            accepted.resource_subscriptions = requested.resource_subscriptions.clone();
         }
         Some(accepted)
     }
 
-    /// 2026-07-28's `subscriptions/listen`: list changes, on the listening
-    /// request's stream, until the client cancels it or hangs up.
+    /// 2026-07-28's `subscriptions/listen`: list changes and the updates of
+    /// the resources it names, on the listening request's stream, until the
+    /// client cancels it or hangs up.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        let Some(changes) = &self.shared.changes else {
-            subscription.cancelled().await;
-            return Ok(());
-        };
-        let changes = changes.resubscribe();
         let listening = subscription.request_context().id.to_string();
-        tracing::info!(session = %self.state.id, request = %listening, "client listens for list changes");
-        let stop = async {
-            tokio::select! {
-                () = subscription.cancelled() => {}
-                _ = transport::hung_up(subscription.request_context()) => {}
-            }
-        };
+        tracing::info!(session = %self.state.id, request = %listening, "client listens for list changes and resource updates");
         let sink = &subscription;
         let send = |notification: ServerNotification| async move {
             sink.sink()
@@ -484,16 +483,45 @@ impl ServerHandler for Session {
         let accepted = |list: List| list.accepted_by(subscription.accepted());
         let session = &self.state.id;
         let request = Some(listening.as_str());
-        forward_list_changes(
-            &self.shared,
-            changes,
-            stop,
-            send,
-            session,
-            request,
-            accepted,
-        )
-        .await;
+        // Each part ends only with the listen: one that has nothing (more)
+        // to send waits for the others.
+        let lists = async {
+            if let Some(changes) = &self.shared.changes {
+                let stop = std::future::pending::<()>();
+                forward_list_changes(
+                    &self.shared,
+                    changes.resubscribe(),
+                    stop,
+                    send,
+                    session,
+                    request,
+                    accepted,
+                )
+                .await;
+            }
+            std::future::pending::<()>().await;
+        };
+        let uris = subscription
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        let updates = async {
+            features::resources::forward_to_listener(
+                self,
+                subscription.request_context(),
+                &uris,
+                send,
+            )
+            .await;
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            () = subscription.cancelled() => {}
+            _ = transport::hung_up(subscription.request_context()) => {}
+            () = lists => {}
+            () = updates => {}
+        }
         Ok(())
     }
 }

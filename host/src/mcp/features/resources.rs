@@ -11,9 +11,9 @@ use rmcp::model::{
     ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
     ListResourcesResult, ReadResourceRequestMethod, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource as McpResource,
-    ResourceTemplate as McpTemplate, ResourceUpdatedNotificationParam, ResourcesCapability,
-    ServerCapabilities, SubscribeRequestMethod, SubscribeRequestParams, UnsubscribeRequestMethod,
-    UnsubscribeRequestParams,
+    ResourceTemplate as McpTemplate, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
+    ResourcesCapability, ServerCapabilities, ServerNotification, SubscribeRequestMethod,
+    SubscribeRequestParams, UnsubscribeRequestMethod, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -131,6 +131,60 @@ pub(in crate::mcp) async fn subscribe(
         }
     });
     Ok(())
+}
+
+/// 2026-07-28's `subscriptions/listen` with `resourceSubscriptions`: `send`
+/// the updates of the URIs asked for that the caller may read (at most
+/// [`MAX_SUBSCRIPTIONS`]), until the engine's updates end or a send fails.
+pub(in crate::mcp) async fn forward_to_listener<F, Fut>(
+    session: &Session,
+    request: &RequestContext<RoleServer>,
+    uris: &[String],
+    mut send: F,
+) where
+    F: FnMut(ServerNotification) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let shared = session.shared();
+    let (_, _, Some(engine)) = session.subscriptions() else {
+        return;
+    };
+    if !shared.resources.offered.0 || uris.is_empty() {
+        return;
+    }
+    let mut updates = engine.resource_updates();
+    shared.wait_ready().await;
+    let Ok(cx) = session.item_context(request) else {
+        return;
+    };
+    let readable: HashSet<&str> = uris
+        .iter()
+        .take(MAX_SUBSCRIPTIONS)
+        .filter(|uri| shared.toolset.resource(&cx, uri).is_some())
+        .map(String::as_str)
+        .collect();
+    if readable.is_empty() {
+        return;
+    }
+    loop {
+        let update = match updates.recv().await {
+            Ok(update) => update,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "a listener fell behind on resource updates");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        if !readable.contains(update.uri.as_str()) {
+            continue;
+        }
+        let notification = ServerNotification::ResourceUpdatedNotification(
+            ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(update.uri)),
+        );
+        if send(notification).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// `resources/unsubscribe`: no more updates of that URI (none is fine).
