@@ -26,7 +26,7 @@ from toolhost_guest import (
     assistant,
     user,
 )
-from toolhost_guest._core import MAX_COMPLETIONS, Catalog
+from toolhost_guest._catalog import MAX_COMPLETIONS, Catalog
 
 PNG = b"\x89PN"
 

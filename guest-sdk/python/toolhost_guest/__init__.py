@@ -65,30 +65,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
+from ._catalog import (
+    Catalog,
+    Completion,
+    Contents,
+    Message,
+    Messages,
+    Prompt,
+    PromptArgument,
+    Resource,
+    ResourceTemplate,
+    assistant,
+    user,
+)
 from ._core import (
     Answer,
     AskError,
     Caller,
-    Catalog,
-    Completion,
-    Contents,
     Context,
     Declaration,
     InvalidArguments,
-    Message,
-    Messages,
     Output,
     Part,
-    Prompt,
-    PromptArgument,
     Registry,
-    Resource,
-    ResourceTemplate,
     ToolError,
     ToolHints,
     UnknownTool,
-    assistant,
-    user,
 )
 from ._schema import SchemaError, parse_docstring, schema_of
 

@@ -20,13 +20,12 @@ from wit_world.imports import host as wit_host
 from wit_world.imports import types as wit
 
 from . import catalog, registry
+from ._catalog import Contents, Message
 from ._core import (
     AskError,
     Caller,
-    Contents,
     Context,
     Declaration,
-    Message,
     Part,
     ToolError,
     UnknownTool,

@@ -210,6 +210,10 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                 include_str!("../../../guest-sdk/python/toolhost_guest/__init__.py"),
             ),
             file(
+                "src/toolhost_guest/_catalog.py",
+                include_str!("../../../guest-sdk/python/toolhost_guest/_catalog.py"),
+            ),
+            file(
                 "src/toolhost_guest/_core.py",
                 include_str!("../../../guest-sdk/python/toolhost_guest/_core.py"),
             ),
