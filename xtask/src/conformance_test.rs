@@ -5,8 +5,9 @@
 //! (`tests/plugins/mcp-conformance`). Scenarios listed in
 //! `tests/conformance/expected-failures.yml` may fail (each with its reason);
 //! any other failure fails, and so does a listed scenario that now passes, so
-//! the list only ever shrinks. Extra arguments go to the suite's `server`
-//! command (e.g. `--scenario tools-list --verbose`).
+//! the list only ever shrinks. Without arguments it runs every scenario, the
+//! suite's pending ones too (`--suite all`); extra arguments go to the suite's
+//! `server` command instead (e.g. `--scenario tools-list --verbose`).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -29,7 +30,10 @@ const SERVING: &str = "toolhost: serving MCP at ";
 
 /// Installs the suite, builds `toolhost` and the guests, serves them and runs
 /// the suite against the server.
-pub(crate) fn test(suite_args: Vec<String>) -> Result<()> {
+pub(crate) fn test(mut suite_args: Vec<String>) -> Result<()> {
+    if suite_args.is_empty() {
+        suite_args = vec!["--suite".into(), "all".into()];
+    }
     let suite = npm_ci("tests/conformance", "conformance-suite")
         .context("installing the MCP conformance suite")?;
     ensure_wasm_target()?;

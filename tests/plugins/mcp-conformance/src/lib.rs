@@ -189,6 +189,20 @@ impl Tool for TouchResources {
     }
 }
 
+struct Reconnection;
+
+impl Tool for Reconnection {
+    type Args = ();
+    type Output = Output;
+    const NAME: &'static str = "test_reconnection";
+    const DESCRIPTION: &'static str = "Takes a moment, then answers: a client may drop its stream meanwhile and resume it (SEP-1699; conformance fixture).";
+
+    fn call((): (), _cx: &Context) -> Result<Output, ToolError> {
+        std::thread::sleep(Duration::from_millis(200));
+        Ok(Output::text("Reconnection test completed"))
+    }
+}
+
 struct WithProgress;
 
 impl StreamingTool for WithProgress {
@@ -222,6 +236,7 @@ export_tools! {
         Sep1034Defaults,
         Sep1330Enums,
         TouchResources,
+        Reconnection,
     ],
     streams: [WithProgress],
     catalog: catalog::catalog,
