@@ -14,7 +14,7 @@ use toolhost::tool::{Answer, Asker, Part};
 use toolhost::{
     CallError, Context, Engine, EngineConfig, Plugin, PluginOptions, PluginSet, Toolset, ToolsetExt,
 };
-use toolhost_test_plugins::{ABI_V0_3, ECHO, MCP_CONFORMANCE};
+use toolhost_test_plugins::{ABI_V0_3, ECHO, HOSTILE, MCP_CONFORMANCE};
 
 use crate::{engine, plugin};
 
@@ -416,4 +416,52 @@ async fn the_time_a_user_takes_to_answer_is_not_the_calls() {
         "{:?}",
         out.parts
     );
+}
+
+#[tokio::test]
+async fn a_hostile_catalog_hits_the_same_bounds_as_a_tool() {
+    let mut limits = toolhost::engine::Limits::default();
+    limits.timeout(std::time::Duration::from_millis(500));
+    let mut options = PluginOptions::default();
+    options.limits(limits);
+    let plugin = Plugin::load(engine(), HOSTILE, &options).await.unwrap();
+    let set = PluginSet::from_plugins(vec![plugin]);
+    let cx = Context::new();
+    let exhausted = |err: &CallError| matches!(err, CallError::Exhausted { .. });
+
+    // Content past the output cap (4 MiB), a read that never ends.
+    for uri in ["hostile://huge", "hostile://spin"] {
+        let err = set.read(&cx, uri).await.unwrap_err();
+        assert!(exhausted(&err), "{uri}: {err:?}");
+    }
+    let err = set
+        .get_prompt(&cx, "huge_prompt", BTreeMap::new())
+        .await
+        .unwrap_err();
+    assert!(exhausted(&err), "{err:?}");
+    // A thousand completions: a hundred are served, and there are more.
+    let target = CompletionRef::Prompt("huge_prompt".into());
+    let completion = set
+        .complete(&cx, &target, "topic", "", &BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(completion.values.len(), Completion::MAX_VALUES);
+    assert!(completion.has_more);
+
+    // Ten questions in one call: eight are put to the user.
+    let (asker, asked) = answering(Answer::Decline);
+    let out = set
+        .invoke(&Context::new().with_asker(asker), "pester", json!({}))
+        .await
+        .unwrap();
+    let result = out.result.unwrap();
+    assert_eq!(result["answered"], 8, "{result}");
+    assert!(
+        result["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("8 questions"),
+        "{result}"
+    );
+    assert_eq!(asked.lock().unwrap().len(), 8);
 }

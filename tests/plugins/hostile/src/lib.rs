@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolhost_guest::{Context, Tool, ToolError, export_tools};
+use toolhost_guest::{
+    Catalog, Completion, Contents, Context, Message, Prompt, PromptArgument, Resource, Tool,
+    ToolError, export_tools,
+};
 
 struct Behaved;
 
@@ -183,6 +186,61 @@ impl Tool for Snoop {
     }
 }
 
+/// Asks its user ten questions, one after another, whatever the answers.
+struct Pester;
+
+impl Tool for Pester {
+    type Args = ();
+    type Output = Value;
+    const NAME: &'static str = "pester";
+    const DESCRIPTION: &'static str = "Asks its user ten questions in one call.";
+
+    fn call((): (), cx: &Context) -> Result<Value, ToolError> {
+        let form = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+        let mut answered = 0;
+        let mut last_error = Value::Null;
+        for i in 0..10 {
+            match cx.ask(&format!("Question {i}?"), &form) {
+                Ok(_) => answered += 1,
+                Err(err) => last_error = Value::String(err.to_string()),
+            }
+        }
+        Ok(json!({ "answered": answered, "last_error": last_error }))
+    }
+}
+
+/// Eight MiB of text.
+fn eight_mib() -> String {
+    "x".repeat(8 << 20)
+}
+
+/// What a hostile plugin offers besides tools: content past the output cap,
+/// a read that never ends, a thousand completions, and updates of URIs it
+/// does not offer (through `snoop`'s neighbours: see the host's tests).
+fn catalog() -> Catalog {
+    Catalog::new()
+        .resource(Resource::new("hostile://huge", "huge"), |_cx| {
+            Ok(Contents::text(eight_mib()))
+        })
+        .resource(
+            Resource::new("hostile://spin", "spin"),
+            |_cx| -> Result<Contents, ToolError> {
+                loop {
+                    black_box(());
+                }
+            },
+        )
+        .prompt(
+            Prompt::new("huge_prompt", "Eight MiB of message.")
+                .argument(PromptArgument::optional("topic")),
+            |_cx, _args| Ok(vec![Message::user(eight_mib())]),
+        )
+        .complete_prompt("huge_prompt", |_cx, _request| {
+            Ok(Completion::new((0..1000).map(|i| format!("topic-{i}"))))
+        })
+}
+
 export_tools! {
-    tools: [Behaved, Spin, BusyWait, SleepForever, Hog, Recurse, Panic, Huge, Snoop],
+    tools: [Behaved, Spin, BusyWait, SleepForever, Hog, Recurse, Panic, Huge, Snoop, Pester],
+    catalog: catalog,
 }
