@@ -26,6 +26,7 @@ pub(crate) fn test() -> Result<()> {
             "--test",
             "--test-reporter=dot",
             "test/sdk.test.mjs",
+            "test/catalog.test.mjs",
         ]))
     .context("the JavaScript SDK tests need Node.js 20.6 or later")?;
     // The Go SDK is plain Go: its tests run natively (the host stubbed).
