@@ -250,6 +250,83 @@ void th_state_delete(const char *key) {
     toolhost_plugin_host_state_delete(&k);
 }
 
+/* --- asking the user, changed resources ------------------------------------ */
+
+/* A malloc'd "<prefix><detail>". */
+static char *joined(const char *prefix, const plugin_string_t *detail) {
+    size_t n = strlen(prefix);
+    char *out = malloc(n + (detail ? detail->len : 0) + 1);
+    if (!out) th_panic("out of memory");
+    memcpy(out, prefix, n);
+    if (detail) {
+        memcpy(out + n, detail->ptr, detail->len);
+        n += detail->len;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+bool th_ask(const char *message, const char *schema, th_action *action, cJSON **content,
+            char **error) {
+    if (content) *content = NULL;
+    if (error) *error = NULL;
+    toolhost_plugin_host_question_t question;
+    plugin_string_set(&question.message, message);
+    plugin_string_set(&question.schema, schema);
+    toolhost_plugin_host_answer_t answer;
+    toolhost_plugin_host_ask_error_t err;
+    if (!toolhost_plugin_host_ask(&question, &answer, &err)) {
+        char *why;
+        switch (err.tag) {
+        case TOOLHOST_PLUGIN_TYPES_ASK_ERROR_UNAVAILABLE:
+            why = joined("nobody can be asked: ", &err.val.unavailable);
+            break;
+        case TOOLHOST_PLUGIN_TYPES_ASK_ERROR_INVALID:
+            why = joined("invalid question: ", &err.val.invalid);
+            break;
+        case TOOLHOST_PLUGIN_TYPES_ASK_ERROR_TOO_MANY:
+            why = joined("too many questions: ", &err.val.too_many);
+            break;
+        default:
+            why = joined("the user did not answer in time", NULL);
+        }
+        toolhost_plugin_host_ask_error_free(&err);
+        if (error) *error = why;
+        else free(why);
+        return false;
+    }
+    bool ok = true;
+    switch (answer.tag) {
+    case TOOLHOST_PLUGIN_TYPES_ANSWER_ACCEPT: {
+        *action = TH_ACCEPT;
+        cJSON *parsed = cJSON_ParseWithLength((const char *)answer.val.accept.ptr,
+                                              answer.val.accept.len);
+        if (!cJSON_IsObject(parsed)) {
+            cJSON_Delete(parsed);
+            parsed = NULL;
+            ok = false;
+            if (error) *error = joined("invalid question: the answer is not a JSON object", NULL);
+        }
+        if (content) *content = parsed;
+        else cJSON_Delete(parsed);
+        break;
+    }
+    case TOOLHOST_PLUGIN_TYPES_ANSWER_DECLINE:
+        *action = TH_DECLINE;
+        break;
+    default:
+        *action = TH_CANCEL;
+    }
+    toolhost_plugin_host_answer_free(&answer);
+    return ok;
+}
+
+void th_resource_updated(const char *uri) {
+    plugin_string_t u;
+    plugin_string_set(&u, uri);
+    toolhost_plugin_host_resource_updated(&u);
+}
+
 /* --- arguments -------------------------------------------------------------- */
 
 static const cJSON *arg(const cJSON *args, const char *name) {

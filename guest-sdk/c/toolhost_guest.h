@@ -174,6 +174,26 @@ char *th_state_get(const char *key);
 void th_state_set(const char *key, const char *value);
 void th_state_delete(const char *key);
 
+/* --- asking the user, changed resources ------------------------------------ */
+
+/* What the user did with a question (MCP's elicitation actions). */
+typedef enum { TH_ACCEPT, TH_DECLINE, TH_CANCEL } th_action;
+
+/* Asks the user a question in the middle of a call and waits for the answer
+ * (MCP elicitation, or a terminal prompt on the CLI). `schema` is the form: a
+ * flat JSON Schema object, as JSON text. On an answer: true, `*action` set and,
+ * if the user accepted, `*content` the form's content (a JSON object; free it
+ * with cJSON_Delete; NULL otherwise). Without one: false and `*error` a
+ * malloc'd message saying why (free it): "nobody can be asked: ..." (decide
+ * without an answer), "invalid question: ...", "too many questions: ..." or
+ * "the user did not answer in time". `content` and `error` may be NULL. */
+bool th_ask(const char *message, const char *schema, th_action *action, cJSON **content,
+            char **error);
+
+/* Tells the host that a resource this plugin offers (`uri`) has changed:
+ * clients that subscribed to it are told. */
+void th_resource_updated(const char *uri);
+
 /* --- arguments -------------------------------------------------------------- */
 
 /* An argument by name, or `fallback` if it is missing or null. */

@@ -20,10 +20,12 @@ type Generate = fn(&Path, &Path) -> Result<()>;
 /// lives, and how to make it afresh into a directory.
 const GENERATED: [(&str, Generate); 3] = [
     ("guest-sdk/c/gen", |bindgen, out| {
-        bindgen_run(bindgen, "c", out)
+        bindgen_run(bindgen, "c", "plugin", out)
     }),
+    // The Go SDK's glue implements the `catalog` exports too (an empty catalog
+    // unless the plugin declares one), so every Go plugin is a catalog plugin.
     ("guest-sdk/go/bindings", |bindgen, out| {
-        bindgen_run(bindgen, "go", out)
+        bindgen_run(bindgen, "go", "catalog-plugin", out)
     }),
     // Only what the bindings import (wit/...), its go.mod and its license.
     ("guest-sdk/go/witpkg", |_, out| {
@@ -99,12 +101,12 @@ fn tree(dir: &Path) -> Result<std::collections::BTreeMap<PathBuf, Vec<u8>>> {
     Ok(files)
 }
 
-/// Generates `lang`'s bindings of the `plugin` world into `out`.
-fn bindgen_run(bindgen: &Path, lang: &str, out: &Path) -> Result<()> {
+/// Generates `lang`'s bindings of `world` into `out`.
+fn bindgen_run(bindgen: &Path, lang: &str, world: &str, out: &Path) -> Result<()> {
     run(Command::new(bindgen)
         .arg(lang)
         .arg(root().join("wit"))
-        .arg("plugin")
+        .arg(world)
         .arg(out))
 }
 

@@ -179,9 +179,26 @@ fn build_python(guest: &Guest, wasm: &Path) -> Result<()> {
         .env("PYTHONDONTWRITEBYTECODE", "1"))
 }
 
+/// The JavaScript component's entry module, staged beside `app.js`.
+const JS_ENTRY: &str = "__toolhost_entry.js";
+
+/// The entry's source (the same as `host/templates/js/build.sh.tmpl` writes):
+/// the world `catalog-plugin` exports `tools` and `catalog`, and a module that
+/// offers only tools exports no `catalog`, so the entry adds the SDK's (empty
+/// unless the module declared resources or prompts).
+const JS_ENTRY_SOURCE: &str = "\
+import * as app from './app.js';
+import { exportCatalog } from './toolhost-guest.js';
+
+export const tools = app.tools;
+export const catalog = app.catalog ?? exportCatalog();
+";
+
 /// A JavaScript guest: the guest's files and the SDK (`toolhost-guest.js`) are
-/// staged in one directory, then `componentize-qjs` (pinned in the SDK's
-/// `package.json` and `package-lock.json`) wizer-initializes QuickJS with them.
+/// staged in one directory with an entry module ([`JS_ENTRY_SOURCE`]), then
+/// `componentize-qjs` (pinned in the SDK's `package.json` and
+/// `package-lock.json`) wizer-initializes QuickJS with them for the world
+/// `catalog-plugin`.
 fn build_js(guest: &Guest, wasm: &Path) -> Result<()> {
     let sdk = root().join("guest-sdk/js");
     let inputs = [guest.dir.clone(), sdk.clone(), root().join("wit")];
@@ -205,11 +222,12 @@ fn build_js(guest: &Guest, wasm: &Path) -> Result<()> {
         sdk.join("toolhost-guest.js"),
         stage.join("toolhost-guest.js"),
     )?;
+    std::fs::write(stage.join(JS_ENTRY), JS_ENTRY_SOURCE)?;
     run(Command::new(componentize)
         .arg("--wit")
         .arg(root().join("wit"))
-        .args(["-n", "plugin", "--sync", "--js"])
-        .arg(stage.join("app.js"))
+        .args(["-n", "catalog-plugin", "--sync", "--js"])
+        .arg(stage.join(JS_ENTRY))
         .arg("--module-root")
         .arg(&stage)
         .arg("-o")
@@ -282,7 +300,7 @@ fn build_c(guest: &Guest, wasm: &Path) -> Result<()> {
         .args(&sources)
         .arg("-o")
         .arg(&core))?;
-    componentize(&wasm_tools, &core, &stage, &adapter, wasm)
+    componentize(&wasm_tools, &core, &stage, "plugin", &adapter, wasm)
 }
 
 /// The files directly in `dir` whose name ends in `.extension`, sorted.
@@ -301,11 +319,11 @@ fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
 /// A Go guest: a Go package (its own module, `go.mod`) that registers tools
 /// with the SDK (`guest-sdk/go`, module `toolhost/guest`) from `init`. The
 /// `wit-bindgen go` bindings (`guest-sdk/go/bindings`) form the main module;
-/// the SDK's glue (`glue/tools.go`) goes into their export package, a
-/// generated `main` imports the guest, and Go (from PyPI, pinned in
+/// the SDK's glue (`glue/tools.go`, `glue/catalog.go`) goes into their export
+/// packages, a generated `main` imports the guest, and Go (from PyPI, pinned in
 /// `requirements-build.txt`) builds it for `wasip1` as a reactor, with the
 /// bindings' runtime package from `guest-sdk/go/witpkg`. Then as for C: embed
-/// the WIT, adapt.
+/// the WIT's `catalog-plugin` world, adapt.
 fn build_go(guest: &Guest, wasm: &Path) -> Result<()> {
     let sdk = root().join("guest-sdk/go");
     let inputs = [guest.dir.clone(), sdk.clone(), root().join("wit")];
@@ -323,10 +341,16 @@ fn build_go(guest: &Guest, wasm: &Path) -> Result<()> {
     let module = go_module_path(&guest.dir)?;
     let stage = fresh_stage(&guest.name)?;
     copy_dir(&sdk.join("bindings"), &stage)?;
-    std::fs::copy(
-        sdk.join("glue/tools.go"),
-        stage.join("export_toolhost_plugin_tools/toolhost_glue.go"),
-    )?;
+    for (glue, package) in [
+        ("tools.go", "export_toolhost_plugin_tools"),
+        ("catalog.go", "export_toolhost_plugin_catalog"),
+    ] {
+        std::fs::create_dir_all(stage.join(package))?;
+        std::fs::copy(
+            sdk.join("glue").join(glue),
+            stage.join(package).join("toolhost_glue.go"),
+        )?;
+    }
     std::fs::write(
         stage.join("toolhost_guest.go"),
         format!(
@@ -362,7 +386,7 @@ fn build_go(guest: &Guest, wasm: &Path) -> Result<()> {
         .env("GOFLAGS", "-mod=mod")
         .env("GOTOOLCHAIN", "local")
         .env("GOCACHE", target_dir().join("go-cache")))?;
-    componentize(&wasm_tools, &core, &stage, &adapter, wasm)
+    componentize(&wasm_tools, &core, &stage, "catalog-plugin", &adapter, wasm)
 }
 
 /// The `module` path declared by `dir/go.mod`.
@@ -387,17 +411,18 @@ fn fresh_stage(name: &str) -> Result<PathBuf> {
 }
 
 /// Makes a component of a preview-1 core module `core`: embeds the WIT's
-/// `plugin` world, then adapts it to preview 2 with the reactor `adapter`.
+/// `world`, then adapts it to preview 2 with the reactor `adapter`.
 fn componentize(
     wasm_tools: &Path,
     core: &Path,
     stage: &Path,
+    world: &str,
     adapter: &Path,
     wasm: &Path,
 ) -> Result<()> {
     let embedded = stage.join("embedded.wasm");
     run(Command::new(wasm_tools)
-        .args(["component", "embed", "--world", "plugin"])
+        .args(["component", "embed", "--world", world])
         .arg(root().join("wit"))
         .arg(core)
         .arg("-o")

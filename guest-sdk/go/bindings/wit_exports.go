@@ -7,7 +7,8 @@ package main
 
 import (
         "runtime"
-        "wit_component/export_toolhost_plugin_tools"
+        "wit_component/export_toolhost_plugin_catalog"
+"wit_component/export_toolhost_plugin_tools"
 "wit_component/toolhost_plugin_types"
 witRuntime "go.bytecodealliance.org/pkg/wit/runtime"
 witTypes "go.bytecodealliance.org/pkg/wit/types"
@@ -17,6 +18,849 @@ witTypes "go.bytecodealliance.org/pkg/wit/types"
 var staticPinner = runtime.Pinner{}
 var exportReturnArea = uintptr(witRuntime.Allocate(&staticPinner, (11*4), 4))
 var syncExportPinner = runtime.Pinner{}
+
+
+//go:wasmexport toolhost:plugin/catalog@0.4.0#describe
+func wasm_export_toolhost_plugin_catalog_describe() uintptr {
+        
+        pinner := &syncExportPinner
+        result := export_toolhost_plugin_catalog.Describe()
+slice := (result).Resources
+length := uint32(len(slice))
+result4 := witRuntime.Allocate(pinner, uintptr(length * (24+12*4)), 8)
+for index, element := range slice {
+        base := unsafe.Add(result4, index * (24+12*4))
+        utf8 := unsafe.Pointer(unsafe.StringData((element).Uri))
+pinner.Pin(utf8)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)) = uint32(uint32(len((element).Uri)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0)) = uint32(uintptr(uintptr(utf8)))
+utf80 := unsafe.Pointer(unsafe.StringData((element).Name))
+pinner.Pin(utf80)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))) = uint32(uint32(len((element).Name)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (2*4))) = uint32(uintptr(uintptr(utf80)))
+
+switch (element).Title.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (4*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).Title.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (4*4))) = int8(int32(1))
+utf81 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf81)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (6*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (5*4))) = uint32(uintptr(uintptr(utf81)))
+
+        
+default:
+        panic("unreachable")
+}
+
+switch (element).Description.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (7*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).Description.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (7*4))) = int8(int32(1))
+utf82 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf82)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (9*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (8*4))) = uint32(uintptr(uintptr(utf82)))
+
+        
+default:
+        panic("unreachable")
+}
+
+switch (element).MimeType.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (10*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).MimeType.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (10*4))) = int8(int32(1))
+utf83 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf83)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (12*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (11*4))) = uint32(uintptr(uintptr(utf83)))
+
+        
+default:
+        panic("unreachable")
+}
+
+switch (element).Size.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (8+12*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).Size.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (8+12*4))) = int8(int32(1))
+*(*int64)(unsafe.Add(unsafe.Pointer(base), (16+12*4))) = int64(payload)
+
+        
+default:
+        panic("unreachable")
+}
+
+}
+
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = uint32(length)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), 0)) = uint32(uintptr(uintptr(result4)))
+slice10 := (result).Templates
+length12 := uint32(len(slice10))
+result11 := witRuntime.Allocate(pinner, uintptr(length12 * (13*4)), 4)
+for index, element := range slice10 {
+        base := unsafe.Add(result11, index * (13*4))
+        utf85 := unsafe.Pointer(unsafe.StringData((element).UriTemplate))
+pinner.Pin(utf85)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)) = uint32(uint32(len((element).UriTemplate)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0)) = uint32(uintptr(uintptr(utf85)))
+utf86 := unsafe.Pointer(unsafe.StringData((element).Name))
+pinner.Pin(utf86)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))) = uint32(uint32(len((element).Name)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (2*4))) = uint32(uintptr(uintptr(utf86)))
+
+switch (element).Title.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (4*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).Title.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (4*4))) = int8(int32(1))
+utf87 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf87)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (6*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (5*4))) = uint32(uintptr(uintptr(utf87)))
+
+        
+default:
+        panic("unreachable")
+}
+
+switch (element).Description.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (7*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).Description.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (7*4))) = int8(int32(1))
+utf88 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf88)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (9*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (8*4))) = uint32(uintptr(uintptr(utf88)))
+
+        
+default:
+        panic("unreachable")
+}
+
+switch (element).MimeType.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (10*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).MimeType.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (10*4))) = int8(int32(1))
+utf89 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf89)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (12*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (11*4))) = uint32(uintptr(uintptr(utf89)))
+
+        
+default:
+        panic("unreachable")
+}
+
+}
+
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(length12)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(result11)))
+slice23 := (result).Prompts
+length25 := uint32(len(slice23))
+result24 := witRuntime.Allocate(pinner, uintptr(length25 * (9*4)), 4)
+for index, element := range slice23 {
+        base := unsafe.Add(result24, index * (9*4))
+        utf813 := unsafe.Pointer(unsafe.StringData((element).Name))
+pinner.Pin(utf813)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)) = uint32(uint32(len((element).Name)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0)) = uint32(uintptr(uintptr(utf813)))
+
+switch (element).Title.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (2*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).Title.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (2*4))) = int8(int32(1))
+utf814 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf814)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (4*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))) = uint32(uintptr(uintptr(utf814)))
+
+        
+default:
+        panic("unreachable")
+}
+utf815 := unsafe.Pointer(unsafe.StringData((element).Description))
+pinner.Pin(utf815)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (6*4))) = uint32(uint32(len((element).Description)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (5*4))) = uint32(uintptr(uintptr(utf815)))
+slice20 := (element).Arguments
+length22 := uint32(len(slice20))
+result21 := witRuntime.Allocate(pinner, uintptr(length22 * (9*4)), 4)
+for index, element := range slice20 {
+        base := unsafe.Add(result21, index * (9*4))
+        utf816 := unsafe.Pointer(unsafe.StringData((element).Name))
+pinner.Pin(utf816)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)) = uint32(uint32(len((element).Name)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0)) = uint32(uintptr(uintptr(utf816)))
+
+switch (element).Title.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (2*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).Title.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (2*4))) = int8(int32(1))
+utf817 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf817)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (4*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))) = uint32(uintptr(uintptr(utf817)))
+
+        
+default:
+        panic("unreachable")
+}
+
+switch (element).Description.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (5*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).Description.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (5*4))) = int8(int32(1))
+utf818 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf818)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (7*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (6*4))) = uint32(uintptr(uintptr(utf818)))
+
+        
+default:
+        panic("unreachable")
+}
+var result19 int32
+if (element).Required {
+        result19 = 1
+} else {
+        result19 = 0
+}
+*(*int8)(unsafe.Add(unsafe.Pointer(base), (8*4))) = int8(result19)
+
+}
+
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (8*4))) = uint32(length22)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (7*4))) = uint32(uintptr(uintptr(result21)))
+
+}
+
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (5*4))) = uint32(length25)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (4*4))) = uint32(uintptr(uintptr(result24)))
+return exportReturnArea
+
+        
+}
+
+//go:wasmexport cabi_post_toolhost:plugin/catalog@0.4.0#describe
+func wasm_export_post_return_toolhost_plugin_catalog_describe(result uintptr) {
+        syncExportPinner.Unpin()
+}
+
+
+//go:wasmexport toolhost:plugin/catalog@0.4.0#read-resource
+func wasm_export_toolhost_plugin_catalog_read_resource(arg0 uintptr) uintptr {
+        
+        pinner := &syncExportPinner
+        value := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), 0))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), 4)))
+value0 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (2*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (3*4))))
+var option witTypes.Option[toolhost_plugin_types.Caller]
+switch uint8(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (4*4)))) {
+case 0:
+        
+        option = witTypes.None[toolhost_plugin_types.Caller]()
+case 1:
+        value1 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (5*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (6*4))))
+value2 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (7*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (8*4))))
+result := make([]string, 0, *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (10*4))))
+for index := 0; index < int(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (10*4)))); index++ {
+        base := unsafe.Add(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (9*4))))), index * (2*4))
+        value3 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0))))), *(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)))
+
+        result = append(result, value3)
+}
+
+value4 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (11*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (12*4))))
+
+        option = witTypes.Some[toolhost_plugin_types.Caller](toolhost_plugin_types.Caller{Issuer: value1, Subject: value2, Scopes: result, Claims: value4})
+default:
+        panic("unreachable")
+}
+value5 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (13*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (14*4))))
+var option7 witTypes.Option[string]
+switch uint8(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (15*4)))) {
+case 0:
+        
+        option7 = witTypes.None[string]()
+case 1:
+        value6 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (16*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (17*4))))
+
+        option7 = witTypes.Some[string](value6)
+default:
+        panic("unreachable")
+}
+result10 := make([]witTypes.Tuple2[string, string], 0, *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (19*4))))
+for index := 0; index < int(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (19*4)))); index++ {
+        base := unsafe.Add(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (18*4))))), index * (4*4))
+        value8 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0))))), *(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)))
+value9 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(base), (2*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))))
+
+        result10 = append(result10, witTypes.Tuple2[string, string]{F0: value8, F1: value9})
+}
+
+witRuntime.Unpin()
+result11 := export_toolhost_plugin_catalog.ReadResource(toolhost_plugin_types.Read{Request: toolhost_plugin_types.Request{CallId: value, InvocationId: value0, Caller: option}, Uri: value5, Template: option7, Variables: result10})
+
+switch result11.Tag() {
+case witTypes.ResultOk:
+        payload := result11.Ok()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 0)) = int8(int32(0))
+slice := payload
+length := uint32(len(slice))
+result14 := witRuntime.Allocate(pinner, uintptr(length * (8*4)), 4)
+for index, element := range slice {
+        base := unsafe.Add(result14, index * (8*4))
+        utf8 := unsafe.Pointer(unsafe.StringData((element).Uri))
+pinner.Pin(utf8)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)) = uint32(uint32(len((element).Uri)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0)) = uint32(uintptr(uintptr(utf8)))
+
+switch (element).MimeType.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (2*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (element).MimeType.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (2*4))) = int8(int32(1))
+utf812 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf812)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (4*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))) = uint32(uintptr(uintptr(utf812)))
+
+        
+default:
+        panic("unreachable")
+}
+
+switch (element).Body.Tag() {
+case toolhost_plugin_types.Body_Text:
+        payload := (element).Body.Text()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (5*4))) = int8(int32(0))
+utf813 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf813)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (7*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (6*4))) = uint32(uintptr(uintptr(utf813)))
+
+        
+
+case toolhost_plugin_types.Body_Bytes:
+        payload := (element).Body.Bytes()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (5*4))) = int8(int32(1))
+data := unsafe.Pointer(unsafe.SliceData(payload))
+pinner.Pin(data)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (7*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (6*4))) = uint32(uintptr(uintptr(data)))
+
+        
+
+default:
+        panic("unreachable")
+}
+
+}
+
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(length)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = uint32(uintptr(uintptr(result14)))
+
+        
+case witTypes.ResultErr:
+        payload := result11.Err()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 0)) = int8(int32(1))
+
+switch payload.Tag() {
+case toolhost_plugin_types.ToolError_InvalidArguments:
+        payload := payload.InvalidArguments()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(0))
+utf815 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf815)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(utf815)))
+
+        
+
+case toolhost_plugin_types.ToolError_Failed:
+        payload := payload.Failed()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(1))
+utf816 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf816)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(utf816)))
+
+        
+
+case toolhost_plugin_types.ToolError_UnknownTool:
+        payload := payload.UnknownTool()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(2))
+utf817 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf817)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(utf817)))
+
+        
+
+default:
+        panic("unreachable")
+}
+
+        
+default:
+        panic("unreachable")
+}
+return exportReturnArea
+
+        
+}
+
+//go:wasmexport cabi_post_toolhost:plugin/catalog@0.4.0#read-resource
+func wasm_export_post_return_toolhost_plugin_catalog_read_resource(result uintptr) {
+        syncExportPinner.Unpin()
+}
+
+
+//go:wasmexport toolhost:plugin/catalog@0.4.0#get-prompt
+func wasm_export_toolhost_plugin_catalog_get_prompt(arg0 uintptr) uintptr {
+        
+        pinner := &syncExportPinner
+        value := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), 0))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), 4)))
+value0 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (2*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (3*4))))
+var option witTypes.Option[toolhost_plugin_types.Caller]
+switch uint8(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (4*4)))) {
+case 0:
+        
+        option = witTypes.None[toolhost_plugin_types.Caller]()
+case 1:
+        value1 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (5*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (6*4))))
+value2 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (7*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (8*4))))
+result := make([]string, 0, *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (10*4))))
+for index := 0; index < int(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (10*4)))); index++ {
+        base := unsafe.Add(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (9*4))))), index * (2*4))
+        value3 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0))))), *(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)))
+
+        result = append(result, value3)
+}
+
+value4 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (11*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (12*4))))
+
+        option = witTypes.Some[toolhost_plugin_types.Caller](toolhost_plugin_types.Caller{Issuer: value1, Subject: value2, Scopes: result, Claims: value4})
+default:
+        panic("unreachable")
+}
+value5 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (13*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (14*4))))
+result8 := make([]witTypes.Tuple2[string, string], 0, *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (16*4))))
+for index := 0; index < int(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (16*4)))); index++ {
+        base := unsafe.Add(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (15*4))))), index * (4*4))
+        value6 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0))))), *(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)))
+value7 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(base), (2*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))))
+
+        result8 = append(result8, witTypes.Tuple2[string, string]{F0: value6, F1: value7})
+}
+
+witRuntime.Unpin()
+result9 := export_toolhost_plugin_catalog.GetPrompt(toolhost_plugin_types.Get{Request: toolhost_plugin_types.Request{CallId: value, InvocationId: value0, Caller: option}, Name: value5, Arguments: result8})
+
+switch result9.Tag() {
+case witTypes.ResultOk:
+        payload := result9.Ok()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 0)) = int8(int32(0))
+
+switch (payload).Description.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (payload).Description.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(1))
+utf8 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf8)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(utf8)))
+
+        
+default:
+        panic("unreachable")
+}
+slice := (payload).Messages
+length := uint32(len(slice))
+result18 := witRuntime.Allocate(pinner, uintptr(length * (11*4)), 4)
+for index, element := range slice {
+        base := unsafe.Add(result18, index * (11*4))
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), 0)) = int8(int32((element).Role))
+
+switch (element).Content.Tag() {
+case toolhost_plugin_types.MessageContent_Part:
+        payload := (element).Content.Part()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), 4)) = int8(int32(0))
+
+switch payload.Tag() {
+case toolhost_plugin_types.Part_Text:
+        payload := payload.Text()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (2*4))) = int8(int32(0))
+utf810 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf810)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (4*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))) = uint32(uintptr(uintptr(utf810)))
+
+        
+
+case toolhost_plugin_types.Part_Json:
+        payload := payload.Json()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (2*4))) = int8(int32(1))
+utf811 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf811)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (4*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))) = uint32(uintptr(uintptr(utf811)))
+
+        
+
+case toolhost_plugin_types.Part_Blob:
+        payload := payload.Blob()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (2*4))) = int8(int32(2))
+*(*int8)(unsafe.Add(unsafe.Pointer(base), (3*4))) = int8(int32((payload).Kind))
+utf812 := unsafe.Pointer(unsafe.StringData((payload).MimeType))
+pinner.Pin(utf812)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (5*4))) = uint32(uint32(len((payload).MimeType)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (4*4))) = uint32(uintptr(uintptr(utf812)))
+
+switch (payload).Name.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (6*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (payload).Name.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (6*4))) = int8(int32(1))
+utf813 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf813)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (8*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (7*4))) = uint32(uintptr(uintptr(utf813)))
+
+        
+default:
+        panic("unreachable")
+}
+data := unsafe.Pointer(unsafe.SliceData((payload).Data))
+pinner.Pin(data)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (10*4))) = uint32(uint32(len((payload).Data)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (9*4))) = uint32(uintptr(uintptr(data)))
+
+        
+
+default:
+        panic("unreachable")
+}
+
+        
+
+case toolhost_plugin_types.MessageContent_Resource:
+        payload := (element).Content.Resource()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), 4)) = int8(int32(1))
+utf814 := unsafe.Pointer(unsafe.StringData((payload).Uri))
+pinner.Pin(utf814)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))) = uint32(uint32(len((payload).Uri)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (2*4))) = uint32(uintptr(uintptr(utf814)))
+
+switch (payload).MimeType.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (4*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (payload).MimeType.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (4*4))) = int8(int32(1))
+utf815 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf815)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (6*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (5*4))) = uint32(uintptr(uintptr(utf815)))
+
+        
+default:
+        panic("unreachable")
+}
+
+switch (payload).Body.Tag() {
+case toolhost_plugin_types.Body_Text:
+        payload := (payload).Body.Text()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (7*4))) = int8(int32(0))
+utf816 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf816)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (9*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (8*4))) = uint32(uintptr(uintptr(utf816)))
+
+        
+
+case toolhost_plugin_types.Body_Bytes:
+        payload := (payload).Body.Bytes()
+        *(*int8)(unsafe.Add(unsafe.Pointer(base), (7*4))) = int8(int32(1))
+data17 := unsafe.Pointer(unsafe.SliceData(payload))
+pinner.Pin(data17)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (9*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), (8*4))) = uint32(uintptr(uintptr(data17)))
+
+        
+
+default:
+        panic("unreachable")
+}
+
+        
+
+default:
+        panic("unreachable")
+}
+
+}
+
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (5*4))) = uint32(length)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (4*4))) = uint32(uintptr(uintptr(result18)))
+
+        
+case witTypes.ResultErr:
+        payload := result9.Err()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 0)) = int8(int32(1))
+
+switch payload.Tag() {
+case toolhost_plugin_types.ToolError_InvalidArguments:
+        payload := payload.InvalidArguments()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(0))
+utf819 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf819)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(utf819)))
+
+        
+
+case toolhost_plugin_types.ToolError_Failed:
+        payload := payload.Failed()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(1))
+utf820 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf820)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(utf820)))
+
+        
+
+case toolhost_plugin_types.ToolError_UnknownTool:
+        payload := payload.UnknownTool()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(2))
+utf821 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf821)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(utf821)))
+
+        
+
+default:
+        panic("unreachable")
+}
+
+        
+default:
+        panic("unreachable")
+}
+return exportReturnArea
+
+        
+}
+
+//go:wasmexport cabi_post_toolhost:plugin/catalog@0.4.0#get-prompt
+func wasm_export_post_return_toolhost_plugin_catalog_get_prompt(result uintptr) {
+        syncExportPinner.Unpin()
+}
+
+
+//go:wasmexport toolhost:plugin/catalog@0.4.0#complete
+func wasm_export_toolhost_plugin_catalog_complete(arg0 uintptr) uintptr {
+        
+        pinner := &syncExportPinner
+        value := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), 0))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), 4)))
+value0 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (2*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (3*4))))
+var option witTypes.Option[toolhost_plugin_types.Caller]
+switch uint8(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (4*4)))) {
+case 0:
+        
+        option = witTypes.None[toolhost_plugin_types.Caller]()
+case 1:
+        value1 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (5*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (6*4))))
+value2 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (7*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (8*4))))
+result := make([]string, 0, *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (10*4))))
+for index := 0; index < int(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (10*4)))); index++ {
+        base := unsafe.Add(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (9*4))))), index * (2*4))
+        value3 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0))))), *(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)))
+
+        result = append(result, value3)
+}
+
+value4 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (11*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (12*4))))
+
+        option = witTypes.Some[toolhost_plugin_types.Caller](toolhost_plugin_types.Caller{Issuer: value1, Subject: value2, Scopes: result, Claims: value4})
+default:
+        panic("unreachable")
+}
+var variant toolhost_plugin_types.CompletionTarget
+switch uint8(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (13*4)))) {
+case 0:
+        value5 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (14*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (15*4))))
+
+        variant = toolhost_plugin_types.MakeCompletionTargetPrompt(value5)
+
+case 1:
+        value6 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (14*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (15*4))))
+
+        variant = toolhost_plugin_types.MakeCompletionTargetTemplate(value6)
+
+default:
+        panic("unreachable")
+}
+value7 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (16*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (17*4))))
+value8 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (18*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (19*4))))
+result11 := make([]witTypes.Tuple2[string, string], 0, *(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (21*4))))
+for index := 0; index < int(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (21*4)))); index++ {
+        base := unsafe.Add(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(arg0), (20*4))))), index * (4*4))
+        value9 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0))))), *(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)))
+value10 := unsafe.String((*uint8)(unsafe.Pointer(uintptr(*(*uint32)(unsafe.Add(unsafe.Pointer(base), (2*4)))))), *(*uint32)(unsafe.Add(unsafe.Pointer(base), (3*4))))
+
+        result11 = append(result11, witTypes.Tuple2[string, string]{F0: value9, F1: value10})
+}
+
+witRuntime.Unpin()
+result12 := export_toolhost_plugin_catalog.Complete(toolhost_plugin_types.CompletionRequest{Request: toolhost_plugin_types.Request{CallId: value, InvocationId: value0, Caller: option}, Target: variant, Argument: value7, Value: value8, Context: result11})
+
+switch result12.Tag() {
+case witTypes.ResultOk:
+        payload := result12.Ok()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 0)) = int8(int32(0))
+slice := (payload).Values
+length := uint32(len(slice))
+result13 := witRuntime.Allocate(pinner, uintptr(length * (2*4)), 4)
+for index, element := range slice {
+        base := unsafe.Add(result13, index * (2*4))
+        utf8 := unsafe.Pointer(unsafe.StringData(element))
+pinner.Pin(utf8)
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 4)) = uint32(uint32(len(element)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(base), 0)) = uint32(uintptr(uintptr(utf8)))
+
+}
+
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(length)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = uint32(uintptr(uintptr(result13)))
+
+switch (payload).Total.Tag() {
+case witTypes.OptionNone:
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = int8(int32(0))
+
+        
+case witTypes.OptionSome:
+        payload := (payload).Total.Some()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = int8(int32(1))
+*(*int32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (4+3*4))) = int32(payload)
+
+        
+default:
+        panic("unreachable")
+}
+var result14 int32
+if (payload).HasMore {
+        result14 = 1
+} else {
+        result14 = 0
+}
+*(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), (8+3*4))) = int8(result14)
+
+        
+case witTypes.ResultErr:
+        payload := result12.Err()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 0)) = int8(int32(1))
+
+switch payload.Tag() {
+case toolhost_plugin_types.ToolError_InvalidArguments:
+        payload := payload.InvalidArguments()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(0))
+utf815 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf815)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(utf815)))
+
+        
+
+case toolhost_plugin_types.ToolError_Failed:
+        payload := payload.Failed()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(1))
+utf816 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf816)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(utf816)))
+
+        
+
+case toolhost_plugin_types.ToolError_UnknownTool:
+        payload := payload.UnknownTool()
+        *(*int8)(unsafe.Add(unsafe.Pointer(exportReturnArea), 4)) = int8(int32(2))
+utf817 := unsafe.Pointer(unsafe.StringData(payload))
+pinner.Pin(utf817)
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (3*4))) = uint32(uint32(len(payload)))
+*(*uint32)(unsafe.Add(unsafe.Pointer(exportReturnArea), (2*4))) = uint32(uintptr(uintptr(utf817)))
+
+        
+
+default:
+        panic("unreachable")
+}
+
+        
+default:
+        panic("unreachable")
+}
+return exportReturnArea
+
+        
+}
+
+//go:wasmexport cabi_post_toolhost:plugin/catalog@0.4.0#complete
+func wasm_export_post_return_toolhost_plugin_catalog_complete(result uintptr) {
+        syncExportPinner.Unpin()
+}
 
 
 //go:wasmexport toolhost:plugin/tools@0.4.0#[method]chunks.next

@@ -36,9 +36,36 @@ func init() {
 			value := toolhost_plugin_host.StateGet(key)
 			return value.SomeOr(""), value.IsSome()
 		},
-		StateSet:    toolhost_plugin_host.StateSet,
-		StateDelete: toolhost_plugin_host.StateDelete,
+		StateSet:        toolhost_plugin_host.StateSet,
+		StateDelete:     toolhost_plugin_host.StateDelete,
+		ResourceUpdated: toolhost_plugin_host.ResourceUpdated,
+		Ask:             ask,
 	})
+}
+
+// ask asks the host; see guest.Host.Ask.
+func ask(message, schema string) (string, string, error) {
+	result := toolhost_plugin_host.Ask(toolhost_plugin_types.Question{Message: message, Schema: schema})
+	if result.IsErr() {
+		e := result.Err()
+		switch e.Tag() {
+		case toolhost_plugin_types.AskError_Unavailable:
+			return "", "", &guest.AskError{Reason: guest.AskUnavailable, Detail: e.Unavailable()}
+		case toolhost_plugin_types.AskError_Invalid:
+			return "", "", &guest.AskError{Reason: guest.AskInvalid, Detail: e.Invalid()}
+		case toolhost_plugin_types.AskError_TooMany:
+			return "", "", &guest.AskError{Reason: guest.AskTooMany, Detail: e.TooMany()}
+		}
+		return "", "", &guest.AskError{Reason: guest.AskTimeout}
+	}
+	answer := result.Ok()
+	switch answer.Tag() {
+	case toolhost_plugin_types.Answer_Accept:
+		return "accept", answer.Accept(), nil
+	case toolhost_plugin_types.Answer_Decline:
+		return "decline", "", nil
+	}
+	return "cancel", "", nil
 }
 
 // Chunks is the state of one stream: its chunks, handed out in order.
@@ -107,33 +134,33 @@ func hints(h guest.Hints) toolhost_plugin_types.ToolHints {
 func Invoke(c call) witTypes.Result[output, toolError] {
 	result, err := guest.Invoke(fromWit(c))
 	if err != nil {
-		return witTypes.Err[output](intoError(err))
+		return witTypes.Err[output](IntoError(err))
 	}
 	json := witTypes.None[string]()
 	if result.JSON != nil {
 		json = witTypes.Some(*result.JSON)
 	}
-	return witTypes.Ok[output, toolError](output{Json: json, Parts: intoParts(result.Parts)})
+	return witTypes.Ok[output, toolError](output{Json: json, Parts: IntoParts(result.Parts)})
 }
 
 // InvokeStream starts a tool and returns its chunks as a `chunks` resource.
 func InvokeStream(c call) witTypes.Result[*Chunks, toolError] {
 	parts, err := guest.InvokeStream(fromWit(c))
 	if err != nil {
-		return witTypes.Err[*Chunks](intoError(err))
+		return witTypes.Err[*Chunks](IntoError(err))
 	}
-	return witTypes.Ok[*Chunks, toolError](&Chunks{parts: intoParts(parts)})
+	return witTypes.Ok[*Chunks, toolError](&Chunks{parts: IntoParts(parts)})
 }
 
 func fromWit(c call) guest.Call {
 	return guest.Call{
 		CallID: c.CallId, InvocationID: c.InvocationId, Tool: c.Tool, Arguments: c.Arguments,
-		Caller: callerFromWit(c.Caller),
+		Caller: CallerFromWit(c.Caller),
 	}
 }
 
-// callerFromWit: the claims arrive as a JSON object text (`{}` for none).
-func callerFromWit(c witTypes.Option[toolhost_plugin_types.Caller]) *guest.Caller {
+// CallerFromWit converts a caller (for the catalog's glue too): the claims arrive as a JSON object text (`{}` for none).
+func CallerFromWit(c witTypes.Option[toolhost_plugin_types.Caller]) *guest.Caller {
 	if c.IsNone() {
 		return nil
 	}
@@ -146,7 +173,8 @@ func callerFromWit(c witTypes.Option[toolhost_plugin_types.Caller]) *guest.Calle
 	return &guest.Caller{Issuer: wit.Issuer, Subject: wit.Subject, Scopes: scopes, Claims: claims}
 }
 
-func intoError(err error) toolError {
+// IntoError converts an SDK error (for the catalog's glue too).
+func IntoError(err error) toolError {
 	switch e := err.(type) {
 	case *guest.UnknownTool:
 		return toolhost_plugin_types.MakeToolErrorUnknownTool(e.Name)
@@ -158,7 +186,8 @@ func intoError(err error) toolError {
 	return toolhost_plugin_types.MakeToolErrorFailed(err.Error())
 }
 
-func intoParts(parts []guest.Part) []part {
+// IntoParts converts parts (for the catalog's glue too).
+func IntoParts(parts []guest.Part) []part {
 	out := make([]part, 0, len(parts))
 	for _, p := range parts {
 		switch p.Kind {

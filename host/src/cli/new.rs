@@ -258,6 +258,13 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                 "requirements-build.txt" => "guest-sdk/go/requirements-build.txt",
                 "toolhost-guest/go.mod" => "guest-sdk/go/go.mod",
                 "toolhost-guest/guest.go" => "guest-sdk/go/guest.go",
+                "toolhost-guest/catalog.go" => "guest-sdk/go/catalog.go",
+                "toolhost-guest/bindings/export_toolhost_plugin_catalog/toolhost_glue.go" =>
+                    "guest-sdk/go/glue/catalog.go",
+                "toolhost-guest/bindings/toolhost_plugin_catalog/wit_bindings.go" =>
+                    "guest-sdk/go/bindings/toolhost_plugin_catalog/wit_bindings.go",
+                "toolhost-guest/bindings/toolhost_plugin_catalog/empty.s" =>
+                    "guest-sdk/go/bindings/toolhost_plugin_catalog/empty.s",
                 "toolhost-guest/bindings/export_toolhost_plugin_tools/toolhost_glue.go" =>
                     "guest-sdk/go/glue/tools.go",
                 "toolhost-guest/bindings/wit_exports.go" => "guest-sdk/go/bindings/wit_exports.go",
