@@ -179,6 +179,10 @@ fn build_python(guest: &Guest, wasm: &Path) -> Result<()> {
         .env("PYTHONDONTWRITEBYTECODE", "1"))
 }
 
+/// The JavaScript SDK's modules (`guest-sdk/js`), staged beside `app.js`:
+/// `toolhost-guest.js` imports `toolhost-catalog.js`.
+const JS_SDK_FILES: [&str; 2] = ["toolhost-guest.js", "toolhost-catalog.js"];
+
 /// The JavaScript component's entry module, staged beside `app.js`.
 const JS_ENTRY: &str = "__toolhost_entry.js";
 
@@ -194,7 +198,7 @@ export const tools = app.tools;
 export const catalog = app.catalog ?? exportCatalog();
 ";
 
-/// A JavaScript guest: the guest's files and the SDK (`toolhost-guest.js`) are
+/// A JavaScript guest: the guest's files and the SDK ([`JS_SDK_FILES`]) are
 /// staged in one directory with an entry module ([`JS_ENTRY_SOURCE`]), then
 /// `componentize-qjs` (pinned in the SDK's `package.json` and
 /// `package-lock.json`) wizer-initializes QuickJS with them for the world
@@ -218,10 +222,9 @@ fn build_js(guest: &Guest, wasm: &Path) -> Result<()> {
             std::fs::copy(&path, stage.join(path.file_name().unwrap_or_default()))?;
         }
     }
-    std::fs::copy(
-        sdk.join("toolhost-guest.js"),
-        stage.join("toolhost-guest.js"),
-    )?;
+    for file in JS_SDK_FILES {
+        std::fs::copy(sdk.join(file), stage.join(file))?;
+    }
     std::fs::write(stage.join(JS_ENTRY), JS_ENTRY_SOURCE)?;
     run(Command::new(componentize)
         .arg("--wit")

@@ -235,6 +235,10 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                     "src/toolhost-guest.js",
                     include_str!("../../../guest-sdk/js/toolhost-guest.js"),
                 ),
+                file(
+                    "src/toolhost-catalog.js",
+                    include_str!("../../../guest-sdk/js/toolhost-catalog.js"),
+                ),
                 file("package.json", package),
                 file("package-lock.json", lock),
                 script("build.sh", include_str!("../../templates/js/build.sh.tmpl")),
@@ -359,7 +363,7 @@ fn readme(lang: Lang) -> String {
         ),
         Lang::Js => (
             "src/app.js",
-            "src/toolhost-guest.js (the JavaScript guest SDK)",
+            "src/toolhost-guest.js and src/toolhost-catalog.js (the JavaScript guest SDK)",
             "Node.js and npm; the script installs componentize-qjs once (npm ci)",
         ),
         Lang::Go => (
