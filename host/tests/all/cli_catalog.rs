@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use toolhost_test_plugins::MCP_CONFORMANCE;
+use toolhost_test_plugins::{ECHO, MCP_CONFORMANCE};
 
 use super::{on_a_terminal, plugins_dir, stderr, stdout_json, toolhost};
 
@@ -69,7 +69,8 @@ fn list_shows_resources_templates_and_prompts_after_the_tools() {
     );
 
     // A set without any shows none of the sections.
-    let plain = plugins_dir();
+    let plain = tempfile::tempdir().unwrap();
+    std::fs::copy(ECHO, plain.path().join("echo.wasm")).unwrap();
     let table = stdout(&toolhost(plain.path(), &["list"]));
     assert!(
         !table.contains("RESOURCE") && !table.contains("PROMPT"),
