@@ -108,12 +108,15 @@ impl<T: Toolset> Toolset for Access<T> {
     }
 
     fn lookup(&self, cx: &Context, name: &str) -> Option<Arc<dyn Tool>> {
-        if let Some(tool) = self.granted.lookup(cx, name) {
+        // One lookup, then judged: two (the granted set's, then the inner
+        // set's) could straddle a plugin's load and find a tool that just
+        // appeared forbidden.
+        let tool = self.granted.inner().lookup(cx, name)?;
+        if self.granted.admits(cx, Item::Tool(tool.spec())) {
             return Some(tool);
         }
         // A tool this caller may not call: found, so that the call is
         // refused as forbidden (not as unknown), before its arguments.
-        let tool = self.granted.inner().lookup(cx, name)?;
         let mut spec = tool.spec().clone();
         // It never runs: not as a task, not as a stream.
         spec.long_running = false;

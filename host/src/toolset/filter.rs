@@ -240,6 +240,11 @@ impl<T: Toolset> Filter<T> {
     pub fn inner(&self) -> &T {
         &self.inner
     }
+
+    /// Whether this filter lets `item` through in context `cx`.
+    pub(crate) fn admits(&self, cx: &Context, item: Item<'_>) -> bool {
+        self.predicate.test(cx, item)
+    }
 }
 
 impl<T: Toolset> Toolset for Filter<T> {
