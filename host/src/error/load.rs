@@ -97,8 +97,9 @@ pub enum LoadError {
     InvalidItem {
         /// The plugin file.
         path: PathBuf,
-        /// What it is.
-        kind: crate::catalog::Kind,
+        /// What it is: `resource`, `resource template` or `prompt` (a
+        /// catalog `Kind`'s name; text, so that errors sit below the catalog).
+        kind: &'static str,
         /// Its URI, URI template or name.
         name: String,
         /// What is wrong with it.

@@ -38,7 +38,7 @@ impl Offered {
     ) -> Result<Self, LoadError> {
         let invalid = |kind: Kind, name: &str, reason: String| LoadError::InvalidItem {
             path: path.to_owned(),
-            kind,
+            kind: kind.as_str(),
             name: name.chars().take(128).collect(),
             reason,
         };
