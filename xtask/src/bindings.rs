@@ -19,11 +19,12 @@ type Generate = fn(&Path, &Path) -> Result<()>;
 /// projects `toolhost new` writes) need no bindings generator: where each
 /// lives, and how to make it afresh into a directory.
 const GENERATED: [(&str, Generate); 3] = [
+    // The C and Go SDKs implement the `catalog` exports too (an empty catalog
+    // unless the plugin declares one), so every C or Go plugin is a catalog
+    // plugin.
     ("guest-sdk/c/gen", |bindgen, out| {
-        bindgen_run(bindgen, "c", "plugin", out)
+        bindgen_run(bindgen, "c", "catalog-plugin", out)
     }),
-    // The Go SDK's glue implements the `catalog` exports too (an empty catalog
-    // unless the plugin declares one), so every Go plugin is a catalog plugin.
     ("guest-sdk/go/bindings", |bindgen, out| {
         bindgen_run(bindgen, "go", "catalog-plugin", out)
     }),

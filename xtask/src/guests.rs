@@ -261,7 +261,8 @@ fn js_toolchain(sdk: &Path) -> Result<PathBuf> {
 
 /// A C guest: every `.c` file of the guest, the SDK (`guest-sdk/c`, with the
 /// vendored cJSON and the `wit-bindgen c` bindings in `gen/`), compiled by
-/// clang for `wasm32-wasi` as a reactor; then the WIT is embedded and the
+/// clang for `wasm32-wasi` as a reactor; then the WIT's `catalog-plugin` world
+/// is embedded (its catalog is empty unless the guest declares one) and the
 /// module made a component with the WASI preview-1 reactor adapter (Debian's
 /// wasi-libc is preview-1 only).
 fn build_c(guest: &Guest, wasm: &Path) -> Result<()> {
@@ -279,8 +280,9 @@ fn build_c(guest: &Guest, wasm: &Path) -> Result<()> {
     let generated = sdk.join("gen");
     let mut sources = files_with_extension(&guest.dir, "c")?;
     sources.push(sdk.join("toolhost_guest.c"));
+    sources.push(sdk.join("toolhost_catalog.c"));
     sources.push(sdk.join("vendor/cjson/cJSON.c"));
-    sources.push(generated.join("plugin.c"));
+    sources.push(generated.join("catalog_plugin.c"));
     let core = stage.join("core.wasm");
     run(Command::new("clang-19")
         .args([
@@ -303,7 +305,7 @@ fn build_c(guest: &Guest, wasm: &Path) -> Result<()> {
         .args(&sources)
         .arg("-o")
         .arg(&core))?;
-    componentize(&wasm_tools, &core, &stage, "plugin", &adapter, wasm)
+    componentize(&wasm_tools, &core, &stage, "catalog-plugin", &adapter, wasm)
 }
 
 /// The files directly in `dir` whose name ends in `.extension`, sorted.
