@@ -4,6 +4,9 @@
 //! Go): declarations, nested objects, defaults, enums, tool errors,
 //! streams, binary parts, invocation state, call IDs and result wrapping.
 //!
+//! What the conformance plugins offer besides tools (resources, templates,
+//! prompts, completions) is checked in [`catalog`].
+//!
 //! Every check runs once per language (`conformance::python::streams`, ...), so a
 //! difference shows up as a failing test with the language in its name. The one
 //! deliberate difference is [`Language::bug`].
@@ -19,6 +22,8 @@ use toolhost::tool::{Caller, MediaKind, Part, ToolCall};
 use toolhost::{CallError, Plugin, ToolOutput};
 
 use crate::plugin;
+
+mod catalog;
 
 /// A 1×1 red RGBA PNG: what every build's `pixel` returns.
 const PIXEL_PNG: [u8; 70] = [

@@ -1,6 +1,7 @@
 /*
  * Conformance plugin in C: the tool set every guest language implements.
- * `host/tests/all/conformance.rs` states what each tool must do.
+ * `host/tests/all/conformance.rs` states what each tool must do. Its catalog
+ * (resources, templates, prompts, completions) is in `catalog.c`.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +9,9 @@
 
 #include "toolhost_guest.h"
 
-/* A 1x1 red RGBA PNG (the same bytes as the Rust conformance plugin's). */
-static const uint8_t PIXEL_PNG[70] = {
+/* A 1x1 red RGBA PNG (the same bytes as the Rust conformance plugin's); the
+ * catalog serves it too. */
+const uint8_t PIXEL_PNG[70] = {
     0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48,
     0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00,
     0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78,
