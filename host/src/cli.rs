@@ -171,6 +171,12 @@ enum Command {
         /// HTTP: milliseconds a session may go without traffic before it ends [default: 300000].
         #[arg(long, value_name = "MS")]
         session_idle_timeout_ms: Option<u64>,
+        /// HTTP: milliseconds a dropped call stream may be resumed (Last-Event-ID) [default: 30000].
+        #[arg(long, value_name = "MS")]
+        stream_resume_ms: Option<u64>,
+        /// HTTP: end a call's stream after this long so the client resumes it (SEP-1699 polling) [default: never].
+        #[arg(long, value_name = "MS")]
+        stream_close_after_ms: Option<u64>,
         /// Milliseconds between two progress notifications of one call [default: 100].
         #[arg(long, value_name = "MS")]
         progress_interval_ms: Option<u64>,
@@ -614,6 +620,8 @@ async fn run(cli: Cli) -> Result<()> {
             header_read_timeout_ms,
             idle_timeout_ms,
             session_idle_timeout_ms,
+            stream_resume_ms,
+            stream_close_after_ms,
             progress_interval_ms,
             drain_timeout_ms,
         } => {
@@ -626,6 +634,9 @@ async fn run(cli: Cli) -> Result<()> {
             settings.idle_timeout_ms = or(idle_timeout_ms, settings.idle_timeout_ms);
             settings.session_idle_timeout_ms =
                 or(session_idle_timeout_ms, settings.session_idle_timeout_ms);
+            settings.stream_resume_ms = or(stream_resume_ms, settings.stream_resume_ms);
+            settings.stream_close_after_ms =
+                or(stream_close_after_ms, settings.stream_close_after_ms);
             settings.progress_interval_ms = or(progress_interval_ms, settings.progress_interval_ms);
             settings.drain_timeout_ms = or(drain_timeout_ms, settings.drain_timeout_ms);
             serve(

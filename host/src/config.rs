@@ -166,6 +166,15 @@ pub struct ServeConfig {
     /// Milliseconds an HTTP session may go without traffic before it ends and
     /// frees its memory (300 000); keep it above the call deadline.
     pub session_idle_timeout_ms: Option<u64>,
+    /// Milliseconds a session's request stream that dropped may be resumed
+    /// (`GET` with `Last-Event-ID`) while its call keeps running; a finished
+    /// stream's events are kept that long (30 000). 0: a dropped stream
+    /// cancels its call at once.
+    pub stream_resume_ms: Option<u64>,
+    /// Milliseconds after which the server ends a call's stream so its
+    /// client resumes it (SEP-1699 polling, for proxies that cut long
+    /// streams). Unset: a stream stays open until its response.
+    pub stream_close_after_ms: Option<u64>,
     /// The shortest time between two progress notifications of one streaming
     /// call, in milliseconds (100); 0 sends one per chunk.
     pub progress_interval_ms: Option<u64>,

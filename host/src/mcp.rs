@@ -483,6 +483,17 @@ impl McpServer {
         let shared = self.shared.clone();
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(options.session_idle_timeout);
+        // Every request stream opens with a priming event whose ID names it.
+        sessions.session_config.sse_retry = Some(http::resume::RETRY);
+        let streams = Arc::new(http::resume::Streams::new(self.shared.metrics.clone()));
+        let sessions = http::resume::Resumable::new(
+            sessions,
+            streams.clone(),
+            http::resume::ResumeOptions {
+                window: options.stream_resume,
+                close_after: options.stream_close_after,
+            },
+        );
         let service = StreamableHttpService::new(
             move || Ok(Session::new(shared.clone(), "http")),
             Arc::new(sessions),
@@ -530,7 +541,7 @@ impl McpServer {
                 axum::routing::get(move || std::future::ready(http::metrics(&metrics))),
             )
             .layer(axum::middleware::from_fn(move |request, next| {
-                http::watch_disconnect(answers.clone(), request, next)
+                http::watch_disconnect(answers.clone(), streams.clone(), request, next)
             }))
             .layer(axum::middleware::from_fn(move |request, next| {
                 http::authorize(Arc::clone(&authenticator), guarded.clone(), request, next)

@@ -57,6 +57,8 @@ pub(crate) struct Metrics {
     changes: Counter,
     load_failures: Counter,
     auth_refusals: Family<RefusalLabels, Counter>,
+    stream_resumes: Counter,
+    streams_given_up: Counter,
     guest_memory: Gauge,
     guest_memory_peak: Gauge,
     guest_memory_budget: Gauge,
@@ -142,6 +144,18 @@ impl Metrics {
             "HTTP requests refused by authentication, by reason (missing, invalid_token, insufficient_scope, unavailable)",
             auth_refusals.clone(),
         );
+        let stream_resumes = Counter::default();
+        registry.register(
+            "http_stream_resumes",
+            "Request streams of MCP sessions a client resumed (GET with Last-Event-ID)",
+            stream_resumes.clone(),
+        );
+        let streams_given_up = Counter::default();
+        registry.register(
+            "http_streams_given_up",
+            "Dropped request streams nobody resumed in time (a call still running on one is cancelled)",
+            streams_given_up.clone(),
+        );
         let guest_memory = Gauge::default();
         registry.register(
             "guest_memory_bytes",
@@ -183,6 +197,8 @@ impl Metrics {
             changes,
             load_failures,
             auth_refusals,
+            stream_resumes,
+            streams_given_up,
             guest_memory,
             guest_memory_peak,
             guest_memory_budget,
@@ -210,7 +226,6 @@ impl Metrics {
         self.load_failures.inc_by(change.failed.len() as u64);
     }
 
-    /// Counts changes missed (a lagging receiver).
     /// Counts one request refused by authentication.
     pub(crate) fn auth_refused(&self, reason: &'static str) {
         self.auth_refusals
@@ -218,6 +233,17 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts a request stream a client resumed.
+    pub(crate) fn stream_resumed(&self) {
+        self.stream_resumes.inc();
+    }
+
+    /// Counts a request stream given up unread.
+    pub(crate) fn stream_given_up(&self) {
+        self.streams_given_up.inc();
+    }
+
+    /// Counts changes missed (a lagging receiver).
     pub(crate) fn missed_changes(&self, n: u64) {
         self.changes.inc_by(n);
     }

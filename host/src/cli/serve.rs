@@ -134,6 +134,12 @@ pub(super) async fn serve(
     if let Some(ms) = settings.session_idle_timeout_ms {
         options.session_idle_timeout(Duration::from_millis(ms));
     }
+    if let Some(ms) = settings.stream_resume_ms {
+        options.stream_resume(Duration::from_millis(ms));
+    }
+    if let Some(ms) = settings.stream_close_after_ms {
+        options.stream_close_after(Some(Duration::from_millis(ms)));
+    }
     if let Some(replica) = replica {
         options.replica_name(replica.trim());
     }

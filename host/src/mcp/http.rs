@@ -5,6 +5,7 @@
 //! still running may finish (bounded) before the sessions end.
 
 pub(super) mod options;
+pub(super) mod resume;
 
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
@@ -336,37 +337,42 @@ impl AsyncWrite for Watched {
 }
 
 /// Attaches a [`Hangup`] to a POST request, cancelled when the response's
-/// body is dropped before its end (the client went away), and wraps the
-/// response's body to notice that; counts the response until its body is
-/// sent (or dropped), so that a drain lets answers out.
+/// body is dropped before its end (the client went away; unless the stream
+/// can be resumed, see [`resume`]), and wraps the response's body to notice
+/// that; counts the response until its body is sent (or dropped), so that a
+/// drain lets answers out. A `GET` that resumes another caller's stream is
+/// refused.
 pub(super) async fn watch_disconnect(
     shared: Arc<super::Shared>,
+    streams: Arc<resume::Streams>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
+    if request.method() == axum::http::Method::GET
+        && let Some(refused) = resume::refuse_foreign(&streams, &request)
+    {
+        return refused;
+    }
     if request.method() != axum::http::Method::POST {
         return next.run(request).await;
     }
     let answer = shared.calls.answer();
-    let token = CancellationToken::new();
-    request.extensions_mut().insert(Hangup::new(
-        token.clone(),
-        "the client's connection dropped",
-    ));
+    let hangup = Hangup::new(CancellationToken::new(), "the client's connection dropped");
+    request.extensions_mut().insert(hangup.clone());
     let response = next.run(request).await;
     response.map(|body| {
         Body::new(Guarded {
             inner: body,
-            token: Some(token),
+            hangup: Some(hangup),
             _answer: answer,
         })
     })
 }
 
-/// A response body that cancels its token when dropped before its end.
+/// A response body that signals its hangup when dropped before its end.
 struct Guarded {
     inner: Body,
-    token: Option<CancellationToken>,
+    hangup: Option<Hangup>,
     /// Counts this answer until the body is dropped.
     _answer: super::calls::Counted,
 }
@@ -381,7 +387,7 @@ impl http_body::Body for Guarded {
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         if matches!(polled, Poll::Ready(None)) {
-            self.token = None;
+            self.hangup = None;
         }
         polled
     }
@@ -397,8 +403,8 @@ impl http_body::Body for Guarded {
 
 impl Drop for Guarded {
     fn drop(&mut self) {
-        if let Some(token) = self.token.take() {
-            token.cancel();
+        if let Some(hangup) = self.hangup.take() {
+            hangup.signal();
         }
     }
 }

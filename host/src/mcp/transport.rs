@@ -2,13 +2,15 @@
 //! one place a handler reads it from: who the request is from (HTTP: the
 //! [`Principal`] its authentication named) and a [`Hangup`] cancelled when
 //! the client can no longer receive the answer (stdio: its end closed; HTTP:
-//! the connection of the request's POST dropped).
+//! the connection of the request's POST dropped, or, for a session's stream
+//! that can be resumed, no client resumed it in time).
 //!
 //! A transport attaches either to the request's own extensions (stdio) or to
 //! the HTTP request's, which rmcp hands the handler as
 //! [`axum::http::request::Parts`]; handlers never look at either directly.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
@@ -22,12 +24,41 @@ pub(super) struct Hangup {
     token: CancellationToken,
     /// Why, for the log: "the client closed its end".
     why: &'static str,
+    /// Set once another layer decides when the client has hung up (a
+    /// resumable stream's), instead of the transport that attached it.
+    deferred: Arc<AtomicBool>,
 }
 
 impl Hangup {
     /// A hangup that `token` signals, logged as `why`.
     pub(super) fn new(token: CancellationToken, why: &'static str) -> Self {
-        Self { token, why }
+        Self {
+            token,
+            why,
+            deferred: Arc::default(),
+        }
+    }
+
+    /// Hands the decision to the caller: the transport that attached this
+    /// hangup no longer signals it ([`Hangup::signal`] does nothing). Gives a
+    /// hangup on the same token, logged as `why`, for the caller to attach
+    /// in its place and cancel when it decides.
+    pub(super) fn defer(&self, why: &'static str) -> Self {
+        self.deferred.store(true, Ordering::Release);
+        Self::new(self.token.clone(), why)
+    }
+
+    /// The transport's signal: the client can no longer receive the answer
+    /// (unless the decision was deferred).
+    pub(super) fn signal(&self) {
+        if !self.deferred.load(Ordering::Acquire) {
+            self.token.cancel();
+        }
+    }
+
+    /// Signals the hangup, whoever attached it.
+    pub(super) fn cancel(&self) {
+        self.token.cancel();
     }
 
     /// Completes when the client has hung up; gives why.

@@ -32,6 +32,8 @@ pub struct HttpOptions {
     pub(in crate::mcp) session_idle_timeout: Duration,
     pub(in crate::mcp) replica: Option<axum::http::HeaderValue>,
     pub(in crate::mcp) drain_timeout: Duration,
+    pub(in crate::mcp) stream_resume: Duration,
+    pub(in crate::mcp) stream_close_after: Option<Duration>,
 }
 
 impl Default for HttpOptions {
@@ -46,6 +48,8 @@ impl Default for HttpOptions {
             session_idle_timeout: Self::DEFAULT_SESSION_IDLE_TIMEOUT,
             replica: None,
             drain_timeout: Self::DEFAULT_DRAIN_TIMEOUT,
+            stream_resume: Self::DEFAULT_STREAM_RESUME,
+            stream_close_after: None,
         }
     }
 }
@@ -65,6 +69,8 @@ impl std::fmt::Debug for HttpOptions {
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("replica", &self.replica)
             .field("drain_timeout", &self.drain_timeout)
+            .field("stream_resume", &self.stream_resume)
+            .field("stream_close_after", &self.stream_close_after)
             .finish()
     }
 }
@@ -126,6 +132,8 @@ impl HttpOptions {
     pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
     /// The default of [`HttpOptions::drain_timeout`].
     pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default of [`HttpOptions::stream_resume`].
+    pub const DEFAULT_STREAM_RESUME: Duration = Duration::from_secs(30);
 
     /// The most connections open at once (at least 1); more are answered
     /// `503 Service Unavailable` and closed. Keep it well under the process's
@@ -164,6 +172,31 @@ impl HttpOptions {
     /// (the drain) before it cancels those left. Zero cancels them at once.
     pub fn drain_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.drain_timeout = timeout;
+        self
+    }
+
+    /// How long a session's request stream that dropped before its end
+    /// (the client's connection broke, or the server closed it, see
+    /// [`HttpOptions::stream_close_after`]) can be resumed with a `GET` that
+    /// names its last event in `Last-Event-ID`: the call keeps running
+    /// meanwhile, and the events the client missed wait for it, up to the
+    /// response. A stream nobody resumes in that time is given up, and a call
+    /// still running on it is cancelled. A finished stream's events are kept
+    /// that long after its end. Zero cancels a call at once when its stream
+    /// drops (no resumption).
+    pub fn stream_resume(&mut self, window: Duration) -> &mut Self {
+        self.stream_resume = window;
+        self
+    }
+
+    /// Polling (SEP-1699): the server ends a call's stream once it has been
+    /// open this long, and the client resumes it with a `GET` after the
+    /// stream's `retry` interval (3 s), so no connection stays open through a
+    /// long call (a proxy's read timeout cannot cut it). Unset (the default),
+    /// a stream stays open until its response. Only useful with a
+    /// [`HttpOptions::stream_resume`] window longer than the retry interval.
+    pub fn stream_close_after(&mut self, after: Option<Duration>) -> &mut Self {
+        self.stream_close_after = after;
         self
     }
 }

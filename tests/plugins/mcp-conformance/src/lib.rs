@@ -195,10 +195,10 @@ impl Tool for Reconnection {
     type Args = ();
     type Output = Output;
     const NAME: &'static str = "test_reconnection";
-    const DESCRIPTION: &'static str = "Takes a moment, then answers: a client may drop its stream meanwhile and resume it (SEP-1699; conformance fixture).";
+    const DESCRIPTION: &'static str = "Takes 1.5 s, then answers: a client may drop its stream meanwhile, or the server end it (`cargo xtask conformance-test` serves with --stream-close-after-ms 1000), and the client resume it (SEP-1699; conformance fixture).";
 
     fn call((): (), _cx: &Context) -> Result<Output, ToolError> {
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(1500));
         Ok(Output::text("Reconnection test completed"))
     }
 }

@@ -1,0 +1,665 @@
+//! Resumable streams (streamable HTTP, SEP-1699): a session's request stream
+//! that drops before its end (the client's connection broke, or the server
+//! closed it so the client polls) can be resumed with a `GET` naming its last
+//! event in `Last-Event-ID`, on the replica that holds the session.
+//!
+//! [`Resumable`] wraps rmcp's in-process session manager. It reads every
+//! request stream of a session to its end itself, into a bounded replay
+//! buffer, and hands the client a [`Reader`] of that buffer; rmcp's own cache
+//! drops a response that finds its stream gone, ours keeps it. While no
+//! reader is attached the call keeps running, for the resume window; a
+//! stream nobody resumes in that time is given up (its call cancelled
+//! through the request's [`Hangup`]), and a finished stream's events are kept
+//! that long after its end. Only the caller that made a request may resume
+//! its stream ([`refuse_foreign`]).
+//!
+//! Bounds: a stream keeps its last [`MAX_EVENTS`] events and at most
+//! [`MAX_STREAM_BYTES`] of them (the response, the newest, always); a session
+//! keeps at most [`MAX_DETACHED_PER_SESSION`] streams nobody reads, and all
+//! sessions at most [`MAX_DETACHED_BYTES`] of them: past either, the oldest
+//! is given up.
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use axum::response::IntoResponse as _;
+use futures_util::future::Either;
+use futures_util::{Stream, StreamExt};
+use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
+use rmcp::transport::WorkerTransport;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
+};
+use rmcp::transport::streamable_http_server::session::{
+    RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
+};
+use tokio::sync::Notify;
+
+use crate::mcp::transport::Hangup;
+use crate::metrics::Metrics;
+use crate::toolset::Principal;
+
+/// The most events a stream keeps for a resume (the oldest go first).
+pub(in crate::mcp) const MAX_EVENTS: usize = 1024;
+/// The most bytes of events a stream keeps for a resume.
+pub(in crate::mcp) const MAX_STREAM_BYTES: usize = 8 << 20;
+/// The most streams nobody reads that one session keeps.
+pub(in crate::mcp) const MAX_DETACHED_PER_SESSION: usize = 16;
+/// The most bytes of streams nobody reads, over all sessions.
+pub(in crate::mcp) const MAX_DETACHED_BYTES: usize = 64 << 20;
+
+/// The `retry` interval a stream's priming event gives: how long a client
+/// waits before it resumes a stream that ended early.
+pub(in crate::mcp) const RETRY: Duration = Duration::from_secs(3);
+
+/// Why a call stops when its stream is given up, for the log.
+const NOT_RESUMED: &str = "its stream dropped and no client resumed it in time (stream_resume_ms)";
+
+/// How streams are resumed: the window, and when the server closes a stream
+/// so its client polls.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::mcp) struct ResumeOptions {
+    /// How long a dropped stream may be resumed; zero: never.
+    pub(in crate::mcp) window: Duration,
+    /// Ends a reader once it has been open this long (SEP-1699 polling).
+    pub(in crate::mcp) close_after: Option<Duration>,
+}
+
+/// A stream's key: its session, and rmcp's number for the HTTP request.
+type Key = (SessionId, u64);
+
+/// Why a session operation failed.
+#[derive(Debug, thiserror::Error)]
+pub(in crate::mcp) enum ResumeError {
+    /// rmcp's session manager failed.
+    #[error(transparent)]
+    Session(#[from] LocalSessionManagerError),
+    /// The stream `Last-Event-ID` names is not kept (any more).
+    #[error(
+        "stream {0} of this session cannot be resumed: it was read to its end, or given up \
+         (nobody resumed it in time), or never existed"
+    )]
+    Gone(String),
+}
+
+/// rmcp's in-process session manager, with request streams that can be
+/// resumed.
+pub(in crate::mcp) struct Resumable {
+    inner: LocalSessionManager,
+    streams: Arc<Streams>,
+    options: ResumeOptions,
+}
+
+impl Resumable {
+    /// `inner`'s sessions, with their streams kept in `streams`.
+    pub(in crate::mcp) fn new(
+        inner: LocalSessionManager,
+        streams: Arc<Streams>,
+        options: ResumeOptions,
+    ) -> Self {
+        Self {
+            inner,
+            streams,
+            options,
+        }
+    }
+}
+
+impl SessionManager for Resumable {
+    type Error = ResumeError;
+    type Transport = WorkerTransport<LocalSessionWorker>;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        Ok(self.inner.create_session().await?)
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        Ok(self.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.streams.close_session(id);
+        Ok(self.inner.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        mut message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        if self.options.window.is_zero() {
+            let stream = self.inner.create_stream(id, message).await?;
+            return Ok(Either::Right(stream));
+        }
+        let (hangup, owner) = take_over(&mut message);
+        let mut inner = Box::pin(self.inner.create_stream(id, message).await?);
+        // The priming event, already sent: its ID names the HTTP request.
+        let first = inner.next().await;
+        let request = first
+            .as_ref()
+            .and_then(|event| event.event_id.as_deref())
+            .and_then(parse_event_id)
+            .and_then(|(_, request)| request);
+        let key = request.map(|request| (id.clone(), request));
+        let replay = Arc::new(Replay::new(key.clone(), hangup, owner));
+        if let Some(event) = first {
+            replay.push(event);
+        }
+        if let Some(key) = key {
+            self.streams.insert(key, replay.clone());
+        }
+        tokio::spawn(forward(
+            self.streams.clone(),
+            replay.clone(),
+            inner,
+            self.options.window,
+        ));
+        Ok(Either::Left(Reader::attach(
+            replay,
+            self.streams.clone(),
+            0,
+            self.options.close_after,
+        )))
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        match parse_event_id(&last_event_id) {
+            // A request's stream: ours, or gone.
+            Some((index, Some(request))) => {
+                let Some(replay) = self.streams.get(&(id.clone(), request)) else {
+                    return Err(ResumeError::Gone(last_event_id));
+                };
+                tracing::debug!(session = %id, request, after = index, "a client resumed its stream");
+                self.streams.metrics.stream_resumed();
+                Ok(Either::Left(Reader::attach(
+                    replay,
+                    self.streams.clone(),
+                    index + 1,
+                    self.options.close_after,
+                )))
+            }
+            // The session's own stream (the `GET` one): rmcp's.
+            _ => Ok(Either::Right(self.inner.resume(id, last_event_id).await?)),
+        }
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        Ok(self.inner.restore_session(id).await?)
+    }
+}
+
+/// Takes the decision of when the client has hung up from the transport
+/// (the request's stream can be resumed, so its dropping is no hangup by
+/// itself), and reads who made the request.
+fn take_over(message: &mut ClientJsonRpcMessage) -> (Option<Hangup>, Option<(String, String)>) {
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return (None, None);
+    };
+    let Some(parts) = request
+        .request
+        .extensions_mut()
+        .get_mut::<axum::http::request::Parts>()
+    else {
+        return (None, None);
+    };
+    let owner = parts
+        .extensions
+        .get::<Arc<Principal>>()
+        .map(|p| (p.issuer.clone(), p.subject.clone()));
+    let hangup = parts
+        .extensions
+        .get::<Hangup>()
+        .map(|hangup| hangup.defer(NOT_RESUMED));
+    if let Some(hangup) = &hangup {
+        parts.extensions.insert(hangup.clone());
+    }
+    (hangup, owner)
+}
+
+/// rmcp's event ID, `INDEX/REQUEST` (a request's stream) or `INDEX` (the
+/// session's own).
+fn parse_event_id(id: &str) -> Option<(usize, Option<u64>)> {
+    match id.split_once('/') {
+        Some((index, request)) => Some((index.parse().ok()?, Some(request.parse().ok()?))),
+        None => Some((id.parse().ok()?, None)),
+    }
+}
+
+/// Refuses a `GET` that resumes a stream another caller's request opened:
+/// `404`, as for a stream that does not exist.
+pub(in crate::mcp) fn refuse_foreign(
+    streams: &Streams,
+    request: &axum::extract::Request,
+) -> Option<axum::response::Response> {
+    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+    let session: SessionId = header("mcp-session-id")?.into();
+    let (_, stream) = parse_event_id(header("last-event-id")?)?;
+    let replay = streams.get(&(session, stream?))?;
+    let principal = request.extensions().get::<Arc<Principal>>();
+    let theirs = principal.map(|p| (p.issuer.as_str(), p.subject.as_str()));
+    let owner = replay.owner.as_ref().map(|(i, s)| (i.as_str(), s.as_str()));
+    if owner == theirs {
+        return None;
+    }
+    tracing::warn!(
+        target: "toolhost::auth",
+        "refused to resume a stream another caller's request opened"
+    );
+    Some(
+        (
+            axum::http::StatusCode::NOT_FOUND,
+            "no stream of yours has that Last-Event-ID\n",
+        )
+            .into_response(),
+    )
+}
+
+/// The streams that can be resumed, of every session.
+pub(in crate::mcp) struct Streams {
+    map: Mutex<HashMap<Key, Arc<Replay>>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Streams {
+    /// No streams yet; resumes and streams given up are counted in `metrics`.
+    pub(in crate::mcp) fn new(metrics: Arc<Metrics>) -> Self {
+        Self {
+            map: Mutex::default(),
+            metrics,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Arc<Replay>>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn get(&self, key: &Key) -> Option<Arc<Replay>> {
+        self.lock().get(key).cloned()
+    }
+
+    fn insert(&self, key: Key, replay: Arc<Replay>) {
+        self.lock().insert(key, replay);
+    }
+
+    /// Forgets `key`'s stream, if it still is `replay`.
+    fn remove(&self, key: &Key, replay: &Arc<Replay>) {
+        let mut map = self.lock();
+        if map.get(key).is_some_and(|kept| Arc::ptr_eq(kept, replay)) {
+            map.remove(key);
+        }
+    }
+
+    /// Gives up every stream of a session that ended.
+    fn close_session(&self, session: &SessionId) {
+        let gone: Vec<Arc<Replay>> = {
+            let mut map = self.lock();
+            let keys: Vec<Key> = map.keys().filter(|(s, _)| s == session).cloned().collect();
+            keys.iter().filter_map(|key| map.remove(key)).collect()
+        };
+        for replay in gone {
+            replay.give_up(&self.metrics, "its session ended");
+        }
+    }
+
+    /// Gives up the oldest streams nobody reads while a session keeps more
+    /// than [`MAX_DETACHED_PER_SESSION`], or all more than
+    /// [`MAX_DETACHED_BYTES`].
+    fn trim(&self) {
+        let gone: Vec<Arc<Replay>> = {
+            let mut map = self.lock();
+            let mut detached: Vec<(Instant, usize, Key)> = map
+                .iter()
+                .filter_map(|(key, replay)| {
+                    let state = replay.lock();
+                    state.detached_at.map(|at| (at, state.bytes, key.clone()))
+                })
+                .collect();
+            detached.sort_by_key(|(at, _, _)| *at);
+            let mut total: usize = detached.iter().map(|(_, bytes, _)| bytes).sum();
+            let mut per_session: HashMap<SessionId, usize> = HashMap::new();
+            for (_, _, (session, _)) in &detached {
+                *per_session.entry(session.clone()).or_default() += 1;
+            }
+            let mut gone = Vec::new();
+            for (_, bytes, key) in detached {
+                let count = per_session.entry(key.0.clone()).or_default();
+                if total <= MAX_DETACHED_BYTES && *count <= MAX_DETACHED_PER_SESSION {
+                    continue;
+                }
+                total -= bytes;
+                *count -= 1;
+                if let Some(replay) = map.remove(&key) {
+                    gone.push(replay);
+                }
+            }
+            gone
+        };
+        for replay in gone {
+            replay.give_up(&self.metrics, "too many streams nobody reads are kept");
+        }
+    }
+}
+
+/// One request's stream: its events so far, and who reads them.
+struct Replay {
+    state: Mutex<State>,
+    /// Wakes the stream's forwarder when a reader comes or goes.
+    changed: Notify,
+    /// Where the stream is kept (none: it cannot be resumed).
+    key: Option<Key>,
+    /// Cancels the request's call when the stream is given up.
+    hangup: Option<Hangup>,
+    /// The issuer and subject of the caller whose request it answers.
+    owner: Option<(String, String)>,
+}
+
+struct State {
+    /// Each event with its index (rmcp's, from its ID) and size.
+    events: VecDeque<(usize, ServerSseMessage, usize)>,
+    bytes: usize,
+    /// The index the next event without an ID gets.
+    next_index: usize,
+    /// The response (or the session's end) has been read from rmcp.
+    done: bool,
+    /// The attached reader's number (0: none), and the last number given.
+    reader: u64,
+    readers: u64,
+    /// Since when no reader is attached, while the stream is not read to its end.
+    detached_at: Option<Instant>,
+    /// Given up, or read to its end: no longer kept.
+    gone: bool,
+    /// The attached reader, waiting for an event.
+    waker: Option<Waker>,
+}
+
+impl Replay {
+    fn new(key: Option<Key>, hangup: Option<Hangup>, owner: Option<(String, String)>) -> Self {
+        Self {
+            key,
+            state: Mutex::new(State {
+                events: VecDeque::new(),
+                bytes: 0,
+                next_index: 0,
+                done: false,
+                reader: 0,
+                readers: 0,
+                detached_at: None,
+                gone: false,
+                waker: None,
+            }),
+            changed: Notify::new(),
+            hangup,
+            owner,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Keeps an event (dropping the oldest over the bounds) and wakes the reader.
+    fn push(&self, event: ServerSseMessage) {
+        let size = event
+            .message
+            .as_ref()
+            .and_then(|m| serde_json::to_string(&**m).ok())
+            .map_or(0, |text| text.len());
+        let mut state = self.lock();
+        if state.gone {
+            return;
+        }
+        let index = event
+            .event_id
+            .as_deref()
+            .and_then(parse_event_id)
+            .map_or(state.next_index, |(index, _)| index);
+        state.next_index = index + 1;
+        state.bytes += size;
+        state.events.push_back((index, event, size));
+        while state.events.len() > 1
+            && (state.events.len() > MAX_EVENTS || state.bytes > MAX_STREAM_BYTES)
+        {
+            if let Some((_, _, size)) = state.events.pop_front() {
+                state.bytes -= size;
+            }
+        }
+        if let Some(waker) = state.waker.take() {
+            waker.wake();
+        }
+    }
+
+    /// rmcp has nothing more for this stream.
+    fn finish(&self) {
+        let mut state = self.lock();
+        state.done = true;
+        if let Some(waker) = state.waker.take() {
+            waker.wake();
+        }
+    }
+
+    /// When the stream is given up unless a reader comes: the end of the
+    /// window, while none is attached.
+    fn expiry(&self, window: Duration) -> Option<Instant> {
+        self.lock().detached_at.map(|at| at + window)
+    }
+
+    /// Forgets the stream in `streams`.
+    fn forget(self: &Arc<Self>, streams: &Streams) {
+        if let Some(key) = &self.key {
+            streams.remove(key, self);
+        }
+    }
+
+    /// Stops keeping the stream; a call still running on it is cancelled.
+    fn give_up(&self, metrics: &Metrics, why: &str) {
+        metrics.stream_given_up();
+        let running = {
+            let mut state = self.lock();
+            state.gone = true;
+            state.reader = 0;
+            state.detached_at = None;
+            if let Some(waker) = state.waker.take() {
+                waker.wake();
+            }
+            !state.done
+        };
+        if running && let Some(hangup) = &self.hangup {
+            tracing::debug!("a stream was given up: {why}");
+            hangup.cancel();
+        }
+        self.changed.notify_one();
+    }
+}
+
+/// Reads rmcp's stream of a request into its replay buffer, to its end,
+/// whoever reads it; gives the stream up when nobody has for `window`.
+async fn forward(
+    streams: Arc<Streams>,
+    replay: Arc<Replay>,
+    mut inner: Pin<Box<impl Stream<Item = ServerSseMessage> + Send + 'static>>,
+    window: Duration,
+) {
+    let mut open = true;
+    loop {
+        if replay.lock().gone && !open {
+            return;
+        }
+        let expiry = replay.expiry(window);
+        let expired = async move {
+            match expiry {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            event = inner.next(), if open => match event {
+                Some(event) => replay.push(event),
+                None => {
+                    replay.finish();
+                    open = false;
+                }
+            },
+            () = replay.changed.notified() => {}
+            () = expired => {
+                // Unless a reader came just now.
+                if replay.expiry(window).is_some_and(|at| at <= Instant::now()) {
+                    replay.forget(&streams);
+                    replay.give_up(&streams.metrics, NOT_RESUMED);
+                }
+            }
+        }
+    }
+}
+
+/// A client's view of a request's stream: the events after the one it last
+/// saw, then those to come, to the end. A newer reader of the same stream
+/// (a resume) ends it.
+pub(in crate::mcp) struct Reader {
+    replay: Arc<Replay>,
+    streams: Arc<Streams>,
+    /// This reader's number.
+    number: u64,
+    /// The index of the next event to give.
+    next: usize,
+    /// Ends the reader early, so its client polls.
+    close_at: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Gave the stream's end: the stream is read.
+    ended: bool,
+    /// Gave its last event (the end, or an early close).
+    stopped: bool,
+}
+
+impl Reader {
+    /// Attaches a reader that starts at event `next`; the previous one ends.
+    fn attach(
+        replay: Arc<Replay>,
+        streams: Arc<Streams>,
+        next: usize,
+        close_after: Option<Duration>,
+    ) -> Self {
+        let number = {
+            let mut state = replay.lock();
+            state.readers += 1;
+            state.reader = state.readers;
+            state.detached_at = None;
+            if let Some(waker) = state.waker.take() {
+                waker.wake();
+            }
+            if let Some((oldest, _, _)) = state.events.front()
+                && *oldest > next
+            {
+                tracing::warn!(
+                    missed = oldest - next,
+                    "a resumed stream misses events: more were sent than a stream keeps"
+                );
+            }
+            state.reader
+        };
+        replay.changed.notify_one();
+        Self {
+            replay,
+            streams,
+            number,
+            next,
+            close_at: close_after.map(|after| Box::pin(tokio::time::sleep(after))),
+            ended: false,
+            stopped: false,
+        }
+    }
+}
+
+impl Stream for Reader {
+    type Item = ServerSseMessage;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
+        let this = self.get_mut();
+        if this.stopped {
+            return Poll::Ready(None);
+        }
+        let mut state = this.replay.lock();
+        if state.reader != this.number || (state.gone && !state.done) {
+            this.stopped = true;
+            return Poll::Ready(None);
+        }
+        let next = this.next;
+        if let Some((index, event, _)) = state.events.iter().find(|(index, _, _)| *index >= next) {
+            this.next = index + 1;
+            return Poll::Ready(Some(event.clone()));
+        }
+        if state.done {
+            this.ended = true;
+            this.stopped = true;
+            return Poll::Ready(None);
+        }
+        if let Some(close_at) = &mut this.close_at
+            && close_at.as_mut().poll(cx).is_ready()
+        {
+            // The client resumes after the stream's retry interval.
+            this.stopped = true;
+            return Poll::Ready(None);
+        }
+        state.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        {
+            let mut state = self.replay.lock();
+            if state.reader != self.number {
+                return;
+            }
+            state.reader = 0;
+            state.waker = None;
+            if self.ended {
+                state.gone = true;
+            } else {
+                state.detached_at = Some(Instant::now());
+            }
+        }
+        self.replay.changed.notify_one();
+        if self.ended {
+            // Read to its end: nothing more to keep. The forwarder ends.
+            self.replay.forget(&self.streams);
+        } else {
+            self.streams.trim();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
