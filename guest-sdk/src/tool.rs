@@ -70,6 +70,18 @@ pub trait Tool {
     fn output_schema() -> Option<Value> {
         None
     }
+
+    /// The arguments' JSON Schema exactly as written, in place of the one
+    /// derived from [`Tool::Args`] and made portable (see [`schema_for`]):
+    /// for a schema the derivation cannot say, or one clients must see as it
+    /// is (`$schema`, `$defs` and `$ref`, `additionalProperties`). Its root is
+    /// an object schema. The host checks arguments against it, then they are
+    /// parsed into `Args`: the two must agree.
+    ///
+    /// [`schema_for`]: crate::schema_for
+    fn input_schema() -> Option<Value> {
+        None
+    }
 }
 
 /// A tool that yields its result as a stream of chunks.
@@ -110,6 +122,11 @@ pub trait StreamingTool {
     const LONG_RUNNING: bool = false;
     /// See [`Tool::HINTS`].
     const HINTS: ToolHints = ToolHints::NONE;
+
+    /// See [`Tool::input_schema`].
+    fn input_schema() -> Option<Value> {
+        None
+    }
 
     /// Starts the stream. The returned iterator runs lazily, as the host pulls.
     ///
@@ -225,7 +242,7 @@ impl Declaration {
             name: T::NAME.to_owned(),
             description: pick_description(T::DESCRIPTION, doc),
             long_running: T::LONG_RUNNING,
-            input_schema,
+            input_schema: T::input_schema().unwrap_or(input_schema),
             output_schema: T::output_schema(),
             streaming: false,
             hints: T::HINTS,
@@ -239,7 +256,7 @@ impl Declaration {
             name: T::NAME.to_owned(),
             description: pick_description(T::DESCRIPTION, doc),
             long_running: T::LONG_RUNNING,
-            input_schema,
+            input_schema: T::input_schema().unwrap_or(input_schema),
             output_schema: None,
             streaming: true,
             hints: T::HINTS,
@@ -466,6 +483,35 @@ mod tests {
         let decl = Declaration::of_streaming_tool::<Stream>();
         assert!(decl.streaming);
         assert_eq!(decl.description, "Nothing to say.");
+    }
+
+    struct Exact;
+
+    impl Tool for Exact {
+        type Args = Value;
+        type Output = ();
+        const NAME: &'static str = "exact";
+        const DESCRIPTION: &'static str = "Takes a schema as written.";
+
+        fn call(_args: Value, _cx: &Context) -> Result<(), ToolError> {
+            Ok(())
+        }
+
+        fn input_schema() -> Option<Value> {
+            Some(json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "properties": {"at": {"$ref": "#/$defs/place"}},
+                "$defs": {"place": {"type": "string"}},
+                "additionalProperties": false
+            }))
+        }
+    }
+
+    #[test]
+    fn a_schema_written_by_hand_is_declared_as_written() {
+        let decl = Declaration::of_tool::<Exact>();
+        assert_eq!(Some(decl.input_schema), Exact::input_schema());
     }
 
     #[test]

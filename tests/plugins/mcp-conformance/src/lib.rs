@@ -16,6 +16,9 @@
 //! | `test_elicitation` | asks the user for a username and email (`message` is the question) |
 //! | `test_elicitation_sep1034_defaults` | asks a form whose fields have defaults |
 //! | `test_elicitation_sep1330_enums` | asks a form with the five kinds of enum field |
+//! | `test_reconnection` | answers after 1.5 s (a stream that drops meanwhile is resumed) |
+//! | `touch_resources` | says the resources it is given changed |
+//! | `json_schema_2020_12_tool` | declares its schema as written: `$schema`, `$defs`, `additionalProperties` |
 //!
 //! Its catalog (`catalog.rs`): the resources `test://static-text`,
 //! `test://static-binary` (a PNG) and `test://watched-resource`; the template
@@ -203,6 +206,40 @@ impl Tool for Reconnection {
     }
 }
 
+struct JsonSchema202012;
+
+impl Tool for JsonSchema202012 {
+    type Args = serde_json::Value;
+    type Output = Output;
+    const NAME: &'static str = "json_schema_2020_12_tool";
+    const DESCRIPTION: &'static str = "Declares its argument schema as written, with `$schema`, `$defs` and `additionalProperties` (SEP-1613; conformance fixture).";
+
+    fn call(args: serde_json::Value, _cx: &Context) -> Result<Output, ToolError> {
+        Ok(Output::text(format!("received {args}")))
+    }
+
+    fn input_schema() -> Option<serde_json::Value> {
+        Some(serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "address": {
+                    "type": "object",
+                    "properties": {
+                        "street": {"type": "string"},
+                        "city": {"type": "string"}
+                    }
+                }
+            },
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"}
+            },
+            "additionalProperties": false
+        }))
+    }
+}
+
 struct WithProgress;
 
 impl StreamingTool for WithProgress {
@@ -237,6 +274,7 @@ export_tools! {
         Sep1330Enums,
         TouchResources,
         Reconnection,
+        JsonSchema202012,
     ],
     streams: [WithProgress],
     catalog: catalog::catalog,
