@@ -1,5 +1,6 @@
 // Conformance plugin in JavaScript (QuickJS): the tool set every guest language
-// implements. `host/tests/all/conformance.rs` states what each tool must do.
+// implements. `host/tests/all/conformance.rs` states what each tool must do;
+// its resources, templates and prompts are in catalog.js.
 import { InvalidArguments, Output, Part, ToolError, exportTools, t, tool } from './toolhost-guest.js';
 
 // A 1x1 red RGBA PNG (the same bytes as the Rust conformance plugin's).
@@ -145,3 +146,4 @@ tool(
 );
 
 export const tools = exportTools();
+export { catalog } from './catalog.js';

@@ -1,7 +1,8 @@
 """Conformance plugin in Python: the tool set every guest language implements.
 
 The host's `conformance` tests run one suite against each language's build; see
-`host/tests/all/conformance.rs` for the behaviour each tool must show.
+`host/tests/all/conformance.rs` for the behaviour each tool must show, and
+`catalog.py` for its resources, templates and prompts.
 """
 
 from __future__ import annotations
@@ -158,4 +159,5 @@ def crash(divisor: int = 0) -> float:
     return 1 / divisor
 
 
-from toolhost_guest.component import Tools  # noqa: E402,F401  (exports the tools)
+import catalog  # noqa: E402,F401  (declares the resources, templates and prompts)
+from toolhost_guest.component import Catalog, Tools  # noqa: E402,F401  (exports them)

@@ -1,8 +1,8 @@
 //! The conformance plugin's catalog, through the host: what it declares
 //! (resources, templates, prompts), reads, gets and completions, each in a
-//! fresh instance as a client's request is. The C build declares it
-//! (`tests/plugins/conformance-c/catalog.c`); a language whose conformance
-//! plugin declares the same catalog joins by a line in [`catalog_suite!`].
+//! fresh instance as a client's request is. Every language's conformance
+//! plugin declares the same catalog (`catalog.rs` in Rust, `catalog.py`,
+//! `catalog.js`, `catalog.c`, `catalog.go`), each a line in [`catalog_suite!`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -346,5 +346,9 @@ macro_rules! catalog_suite {
 }
 
 catalog_suite! {
+    rust: toolhost_test_plugins::CONFORMANCE, Rust;
+    python: toolhost_test_plugins::CONFORMANCE_PY, Python;
+    js: toolhost_test_plugins::CONFORMANCE_JS, Js;
     c: toolhost_test_plugins::CONFORMANCE_C, C;
+    go: toolhost_test_plugins::CONFORMANCE_GO, Go;
 }

@@ -14,6 +14,11 @@
 //! | `remember` | invocation state: stores or reads a key |
 //! | `whoami` | the call and invocation IDs, and `caller` (issuer, subject, scopes, claims) when there is one |
 //! | `crash` | a bug when `divisor` is 0 (languages differ: see the suite) |
+//!
+//! Its catalog (resources, templates, prompts, completions) is in `catalog.rs`,
+//! checked by `host/tests/all/conformance/catalog.rs`.
+
+mod catalog;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -255,4 +260,5 @@ impl Tool for Crash {
 export_tools! {
     tools: [Echo, Greet, Add, Order, Fail, Pixel, Remember, Whoami, Crash],
     streams: [Countdown],
+    catalog: catalog::catalog,
 }
