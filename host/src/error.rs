@@ -1,5 +1,6 @@
 //! Typed errors of loading plugins and calling tools.
 
+pub(crate) mod input;
 mod kind;
 mod load;
 
@@ -415,6 +416,29 @@ pub enum CallError {
         /// The question that could not be asked.
         hint: String,
         /// Why nobody can be asked, and what to do instead.
+        reason: String,
+    },
+    /// The call stopped at a question for its user that is asked outside
+    /// this run ([`Asker::replay`](crate::tool::Asker::replay): a front end
+    /// that keeps no call between requests): not a failure but a pause. The
+    /// guest ran up to the question and no further. Put the question to the
+    /// user, then run the call again from its start with the answers (those
+    /// replayed, and the user's one). Boxed to keep `Result<_, CallError>` small.
+    #[error("tool `{tool}` stopped to ask its user: {}", .input.question.message)]
+    InputRequired {
+        /// The tool.
+        tool: String,
+        /// The question and the answers replayed before it.
+        input: Box<input::InputRequired>,
+    },
+    /// An answer replayed to a re-run call does not belong to it (the tool
+    /// asked another question this time, or the answer does not fit the
+    /// form): the call stopped at that question; `reason` says which.
+    #[error("`{tool}` stopped at its question: {reason}")]
+    AnswerRefused {
+        /// The tool.
+        tool: String,
+        /// Which answer, and why.
         reason: String,
     },
     /// The call was not run: a human rejected it, or the confirmation layer

@@ -36,6 +36,7 @@
 pub mod audit;
 pub mod catalog;
 pub mod config;
+mod digest;
 pub mod engine;
 pub mod error;
 mod hex;

@@ -13,8 +13,8 @@ mod log;
 mod stream;
 
 pub use ask::{
-    ANSWER_TIMEOUT, Answer, AskError, AskFuture, Asker, MAX_FIELDS, MAX_MESSAGE_BYTES,
-    MAX_QUESTIONS_PER_CALL, MAX_SCHEMA_BYTES, Question,
+    ANSWER_TIMEOUT, Answer, AskError, AskFuture, Asker, InputRequired, MAX_ANSWER_BYTES,
+    MAX_FIELDS, MAX_MESSAGE_BYTES, MAX_QUESTIONS_PER_CALL, MAX_SCHEMA_BYTES, Question, Replayed,
 };
 pub use caller::Caller;
 pub use log::{LogLevel, LogSink};

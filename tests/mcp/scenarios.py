@@ -44,7 +44,10 @@ TOOLS = {
     "echo": {
         "echo", "add", "order", "flag", "pixel", "remember", "whoami", "long_job", "slow_job", "fail", "countdown"
     },
-    "hostile": {"ok", "spin", "busy_wait", "sleep_forever", "hog", "recurse", "panic", "huge", "snoop", "pester"},
+    "hostile": {
+        "ok", "spin", "busy_wait", "sleep_forever", "hog", "recurse", "panic", "huge", "snoop", "pester", "interview",
+        "shifty",
+    },
     "text": {"word_count", "regex_find", "regex_replace", "split_lines"},
     "calc": {"evaluate", "convert_units"},
     "codec": {"hash", "base64", "qr_code", "batch_digest"},

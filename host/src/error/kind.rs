@@ -35,6 +35,8 @@ impl CallError {
             Self::ConfirmationRequired(_) => "confirmation_required",
             Self::ConfirmationUnavailable { .. } => "confirmation_unavailable",
             Self::ConfirmationRejected { .. } => "rejected",
+            Self::InputRequired { .. } => "input_required",
+            Self::AnswerRefused { .. } => "answer_refused",
         }
     }
 }

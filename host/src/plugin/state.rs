@@ -201,7 +201,17 @@ impl PluginState {
     /// call's deadline, which moves back by it),
     /// an accepted answer checked against the form. Without an asker the
     /// tool hears that asking is unavailable, and decides.
-    pub(crate) async fn host_ask(&mut self, question: Question) -> Result<Answer, AskError> {
+    ///
+    /// # Errors
+    /// An asker that stops the call ([`tool::AskError::stops_the_call`]: the
+    /// question is asked outside this run) stops the guest here with that
+    /// error, which `classify` turns into the call's
+    /// [`CallError::InputRequired`] or [`CallError::AnswerRefused`]: the
+    /// guest runs no further.
+    pub(crate) async fn host_ask(
+        &mut self,
+        question: Question,
+    ) -> wasmtime::Result<Result<Answer, AskError>> {
         let asked = self.ask(question).await;
         let call = &self.call;
         match &asked {
@@ -209,12 +219,20 @@ impl PluginState {
                 plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
                 "the tool asked its user a question and got an answer"
             ),
+            Err(tool::AskError::InputRequired(_)) => tracing::info!(
+                plugin = %call.plugin, tool = %call.tool, call = %call.call_id,
+                "the tool asked its user a question; the call stops to ask it"
+            ),
             Err(error) => tracing::info!(
                 plugin = %call.plugin, tool = %call.tool, call = %call.call_id, %error,
                 "the tool asked its user a question and got no answer"
             ),
         }
-        asked
+        let asked = match asked {
+            Err(stop) if stop.stops_the_call() => return Err(wasmtime::Error::new(stop)),
+            asked => asked,
+        };
+        Ok(asked
             .map(|answer| match answer {
                 tool::Answer::Accept(content) => Answer::Accept(Value::Object(content).to_string()),
                 tool::Answer::Decline => Answer::Decline,
@@ -226,7 +244,7 @@ impl PluginState {
                 tool::AskError::Invalid(why) => AskError::Invalid(why),
                 tool::AskError::TooMany => AskError::TooMany(error.to_string()),
                 _ => AskError::Timeout,
-            })
+            }))
     }
 
     async fn ask(&mut self, question: Question) -> Result<tool::Answer, tool::AskError> {

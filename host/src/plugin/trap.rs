@@ -7,6 +7,7 @@ use super::Plugin;
 use super::state::PluginState;
 use crate::engine::limits::Busy;
 use crate::error::{CallError, Exhausted, StateError};
+use crate::tool::AskError;
 
 impl Plugin {
     /// The outcome of a guest call that ran under [`timeout`]: its value, or the
@@ -48,6 +49,13 @@ impl Plugin {
         if let Some(&budget) = err.downcast_ref::<Exhausted>() {
             return exhausted(budget);
         }
+        // An asker stopped the call at a question (`PluginState::host_ask`).
+        let err = match err.downcast::<AskError>() {
+            Ok(AskError::InputRequired(input)) => return CallError::InputRequired { tool, input },
+            Ok(AskError::Refused(reason)) => return CallError::AnswerRefused { tool, reason },
+            Ok(other) => wasmtime::Error::new(other),
+            Err(err) => err,
+        };
         if let Some(&reason) = err.downcast_ref::<Busy>() {
             return CallError::Busy {
                 plugin,

@@ -10,7 +10,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+mod replay;
+
+pub use crate::error::input::{Answer, InputRequired, Question, Replayed};
 
 /// The most bytes of a question's message.
 pub const MAX_MESSAGE_BYTES: usize = 4 << 10;
@@ -27,19 +31,10 @@ pub const MAX_QUESTIONS_PER_CALL: u32 = 8;
 /// How long a user has to answer, unless the call's deadline comes first.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// A question a running tool asks its user, checked: a message and a flat
-/// form (a JSON Schema object whose properties are strings, numbers,
-/// integers, booleans, or arrays of enumerated strings).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct Question {
-    /// What to ask, for a human.
-    pub message: String,
-    /// The form: a JSON Schema object.
-    pub schema: Map<String, Value>,
-    /// The plugin and tool that ask (for the user to see who asks).
-    pub asked_by: String,
-}
+/// The most bytes of an answer's content (its JSON text) that a re-run call
+/// replays ([`Asker::replay`]): every answer it replays travels with each
+/// later request, so each is bounded.
+pub const MAX_ANSWER_BYTES: usize = 8 << 10;
 
 impl Question {
     /// Checks a guest's question: the message and form within their bounds,
@@ -86,6 +81,17 @@ impl Question {
             asked_by: asked_by.to_owned(),
         })
     }
+
+    /// SHA-256 (hex) of the message and the form (object keys in any
+    /// order): what an answer replayed to a re-run call is bound to, so it
+    /// answers only the question it was given for.
+    pub fn digest(&self) -> String {
+        let asked = serde_json::json!({
+            "message": self.message,
+            "schema": self.schema,
+        });
+        crate::digest::json_digest(&asked)
+    }
 }
 
 /// A form's field: one primitive value, or a list of enumerated strings.
@@ -118,18 +124,6 @@ fn check_field(property: &Value) -> Result<(), String> {
     }
 }
 
-/// The user's answer.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum Answer {
-    /// The user submitted the form: its content.
-    Accept(Map<String, Value>),
-    /// The user said no.
-    Decline,
-    /// The user dismissed the question without choosing.
-    Cancel,
-}
-
 /// Why a question got no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -146,6 +140,28 @@ pub enum AskError {
     /// The user did not answer in time.
     #[error("the user did not answer in time")]
     Timeout,
+    /// The question is put to the user outside this run of the call (a front
+    /// end that keeps no call between requests: [`Asker::replay`]). The tool
+    /// does not hear this: its call stops at the question, the guest runs no
+    /// further, and the call ends with
+    /// [`CallError::InputRequired`](crate::CallError::InputRequired), to be
+    /// re-run with the answer.
+    #[error("the call stops to ask its user: {}", .0.question.message)]
+    InputRequired(Box<InputRequired>),
+    /// An answer replayed to a re-run call does not belong to this run: the
+    /// tool asked another question, or the answer does not fit the form. The
+    /// tool does not hear this: its call stops, and ends with
+    /// [`CallError::AnswerRefused`](crate::CallError::AnswerRefused) saying why.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl AskError {
+    /// Whether the call stops here instead of the tool hearing the error
+    /// ([`AskError::InputRequired`], [`AskError::Refused`]).
+    pub fn stops_the_call(&self) -> bool {
+        matches!(self, Self::InputRequired(_) | Self::Refused(_))
+    }
 }
 
 /// A future an [`Asker`] returns.

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use toolhost::catalog::{Body, Completion, CompletionRef, Kind, MessageContent, Role};
-use toolhost::tool::{Answer, Asker, Part};
+use toolhost::tool::{Answer, Asker, Part, Replayed};
 use toolhost::{
     CallError, Context, Engine, EngineConfig, Plugin, PluginOptions, PluginSet, Toolset, ToolsetExt,
 };
@@ -464,4 +464,53 @@ async fn a_hostile_catalog_hits_the_same_bounds_as_a_tool() {
         "{result}"
     );
     assert_eq!(asked.lock().unwrap().len(), 8);
+}
+
+#[tokio::test]
+async fn a_call_asked_by_re_running_stops_at_each_new_question_and_replays_the_answers() {
+    let set = PluginSet::from_plugins(vec![plugin(HOSTILE).await]);
+    // One invocation for every run, so `interview`'s count of its runs shows
+    // each re-run.
+    let set = &set;
+    let run = |answers: Vec<Replayed>| async move {
+        let cx = Context::new()
+            .with_invocation_id("re-run-interview")
+            .with_asker(Asker::replay(answers));
+        set.invoke(&cx, "interview", json!({})).await
+    };
+    let stopped = |result: Result<toolhost::ToolOutput, CallError>| match result {
+        Err(CallError::InputRequired { tool, input }) => {
+            assert_eq!(tool, "interview");
+            *input
+        }
+        other => panic!("the call must stop at its question: {other:?}"),
+    };
+    let first = stopped(run(Vec::new()).await);
+    assert_eq!(first.question.message, "What is your name?");
+    assert_eq!(first.question.asked_by, "hostile.interview");
+    assert!(first.answers.is_empty());
+
+    let mut name = Map::new();
+    name.insert("name".into(), json!("Ada"));
+    let mut answers = vec![Replayed::new(first.question.digest(), Answer::Accept(name))];
+    let second = stopped(run(answers.clone()).await);
+    assert_eq!(second.question.message, "Greet Ada?");
+    assert_eq!(second.answers, answers);
+
+    answers.push(Replayed::new(second.question.digest(), Answer::Decline));
+    let out = run(answers.clone()).await.unwrap();
+    assert_eq!(
+        out.result.unwrap(),
+        json!({"runs": 3, "name": "Ada", "greet": null, "actions": ["accept", "decline"]})
+    );
+
+    // An answer to another question stops the call with a refusal; the tool
+    // hears neither that nor the pause.
+    answers.swap(0, 1);
+    let err = run(answers).await.unwrap_err();
+    assert!(
+        matches!(&err, CallError::AnswerRefused { reason, .. } if reason.contains("question 1 is not the one")),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), "answer_refused");
 }

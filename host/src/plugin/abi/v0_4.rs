@@ -22,7 +22,7 @@ contract_version!("../wit", "toolhost:plugin/tools@0.4.0", caller,
                 message: question.message,
                 schema: question.schema,
             };
-            Ok(match self.host_ask(asked).await {
+            Ok(match self.host_ask(asked).await? {
                 Ok(super::Answer::Accept(content)) => Ok(types::Answer::Accept(content)),
                 Ok(super::Answer::Decline) => Ok(types::Answer::Decline),
                 Ok(super::Answer::Cancel) => Ok(types::Answer::Cancel),

@@ -12,6 +12,9 @@
 //! | `panic` | panics with "the hostile plugin panicked on purpose" | trap with that message |
 //! | `huge` | returns a string of `bytes` `x` characters | output limit (for large `bytes`) |
 //! | `snoop` | looks for what an earlier call left in its statics and heap, then leaves marks | nothing found: every call starts from a clean instance |
+//! | `pester` | asks its user ten questions in one call | eight asked, then "too many questions" |
+//! | `interview` | long-running; counts its runs in invocation state before it asks anything, then asks a name and whether to greet it | a re-run (MCP 2026-07-28) counts again: `runs` says how often it ran |
+//! | `shifty` | asks a question whose words differ on every run | a re-run that replays the answer refuses it: another question |
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -209,6 +212,71 @@ impl Tool for Pester {
     }
 }
 
+/// Counts its runs, then asks two questions: the second depends on the
+/// first answer. A host that asks by re-running the call (MCP 2026-07-28)
+/// runs what comes before a question again: `runs` shows it.
+struct Interview;
+
+impl Tool for Interview {
+    type Args = ();
+    type Output = Value;
+    const NAME: &'static str = "interview";
+    const DESCRIPTION: &'static str =
+        "Asks its user's name, then whether to greet them; counts its runs in invocation state.";
+    const LONG_RUNNING: bool = true;
+
+    fn call((): (), cx: &Context) -> Result<Value, ToolError> {
+        let runs = cx
+            .state_get("interview_runs")
+            .and_then(|runs| runs.parse::<u64>().ok())
+            .unwrap_or(0)
+            + 1;
+        cx.state_set("interview_runs", &runs.to_string());
+        let name_form = json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "Your name"}},
+            "required": ["name"],
+        });
+        let first = cx.ask("What is your name?", &name_form)?;
+        let Some(name) = first.content().and_then(|c| c.get("name")).cloned() else {
+            return Ok(json!({ "runs": runs, "actions": [first.action()] }));
+        };
+        let greet_form = json!({
+            "type": "object",
+            "properties": {"greet": {"type": "boolean", "description": "Greet them"}},
+            "required": ["greet"],
+        });
+        let shown = name.as_str().unwrap_or_default();
+        let second = cx.ask(&format!("Greet {shown}?"), &greet_form)?;
+        let greet = second.content().and_then(|c| c.get("greet")).cloned();
+        Ok(json!({
+            "runs": runs,
+            "name": name,
+            "greet": greet,
+            "actions": [first.action(), second.action()],
+        }))
+    }
+}
+
+/// Asks a question whose words differ on every run (they hold the time).
+struct Shifty;
+
+impl Tool for Shifty {
+    type Args = ();
+    type Output = Value;
+    const NAME: &'static str = "shifty";
+    const DESCRIPTION: &'static str = "Asks a question whose words differ on every run.";
+
+    fn call((): (), cx: &Context) -> Result<Value, ToolError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos());
+        let form = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+        let answer = cx.ask(&format!("Is it {now} ns past the epoch?"), &form)?;
+        Ok(json!({ "action": answer.action() }))
+    }
+}
+
 /// Eight MiB of text.
 fn eight_mib() -> String {
     "x".repeat(8 << 20)
@@ -241,6 +309,9 @@ fn catalog() -> Catalog {
 }
 
 export_tools! {
-    tools: [Behaved, Spin, BusyWait, SleepForever, Hog, Recurse, Panic, Huge, Snoop, Pester],
+    tools: [
+        Behaved, Spin, BusyWait, SleepForever, Hog, Recurse, Panic, Huge, Snoop, Pester, Interview,
+        Shifty,
+    ],
     catalog: catalog,
 }
