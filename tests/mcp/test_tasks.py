@@ -123,6 +123,38 @@ async def test_an_approval_is_asked_and_answered_through_the_task(
         assert (await wait(client.session, handle.task_id)).status == "cancelled"
 
 
+async def test_a_tools_questions_are_asked_through_the_task_and_its_call_waits(
+    launch: Launch, make_plugins: PluginsFactory
+) -> None:
+    """A task keeps its call: the tool's question makes the task `input_required`, the
+    answer comes with `tasks/update`, and the call goes on from where it stopped (no
+    re-run, unlike a plain 2026-07-28 call: `interview` counts one run)."""
+
+    async def by_hand(context: Any, params: Any) -> Any:
+        raise AssertionError(f"the SDK's driver asked: {params}")
+
+    async with launch(make_plugins("hostile")) as server, server.connect(by_hand, extensions=[TasksExtension()]) as client:
+        handle = await start(client.session, "interview", {}, invocation("task-interview"))
+        for message, answer in [
+            ("What is your name?", {"action": "accept", "content": {"name": "Ada"}}),
+            ("Greet Ada?", {"action": "accept", "content": {"greet": True}}),
+        ]:
+            with anyio.fail_after(30):
+                while True:
+                    asked = await wait(client.session, handle.task_id, until=("input_required",))
+                    if asked.status != "input_required" or asked.status_message == message:
+                        break
+                    await anyio.sleep(0.1)
+            question = (asked.input_requests or {}).get("question")
+            assert question and question["method"] == "elicitation/create", asked
+            assert question["params"]["message"] == message, question
+            await update(client.session, handle.task_id, {"question": answer})
+        state = await wait(client.session, handle.task_id)
+        assert state.status == "completed", state
+        assert ok(state.call_result()) == {"runs": 1, "name": "Ada", "greet": True, "actions": ["accept", "accept"]}
+        await server.wait_for_log(lambda line: "task asks the tool's question" in line, "the question")
+
+
 async def test_clients_that_do_not_opt_in_get_plain_calls(launch: Launch, make_plugins: PluginsFactory) -> None:
     async with launch(make_plugins("echo")) as server:
         async with server.connect() as plain:

@@ -23,8 +23,8 @@ use rmcp::model::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
+use crate::digest::json_digest as digest;
 use crate::error::CallError;
 use crate::hex::hex;
 use crate::toolset::{ConfirmationRequest, Decision};
@@ -142,6 +142,12 @@ impl ApprovalKeys {
     pub fn is_generated(&self) -> bool {
         self.generated
     }
+
+    /// The codec that seals and opens with these keys (a tool's question
+    /// states use it too, under a purpose of their own).
+    pub(super) fn codec(&self) -> &RequestStateCodec {
+        &self.codec
+    }
 }
 
 /// What a sealed approval state holds.
@@ -248,14 +254,16 @@ impl Approvals {
                      call again to be asked again",
                         self.ttl.as_secs()
                     ),
+                    // Neither an approval's state nor a question's (tried
+                    // first): said of either.
                     RequestStateError::UnknownKeyId => {
-                        "the approval state was sealed with a key this server does not hold \
+                        "the request state was sealed with a key this server does not hold \
                      (asked on a server with other keys, or the key was retired); call again \
                      to be asked again"
                             .to_owned()
                     }
                     other => format!(
-                        "the approval state was not made by this server or was changed ({other}); \
+                        "the request state was not made by this server or was changed ({other}); \
                      call again to be asked again"
                     ),
                 })?;
@@ -392,44 +400,6 @@ pub(super) fn unanswered(err: &ServiceError) -> String {
             "the client went away before the approval question was answered".to_owned()
         }
         other => format!("the approval question got no answer ({other})"),
-    }
-}
-
-/// SHA-256 (hex) of the canonical JSON of `value`: object keys sorted at every
-/// level, so the digest does not depend on the order a client sent them in.
-fn digest(value: &Value) -> String {
-    let mut hasher = Sha256::new();
-    canonical(value, &mut hasher);
-    hex(&hasher.finalize())
-}
-
-fn canonical(value: &Value, out: &mut Sha256) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.update(b"{");
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.update(b",");
-                }
-                out.update(Value::String(key.clone()).to_string().as_bytes());
-                out.update(b":");
-                canonical(&map[key], out);
-            }
-            out.update(b"}");
-        }
-        Value::Array(items) => {
-            out.update(b"[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.update(b",");
-                }
-                canonical(item, out);
-            }
-            out.update(b"]");
-        }
-        scalar => out.update(scalar.to_string().as_bytes()),
     }
 }
 

@@ -9,7 +9,7 @@
 //! any replica. The replica running the call (the owner) beats every
 //! [`BEAT`]: the beat tells it about a cancel (it drops the call, so the
 //! guest stops at its next epoch tick) and hands it the client's input
-//! responses (an approval). A task whose owner has not beaten for
+//! responses (an approval, a tool's question: `tasks/input.rs`). A task whose owner has not beaten for
 //! [`STALE_AFTER`] is reported failed by whichever replica reads it: its
 //! owner stopped, and a call cannot move to another replica.
 //!
@@ -39,12 +39,14 @@ use tokio::sync::mpsc;
 use super::{Feature, tools};
 use crate::error::CallError;
 use crate::mcp::Shared;
-use crate::mcp::approval::{self, random_id};
+use crate::mcp::approval::random_id;
 use crate::mcp::calls::Counted;
 use crate::state::StateError;
 use crate::state::tasks::{TaskRecord, TaskStatus, TaskStore, Transition, now_ms};
 use crate::tool::Prepared;
-use crate::toolset::{Approver, BoxFuture, ConfirmationRequest, Context, Decision, Tool, drive};
+use crate::toolset::{Context, Tool, drive};
+
+mod input;
 
 /// How often the owner of a running task beats.
 pub(in crate::mcp) const BEAT: Duration = Duration::from_millis(250);
@@ -197,6 +199,9 @@ pub(in crate::mcp) struct Job {
     /// with it, as a plain call would).
     pub(in crate::mcp) arguments: Result<Prepared, CallError>,
     pub(in crate::mcp) principal: String,
+    /// Whether the client can be asked (it declared form elicitation): then
+    /// the tool's questions go through the task.
+    pub(in crate::mcp) can_ask: bool,
     /// Counts the call as running, so a stop drains it.
     pub(in crate::mcp) running: Counted,
 }
@@ -252,14 +257,20 @@ pub(in crate::mcp) async fn spawn(
             tool,
             cx,
             arguments,
+            can_ask,
             running,
             ..
         } = job;
         let (answers, inbox) = mpsc::channel(4);
-        let approver = TaskApprover {
-            store: runner.shared.tasks.store.clone(),
-            id: runner.id.clone(),
-            inbox: tokio::sync::Mutex::new(inbox),
+        let inbox = Arc::new(tokio::sync::Mutex::new(inbox));
+        let store = &runner.shared.tasks.store;
+        let approver =
+            input::TaskApprover::new(store.clone(), runner.id.clone(), Arc::clone(&inbox));
+        // The tool's questions wait for their answers through the task too.
+        let cx = if can_ask {
+            cx.with_asker(input::asker(store.clone(), runner.id.clone(), inbox))
+        } else {
+            cx
         };
         let call = run_call(&runner.shared, &*tool, &cx, arguments, &approver);
         runner.drive(call, answers).await;
@@ -303,7 +314,7 @@ async fn run_call(
     tool: &dyn Tool,
     cx: &Context,
     arguments: Result<Prepared, CallError>,
-    approver: &TaskApprover,
+    approver: &input::TaskApprover,
 ) -> Result<CallToolResult, ErrorData> {
     // The task's approver always decides (or fails), so the call never
     // comes back waiting for one; its client polls, so no progress goes out.
@@ -344,7 +355,8 @@ impl Runner {
                     }
                     Ok(Some(beat)) => {
                         if let Some(responses) = beat.responses {
-                            // Only an approval waits for these; one pending is enough.
+                            // Only an approval or a question waits for these
+                            // (one at a time); one pending is enough.
                             let _ = answers.try_send(responses);
                         }
                     }
@@ -425,85 +437,6 @@ fn failure(message: &str) -> (TaskStatus, Option<String>, String) {
         Some(message.to_owned()),
         error_object(-32603, message),
     )
-}
-
-/// Asks for an approval through the task: the task goes `input_required`
-/// with the approval form as its input request, and the answer comes back
-/// through `tasks/update` and the owner's beat. The decision then resumes
-/// the call as [`start`] resumes any: under the same call ID, so the
-/// confirmation layer acts on it once.
-struct TaskApprover {
-    store: TaskStore,
-    id: String,
-    inbox: tokio::sync::Mutex<mpsc::Receiver<String>>,
-}
-
-impl Approver for TaskApprover {
-    fn decide<'a>(
-        &'a self,
-        _cx: &'a Context,
-        ask: &'a ConfirmationRequest,
-    ) -> BoxFuture<'a, Result<Option<Decision>, CallError>> {
-        Box::pin(async move {
-            let requests = approval::input_requests(ask)?;
-            let requests = serde_json::to_string(&requests).map_err(|e| {
-                tracing::error!(task = %self.id, error = %e, "cannot write an approval request");
-                approval::unavailable(ask)
-            })?;
-            let message = approval::question(ask);
-            let asked = self
-                .store
-                .transition(
-                    &self.id,
-                    TaskStatus::InputRequired,
-                    Some(&message),
-                    Some(&requests),
-                )
-                .await;
-            if !matches!(asked, Ok(Transition::Applied(_))) {
-                // Cancelled or gone (the next beat stops the call), or the
-                // store failed: nobody can answer, so the call must not run.
-                return Err(unasked(ask, asked.err()));
-            }
-            tracing::info!(task = %self.id, tool = %ask.tool, "task asks for approval (input required)");
-            let mut inbox = self.inbox.lock().await;
-            let decision = loop {
-                let Some(responses) = inbox.recv().await else {
-                    return Err(unasked(ask, None));
-                };
-                let answer = serde_json::from_str::<InputResponses>(&responses)
-                    .ok()
-                    .and_then(|mut responses| responses.remove(approval::QUESTION));
-                // Responses without the answer leave the question open.
-                if let Some(answer) = answer {
-                    break approval::decide(&answer, &ask.arguments);
-                }
-            };
-            let resumed = self
-                .store
-                .transition(&self.id, TaskStatus::Working, None, None)
-                .await;
-            if !matches!(resumed, Ok(Transition::Applied(_))) {
-                return Err(unasked(ask, resumed.err()));
-            }
-            Ok(Some(decision))
-        })
-    }
-}
-
-/// The call was not run: its approval could not be asked or answered.
-fn unasked(ask: &ConfirmationRequest, err: Option<StateError>) -> CallError {
-    match err {
-        Some(reason) => CallError::State {
-            tool: ask.tool.clone(),
-            reason,
-        },
-        None => CallError::ConfirmationUnavailable {
-            tool: ask.tool.clone(),
-            hint: ask.hint.clone(),
-            reason: "the task ended before its approval was answered".to_owned(),
-        },
-    }
 }
 
 /// Whether this request declared the Tasks extension.

@@ -1,7 +1,7 @@
 //! Tools over MCP: `tools/list` and `tools/call`, the confirmation questions a
 //! call asks its client, and the progress of a streaming call
 //! (`progress.rs`). A long-running call a client wants as a task goes to
-//! `tasks.rs`.
+//! `tasks.rs`; a tool's own questions are `elicitation.rs`'.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use super::elicitation::{self, Questions, Round, Unopened};
 use super::tasks::{self, CreateTaskOr};
 use super::{Feature, List};
 use crate::error::CallError;
@@ -95,22 +96,31 @@ pub(in crate::mcp) async fn call(
         session.context(&context, revision)?,
         &name,
     );
-    let cx = super::elicitation::attach(&context, cx);
+    // 2025-11-25 asks in the call; 2026-07-28 by a retry (below).
+    let cx = if revision.asks_by_retry() {
+        cx
+    } else {
+        elicitation::attach(&context, cx)
+    };
     let Some(tool) = resolve_when_loaded(shared, &cx, &name).await else {
         return Err(not_found(shared, &cx, &name));
     };
     let arguments = Value::Object(request.arguments.take().unwrap_or_default());
-    // Prepared once: a resumed approval is checked against them, and they run.
+    // Prepared once: a resumed approval or question is checked against
+    // them, and they run.
     let arguments = tool.prepare(&cx, arguments);
-    // A 2026-07-28 retry after an approval question resumes that call.
-    let cx = if revision.asks_by_retry() {
+    // A 2026-07-28 retry after an approval or a tool's question resumes
+    // that call.
+    let (cx, round) = if revision.asks_by_retry() {
         match resume(shared, &*tool, cx, &arguments, &request) {
-            Ok(cx) => cx,
+            Ok(resumed) => resumed,
             Err(refused) => return Ok(refused.into()),
         }
     } else {
-        cx
+        let round = Round::first(cx.call_id());
+        (cx, round)
     };
+    let can_ask = revision.asks_by_retry() && elicitation::can_ask(&context);
     // A long-running tool runs as a task for a client that declared the
     // Tasks extension on this request (SEP-2663); others get the plain call.
     if shared.tasks.enabled && tool.spec().long_running && tasks::declared(&context) {
@@ -119,6 +129,7 @@ pub(in crate::mcp) async fn call(
             cx,
             arguments,
             principal: auth::principal(&context).key(),
+            can_ask,
             running: shared.calls.enter()?,
         };
         return match tasks::spawn(session.shared(), job).await? {
@@ -126,6 +137,13 @@ pub(in crate::mcp) async fn call(
             CreateTaskOr::Busy(refused) => Ok(refused.into()),
         };
     }
+    // 2026-07-28: the call replays the answers so far, and stops at a new
+    // question to ask it by answering (`elicitation/retry.rs`).
+    let cx = if can_ask {
+        elicitation::replay(cx, round.answers.clone())
+    } else {
+        cx
+    };
     let call_id = cx.call_id().to_owned();
     let stopped = |why: &str| {
         // The call's future is dropped here: its Store and instance go
@@ -140,7 +158,7 @@ pub(in crate::mcp) async fn call(
         biased;
         () = context.ct.cancelled() => stopped("the client cancelled it"),
         why = transport::hung_up(&context) => stopped(why),
-        result = run(shared, tool, cx, arguments, &context, revision) => result,
+        result = run(shared, tool, cx, arguments, &context, revision, &round) => result,
     }
 }
 
@@ -229,7 +247,8 @@ async fn resolve_when_loaded(shared: &Shared, cx: &Context, name: &str) -> Optio
 /// Runs a call. On 2025-11-25 a confirmation is asked in the call (an
 /// elicitation request); on 2026-07-28 the call answers
 /// `InputRequiredResult` and the client's retry resumes it (see
-/// `approval.rs`).
+/// `approval.rs`), and so does a call stopped at its tool's question (see
+/// `elicitation/retry.rs`; `round` is where it stands).
 async fn run(
     shared: &Shared,
     tool: Arc<dyn Tool>,
@@ -237,7 +256,13 @@ async fn run(
     arguments: Result<Prepared, CallError>,
     request: &RequestContext<RoleServer>,
     revision: Revision,
+    round: &Round,
 ) -> Result<CallToolResponse, ErrorData> {
+    // What a question's state binds: the arguments as they run.
+    let bound = match (&arguments, cx.asker()) {
+        (Ok(prepared), Some(_)) if revision.asks_by_retry() => Some(prepared.arguments().clone()),
+        _ => None,
+    };
     let started = if revision.asks_by_retry() {
         drive(&*tool, &cx, arguments, &NoApprover).await
     } else {
@@ -253,9 +278,30 @@ async fn run(
             |asked| Ok(asked.into()),
         );
     }
-    answer(shared, &tool.spec().name, started, Some(request))
-        .await
-        .map(Into::into)
+    let name = &tool.spec().name;
+    match (outcome(shared, name, started, Some(request)).await, bound) {
+        (Err(CallError::InputRequired { input, .. }), Some(arguments)) => {
+            // The guest stopped at the question: it is asked by answering.
+            let owner = auth::principal(request).key();
+            let asked = Questions::new(&shared.tools.approvals)
+                .ask(&input, round, name, &arguments, &owner);
+            match asked {
+                Ok(asked) => {
+                    tracing::info!(tool = %name, call = %round.call_id(), answered = input.answers.len(), "asked the client the tool's question (input required)");
+                    Ok(asked.into())
+                }
+                Err(err) => error_result(err).map(Into::into),
+            }
+        }
+        (Err(err @ CallError::AnswerRefused { .. }), _) => {
+            tracing::info!(tool = %name, call = %round.call_id(), "{err}");
+            Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "{err}; call again to be asked anew"
+            ))])
+            .into())
+        }
+        (outcome, _) => outcome.or_else(error_result).map(Into::into),
+    }
 }
 
 /// A started call's MCP result, as every MCP way of calling gives it: the
@@ -269,15 +315,27 @@ pub(in crate::mcp) async fn answer(
     started: Result<Started, CallError>,
     request: Option<&RequestContext<RoleServer>>,
 ) -> Result<CallToolResult, ErrorData> {
+    outcome(shared, tool, started, request)
+        .await
+        .or_else(error_result)
+}
+
+/// As [`answer`], with the call's error (a stream's too) as it is, for a
+/// caller that answers some errors otherwise (a tool's question).
+async fn outcome(
+    shared: &Shared,
+    tool: &str,
+    started: Result<Started, CallError>,
+    request: Option<&RequestContext<RoleServer>>,
+) -> Result<CallToolResult, CallError> {
     let result_text = shared.tools.result_text;
-    match started {
-        Ok(Started::Output(output)) => Ok(output_result(output, result_text)),
-        Ok(Started::Stream(stream)) => {
+    match started? {
+        Started::Output(output) => Ok(output_result(output, result_text)),
+        Started::Stream(stream) => {
             let interval = shared.tools.progress_interval;
             progress::pump(stream, tool, request, interval, result_text).await
         }
-        Ok(Started::NeedsApproval(ask)) => error_result(crate::mcp::approval::unavailable(&ask)),
-        Err(err) => error_result(err),
+        Started::NeedsApproval(ask) => Err(crate::mcp::approval::unavailable(&ask)),
     }
 }
 
@@ -300,20 +358,22 @@ fn ask(
     Ok(asked)
 }
 
-/// A 2026-07-28 retry that carries an approval's state: the context to
-/// run it in (the sealed call ID, with the decision), or a refusal.
+/// A 2026-07-28 retry that carries an approval's or a question's state:
+/// the context to run it in (the sealed call ID, or the round's; with the
+/// approval's decision) and the round it is, or a refusal.
 fn resume(
     shared: &Shared,
     tool: &dyn Tool,
     cx: Context,
     arguments: &Result<Prepared, CallError>,
     params: &CallToolRequestParams,
-) -> Result<Context, CallToolResult> {
+) -> Result<(Context, Round), CallToolResult> {
     let Some(state) = &params.request_state else {
-        return Ok(cx);
+        let round = Round::first(cx.call_id());
+        return Ok((cx, round));
     };
     let refuse = |message: String| {
-        tracing::info!(tool = %tool.spec().name, call = %cx.call_id(), "approval refused: {message}");
+        tracing::info!(tool = %tool.spec().name, call = %cx.call_id(), "retry refused (its approval or question): {message}");
         CallToolResult::error(vec![ContentBlock::text(message)])
     };
     // The arguments as they will run, so the digest matches what was asked.
@@ -326,16 +386,45 @@ fn resume(
         .principal
         .as_deref()
         .map_or_else(|| "anonymous".to_owned(), |p| p.key());
-    match shared.tools.approvals.resume(
-        &owner,
-        &tool.spec().name,
-        prepared,
-        state,
-        params.input_responses.as_ref(),
-    ) {
-        Ok(resumed) => Ok(cx
-            .with_call_id(resumed.call_id.clone())
-            .with_decision(resumed.call_id, resumed.decision)),
+    let name = &tool.spec().name;
+    let responses = params.input_responses.as_ref();
+    // A question's state first; one that is not goes to the approvals,
+    // which open it or say why not.
+    match Questions::new(&shared.tools.approvals).open(&owner, name, prepared, state, responses) {
+        Ok(round) => {
+            let call_id = round.call_id();
+            let cx = cx.with_call_id(call_id.clone());
+            // The approval the call runs on holds for this round, once.
+            let cx = if round.approved {
+                let approved = Decision::Approve {
+                    arguments: prepared.clone(),
+                    payload: None,
+                };
+                cx.with_decision(call_id, approved)
+            } else {
+                cx
+            };
+            return Ok((cx, round));
+        }
+        Err(Unopened::Refused(why)) => return Err(refuse(format!("`{name}` was not run: {why}"))),
+        Err(Unopened::NotAQuestion) => {}
+    }
+    match shared
+        .tools
+        .approvals
+        .resume(&owner, name, prepared, state, responses)
+    {
+        Ok(resumed) => {
+            let round = Round {
+                call: resumed.call_id.clone(),
+                approved: matches!(resumed.decision, Decision::Approve { .. }),
+                answers: Vec::new(),
+            };
+            let cx = cx
+                .with_call_id(resumed.call_id.clone())
+                .with_decision(resumed.call_id, resumed.decision);
+            Ok((cx, round))
+        }
         Err(message) => Err(refuse(message)),
     }
 }

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ProgressNotificationParam};
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, Peer, RoleServer};
+use rmcp::{Peer, RoleServer};
 
-use crate::mcp::convert::{error_result, stream_result};
+use crate::error::CallError;
+use crate::mcp::convert::stream_result;
 use crate::tool::ToolStream;
 use crate::tool::{Collector, Part};
 
@@ -22,7 +23,7 @@ pub(super) async fn pump(
     request: Option<&RequestContext<RoleServer>>,
     interval: Duration,
     result_text: bool,
-) -> Result<CallToolResult, ErrorData> {
+) -> Result<CallToolResult, CallError> {
     let mut progress = request.and_then(|request| {
         let token = request.meta.get_progress_token()?;
         Some(Progress::new(token, interval, request.peer.clone()))
@@ -45,7 +46,7 @@ pub(super) async fn pump(
         let Some(part) = next else { break };
         let part = match part {
             Ok(part) => part,
-            Err(err) => return error_result(err),
+            Err(err) => return Err(err),
         };
         if let Some(progress) = &mut progress {
             progress.add(&part);
