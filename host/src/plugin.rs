@@ -6,12 +6,14 @@
 //! manifest), `code` (compiling and linking a component), `declarations`
 //! (checking what a plugin declares), `call` (instantiating, arming and
 //! finishing a call), `trap` (classifying traps and exhausted budgets),
-//! `stream` (a guest's stream of chunks), `abi` (the contract versions).
+//! `stream` (a guest's stream of chunks), `abi` (the contract versions),
+//! `dynamic` (any component's exported functions as tools).
 
 pub(crate) mod abi;
 mod call;
 mod code;
 mod declarations;
+mod dynamic;
 mod items;
 mod load;
 mod manifest;
@@ -36,6 +38,7 @@ use crate::tool::ToolSpec;
 use code::{Code, compile_off_runtime, component_info};
 use manifest::ManifestKey;
 
+pub use dynamic::{ExportedTool, ExportedTools, Refusal};
 pub use options::{PluginOptions, Reuse};
 
 /// A loaded plugin. Cheap to clone; calls in flight keep the version they started on.
@@ -269,17 +272,29 @@ impl Plugin {
     }
 }
 
+/// What [`inspect`] tells of a component file.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Inspection {
+    /// Its imports and exports.
+    pub info: ComponentInfo,
+    /// The plugin, if it is a toolhost plugin that loads; else why not.
+    pub plugin: Result<Plugin, LoadError>,
+    /// For a component that does not export the toolhost contract: its
+    /// exported functions as the tools they would be, and those that cannot
+    /// be one (see [`ExportedTools`]).
+    pub exported: Option<ExportedTools>,
+}
+
 /// Reads a component file and tells what it is: its imports and exports, and,
-/// if it is a toolhost plugin that loads, its tools.
+/// if it is a toolhost plugin that loads, its tools; if it exports another
+/// world, its functions as tools.
 ///
 /// # Errors
 /// A [`LoadError`] if the file cannot be read or compiled. A component of
 /// another world is not an error here: its info comes back with the load
 /// error for the tools.
-pub async fn inspect(
-    engine: &Engine,
-    path: impl AsRef<Path>,
-) -> Result<(ComponentInfo, Result<Plugin, LoadError>), LoadError> {
+pub async fn inspect(engine: &Engine, path: impl AsRef<Path>) -> Result<Inspection, LoadError> {
     let path = path.as_ref().to_owned();
     let bytes = tokio::fs::read(&path)
         .await
@@ -289,6 +304,14 @@ pub async fn inspect(
         })?;
     let component = compile_off_runtime(engine, &path, bytes).await?;
     let info = component_info(&component);
+    let exported = info
+        .toolhost_version()
+        .is_none()
+        .then(|| dynamic::exported_tools(&component));
     let plugin = Plugin::from_component(engine, path, &component, &PluginOptions::default()).await;
-    Ok((info, plugin))
+    Ok(Inspection {
+        info,
+        plugin,
+        exported,
+    })
 }

@@ -1,18 +1,27 @@
 //! `toolhost inspect`: what a component file is (world, version, tools and
-//! their schema dialects, imported interfaces), without a plugins directory.
+//! their schema dialects, imported interfaces), without a plugins directory;
+//! for a component of another world, its exported functions as the tools
+//! they would be (issue 34).
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::Result;
-use serde_json::json;
+use serde_json::{Value, json};
 use toolhost::Engine;
+use toolhost::plugin::ExportedTools;
+use toolhost::schema::dialect;
 
 use super::dialects;
 use super::report::{self, declaration, print_json};
 
 pub(super) async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Result<()> {
-    let (info, plugin) = toolhost::plugin::inspect(engine, file).await?;
+    let toolhost::plugin::Inspection {
+        info,
+        plugin,
+        exported,
+        ..
+    } = toolhost::plugin::inspect(engine, file).await?;
     let wasi: Vec<&String> = info
         .imports
         .iter()
@@ -49,6 +58,7 @@ pub(super) async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Resu
             "resources": plugin.as_ref().ok().map(|p| p.resources()),
             "resource_templates": plugin.as_ref().ok().map(|p| p.resource_templates().collect::<Vec<_>>()),
             "prompts": plugin.as_ref().ok().map(|p| p.prompts()),
+            "exported": exported.as_ref().map(exported_json),
             "error": plugin.as_ref().err().map(ToString::to_string),
         }));
     }
@@ -128,13 +138,67 @@ pub(super) async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Resu
                 dialects::problems(&mut out, "    ", name, verdicts)?;
             }
         }
-        Err(err) => writeln!(out, "error:    {err}")?,
+        Err(err) => {
+            if let Some(exported) = &exported {
+                exported_text(&mut out, exported)?;
+            }
+            writeln!(out, "error:    {err}")?
+        }
     }
     if let Ok(plugin) = &plugin {
         catalog(&mut out, plugin)?;
     }
     if std::io::stdout().is_terminal() {
         out.flush()?;
+    }
+    Ok(())
+}
+
+/// The exported functions as tools, each with its dialects' verdicts, and
+/// the refusals.
+fn exported_json(exported: &ExportedTools) -> Value {
+    let tools: Vec<Value> = exported
+        .tools
+        .iter()
+        .map(|tool| {
+            let mut json = json!(tool);
+            json["dialects"] = dialects::to_json(&dialect::check(&tool.input_schema));
+            json
+        })
+        .collect();
+    json!({ "tools": tools, "refused": exported.refused.iter().map(ToString::to_string).collect::<Vec<_>>() })
+}
+
+/// The exported functions as tools: name, function, schemas (one line each),
+/// dialects; then the refusals.
+fn exported_text(out: &mut impl Write, exported: &ExportedTools) -> Result<()> {
+    let show = |text: &str| toolhost::escape_control(text).into_owned();
+    writeln!(
+        out,
+        "exported functions as tools (a component toolset: loading one is not supported yet):"
+    )?;
+    if exported.tools.is_empty() && exported.refused.is_empty() {
+        writeln!(out, "  none")?;
+    }
+    for tool in &exported.tools {
+        writeln!(out, "  {}  {}", tool.name, show(&tool.export))?;
+        writeln!(out, "    input:    {}", tool.input_schema)?;
+        if let Some(schema) = &tool.output_schema {
+            writeln!(out, "    output:   {schema}")?;
+        }
+        if let Some(schema) = &tool.error_schema {
+            writeln!(out, "    error:    {schema}")?;
+        }
+        let verdicts = dialect::check(&tool.input_schema);
+        let words: Vec<String> = verdicts
+            .iter()
+            .map(|v| format!("{} {}", v.dialect, dialects::word(v)))
+            .collect();
+        writeln!(out, "    dialects: {}", words.join(", "))?;
+        dialects::problems(out, "    ", &tool.name, &verdicts)?;
+    }
+    for refusal in &exported.refused {
+        writeln!(out, "  refused: {}", show(&refusal.to_string()))?;
     }
     Ok(())
 }

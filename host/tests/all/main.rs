@@ -2,6 +2,7 @@
 //! and `tests/plugins/` by the `toolhost-test-plugins` build script.
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
+mod any_component;
 mod auth;
 mod cache;
 mod caller;

@@ -1,0 +1,325 @@
+//! Any component as a toolset (issue 34): the functions a component exports,
+//! at its top level or in its exported interfaces, as tools whose schemas come
+//! exactly from their WIT types, read by wasmtime's type reflection.
+//!
+//! Today `inspect` shows them ([`ExportedTools`]); calls come next, through
+//! wasmtime's dynamic API with the conversions of `value`.
+//!
+//! # Names
+//!
+//! A function `add-numbers` of the interface `example:calc/math@1.0.0` is the
+//! tool `math__add_numbers`: the interface's own name (no package, no
+//! version), two underscores, the function; kebab-case words joined by `_`.
+//! WIT names never hold `_`, so two functions never map to one name unless two
+//! interfaces share their own name, and then the second is refused (as are
+//! names past 64 characters). A top-level function is its name alone.
+//!
+//! # Types
+//!
+//! | WIT | JSON | schema |
+//! |---|---|---|
+//! | `bool` | `true` | `boolean` |
+//! | `u8`…`u64`, `s8`…`s64` | an integer | `integer` with the type's `minimum` and `maximum` |
+//! | `f32`, `f64` | a number | `number` (`f32`: its finite range; NaN and infinities have no JSON) |
+//! | `char` | a one-code-point string | `string`, length 1 |
+//! | `string` | a string | `string` |
+//! | `list<u8>` | base64 (RFC 4648 §4, padded) | `string` with the pattern |
+//! | `list<T>` | an array | `array` of `T` |
+//! | `record` | an object, every field | closed `object`, all required |
+//! | `tuple<A, B>` | an array of exactly its length | `minItems` = `maxItems`; `items` exact if all one type, else `anyOf` them (neither dialect takes `prefixItems`; the conversion checks each position) |
+//! | `option<T>` | `null` or `T` | `T` made nullable; `option<option<T>>`: `null` or `{"some": …}` |
+//! | `enum` | the case's name | `string` `enum` |
+//! | `flags` | the set flags' names | `array` of unique `enum` strings |
+//! | `variant` | a bare case's name, or `{"case": payload}` | `anyOf` of a string `enum` and closed objects |
+//! | `result<T, E>` (argument) | `"ok"`/`"err"`, or `{"ok": …}`/`{"err": …}` | as a variant |
+//! | `result<T, E>` (result) | `T` is the output; `E` is a tool error | `T`'s, and `E`'s as the error schema |
+//! | resources, `future`, `stream`, `error-context` | none | the function is refused |
+//!
+//! 64-bit integers are exact JSON integers over their whole range, read and
+//! written without floating point; a decimal string is taken too (the host
+//! coerces it, as for any integer). A number written with a fraction or an
+//! exponent counts only when it is an exact integer within ±2^53, since past
+//! that a double may not be. Clients that parse JSON numbers as doubles (any
+//! JavaScript one) round results past ±2^53.
+//!
+//! An output is MCP structured content, an object: a record's JSON is one;
+//! any other type's is sent as `{"result": value}` (decided by the type, not
+//! the value).
+
+mod schema;
+#[cfg(test)]
+mod tests;
+// The conversions a call makes; until calls land (issue 34) only the tests
+// run them.
+#[cfg(test)]
+mod value;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use wasmtime::component::Component;
+use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
+
+use crate::tool::is_valid_tool_name;
+
+/// What a component's exported functions would be as tools: the tools, in
+/// export order, and the functions that cannot be one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ExportedTools {
+    /// The functions that make tools.
+    pub tools: Vec<ExportedTool>,
+    /// The functions that do not, each with the reason.
+    #[serde(serialize_with = "as_text")]
+    pub refused: Vec<Refusal>,
+}
+
+/// One exported function as a tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ExportedTool {
+    /// The tool's name (see the module docs).
+    pub name: String,
+    /// The function it calls: `interface#function`, or `function` at the top level.
+    pub export: String,
+    /// The arguments: a closed object, one property per parameter.
+    pub input_schema: Value,
+    /// The structured content of a call's output; `None` when the function
+    /// returns nothing (or a `result` without an `ok` payload).
+    pub output_schema: Option<Value>,
+    /// The content of a tool error: the `err` payload of a function that
+    /// returns a `result`, when it has one.
+    pub error_schema: Option<Value>,
+}
+
+/// Why an exported function cannot be a tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// A parameter's type, or part of it, has no JSON form.
+    #[error("`{function}`: the argument at `{path}` is {what}, which a tool argument cannot be")]
+    Argument {
+        /// The function (`interface#function`).
+        function: String,
+        /// Where in the arguments: a JSON pointer, `*` for any list item.
+        path: String,
+        /// The type, as words.
+        what: String,
+    },
+    /// Its result's type, or part of it, has no JSON form.
+    #[error("`{function}`: its result{} is {what}, which a tool result cannot be", at(.path))]
+    Result {
+        /// The function (`interface#function`).
+        function: String,
+        /// Where in the result: a JSON pointer, empty for the whole.
+        path: String,
+        /// The type, as words.
+        what: String,
+    },
+    /// A resource's constructor, method or static function: tools have no
+    /// resources to call them on.
+    #[error("`{function}` belongs to a resource, which tools do not have")]
+    ResourceFunction {
+        /// The function (`interface#[method]resource.name`, ...).
+        function: String,
+    },
+    /// Its name does not map to a valid tool name.
+    #[error(
+        "`{function}`: its tool name `{tool}` is not 1 to 64 ASCII letters, digits, `_` or `-`"
+    )]
+    Name {
+        /// The function (`interface#function`).
+        function: String,
+        /// The name it maps to.
+        tool: String,
+    },
+    /// An earlier function maps to the same tool name (two interfaces of one
+    /// name, from different packages).
+    #[error("`{function}`: its tool name `{tool}` is already `{other}`'s")]
+    Clash {
+        /// The function (`interface#function`).
+        function: String,
+        /// The name both map to.
+        tool: String,
+        /// The function that has it.
+        other: String,
+    },
+}
+
+fn at(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" at `{path}`")
+    }
+}
+
+fn as_text<S: serde::Serializer>(refused: &[Refusal], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(refused.iter().map(ToString::to_string))
+}
+
+/// A function's parameters and result, as wasmtime reflects them.
+pub(super) struct Signature {
+    pub(super) params: Vec<(String, Type)>,
+    pub(super) result: Option<Type>,
+}
+
+impl Signature {
+    fn of(function: &str, func: &ComponentFunc) -> Result<Self, Refusal> {
+        let mut results = func.results();
+        let result = results.next();
+        if results.next().is_some() {
+            return Err(Refusal::Result {
+                function: function.to_owned(),
+                path: String::new(),
+                what: "more than one value".to_owned(),
+            });
+        }
+        Ok(Self {
+            params: func
+                .params()
+                .map(|(name, ty)| (name.to_owned(), ty))
+                .collect(),
+            result,
+        })
+    }
+
+    /// The tool's schemas: input, output, error.
+    fn schemas(&self, function: &str) -> Result<(Value, Option<Value>, Option<Value>), Refusal> {
+        let input = schema::input(&self.params).map_err(|e| Refusal::Argument {
+            function: function.to_owned(),
+            path: e.path,
+            what: e.what.to_owned(),
+        })?;
+        let refused = |e: schema::Unsupported| Refusal::Result {
+            function: function.to_owned(),
+            path: e.path,
+            what: e.what.to_owned(),
+        };
+        let (output, error) = match &self.result {
+            None => (None, None),
+            Some(Type::Result(result)) => (
+                result
+                    .ok()
+                    .map(|ok| schema::output(&ok, "/ok"))
+                    .transpose()
+                    .map_err(refused)?,
+                result
+                    .err()
+                    .map(|err| schema::of(&err, "/err", 0))
+                    .transpose()
+                    .map_err(refused)?,
+            ),
+            Some(ty) => (Some(schema::output(ty, "").map_err(refused)?), None),
+        };
+        Ok((input, output, error))
+    }
+}
+
+/// A function a component exports: the interface it is in (`None` at the
+/// top level), its name and its type.
+pub(super) struct Export {
+    pub(super) interface: Option<String>,
+    pub(super) name: String,
+    pub(super) func: ComponentFunc,
+}
+
+impl Export {
+    /// `interface#function`, or the function's name at the top level.
+    fn qualified(&self) -> String {
+        match &self.interface {
+            Some(interface) => format!("{interface}#{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// The tool name (see the module docs).
+    fn tool_name(&self) -> String {
+        let words = |name: &str| name.replace('-', "_");
+        match &self.interface {
+            Some(interface) => {
+                let unversioned = interface.split('@').next().unwrap_or(interface);
+                let own = unversioned.rsplit(['/', ':']).next().unwrap_or(unversioned);
+                format!("{}__{}", words(own), words(&self.name))
+            }
+            None => words(&self.name),
+        }
+    }
+}
+
+/// The functions a component exports, at its top level and in its exported
+/// interfaces, in export order.
+pub(super) fn exports(component: &Component) -> Vec<Export> {
+    let (engine, ty) = (component.engine(), component.component_type());
+    let mut found = Vec::new();
+    for (name, item) in ty.exports(engine) {
+        match item.ty {
+            ComponentItem::ComponentFunc(func) => found.push(Export {
+                interface: None,
+                name: name.to_owned(),
+                func,
+            }),
+            ComponentItem::ComponentInstance(instance) => {
+                for (function, item) in instance.exports(engine) {
+                    if let ComponentItem::ComponentFunc(func) = item.ty {
+                        found.push(Export {
+                            interface: Some(name.to_owned()),
+                            name: function.to_owned(),
+                            func,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// What the component's exported functions would be as tools.
+pub(crate) fn exported_tools(component: &Component) -> ExportedTools {
+    let mut out = ExportedTools::default();
+    let mut named: HashMap<String, String> = HashMap::new();
+    for export in exports(component) {
+        match tool(&export, &named) {
+            Ok(tool) => {
+                named.insert(tool.name.clone(), tool.export.clone());
+                out.tools.push(tool);
+            }
+            Err(refusal) => out.refused.push(refusal),
+        }
+    }
+    out
+}
+
+fn tool(export: &Export, named: &HashMap<String, String>) -> Result<ExportedTool, Refusal> {
+    let function = export.qualified();
+    // `[constructor]r`, `[method]r.f`, `[static]r.f`.
+    if export.name.starts_with('[') {
+        return Err(Refusal::ResourceFunction { function });
+    }
+    let name = export.tool_name();
+    if !is_valid_tool_name(&name) {
+        return Err(Refusal::Name {
+            function,
+            tool: name,
+        });
+    }
+    if let Some(other) = named.get(&name) {
+        return Err(Refusal::Clash {
+            function,
+            tool: name,
+            other: other.clone(),
+        });
+    }
+    let (input_schema, output_schema, error_schema) =
+        Signature::of(&function, &export.func)?.schemas(&function)?;
+    Ok(ExportedTool {
+        name,
+        export: function,
+        input_schema,
+        output_schema,
+        error_schema,
+    })
+}

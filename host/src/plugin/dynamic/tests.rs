@@ -1,0 +1,348 @@
+//! Real components, made from WIT text with no toolhost SDK: a dummy core
+//! module (as `wasm-tools component embed --dummy` makes), encoded as a
+//! component. Their functions are never called here: their types are enough.
+
+use serde_json::json;
+use wasmtime::component::Component;
+use wasmtime::component::types::Type;
+use wit_parser::{LiftLowerAbi, ManglingAndAbi, Resolve};
+
+use super::{ExportedTool, Refusal, Signature, exported_tools, exports};
+use crate::schema::Schema;
+use crate::schema::dialect::{self, Severity};
+
+mod values;
+
+/// Every WIT type a tool's argument or result may have.
+const ALL_TYPES: &str = r#"
+package example:all@0.1.0;
+
+interface types {
+  record point { x: s32, y: s32 }
+  enum color { red, green, blue }
+  flags perms { read, write, exec }
+  variant shape { circle(f64), rect(tuple<f32, f32>), dot }
+
+  integers: func(a: u8, b: u16, c: u32, d: u64, e: s8, f: s16, g: s32, h: s64) -> u64;
+  floats: func(a: f32, b: f64) -> f64;
+  text: func(c: char, s: string, on: bool) -> string;
+  bytes: func(data: list<u8>) -> list<u8>;
+  points: func(items: list<point>) -> point;
+  tuples: func(same: tuple<u32, u32>, mixed: tuple<u32, string>) -> tuple<string, bool>;
+  options: func(a: option<string>, b: option<option<u32>>, c: option<color>, d: option<shape>)
+    -> option<point>;
+  choose: func(hue: color, access: perms, form: shape) -> shape;
+  results: func(r: result<u32, string>, unit: result) -> result<point, string>;
+  fallible: func() -> result<_, color>;
+  nothing: func();
+}
+
+world all {
+  export types;
+  export say-hello: func() -> string;
+}
+"#;
+
+/// Functions no tool can be, and a name two interfaces map to.
+const REFUSED: &str = r#"
+package example:res@0.1.0;
+
+interface files {
+  resource file {
+    constructor();
+    size: func() -> u64;
+  }
+  open: func(path: string) -> file;
+  close-all: func(files: list<file>);
+  peek: func(files: list<tuple<string, borrow<file>>>) -> u32;
+  add: func(a: u32) -> u32;
+}
+
+world refused {
+  export files;
+  export other:pkg/files@0.1.0;
+}
+"#;
+
+/// The other package `REFUSED` exports an interface of.
+const OTHER: &str = r#"
+package other:pkg@0.1.0;
+
+interface files {
+  add: func(a: u32) -> u32;
+}
+"#;
+
+/// A component of the world `world` in `wit` (after the packages in `deps`).
+fn component_bytes(deps: &[&str], wit: &str, world: &str) -> Vec<u8> {
+    let mut resolve = Resolve::default();
+    for (i, dep) in deps.iter().enumerate() {
+        resolve.push_str(format!("dep{i}.wit"), dep).unwrap();
+    }
+    let package = resolve.push_str("main.wit", wit).unwrap();
+    let world = resolve.select_world(&[package], Some(world)).unwrap();
+    let mut module =
+        wit_component::dummy_module(&resolve, world, ManglingAndAbi::Legacy(LiftLowerAbi::Sync));
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+    )
+    .unwrap();
+    wit_component::ComponentEncoder::default()
+        .module(&module)
+        .unwrap()
+        .validate(true)
+        .encode()
+        .unwrap()
+}
+
+fn component(deps: &[&str], wit: &str, world: &str) -> Component {
+    let engine = wasmtime::Engine::default();
+    Component::new(&engine, component_bytes(deps, wit, world)).unwrap()
+}
+
+fn all_types() -> Component {
+    component(&[], ALL_TYPES, "all")
+}
+
+fn tool<'a>(tools: &'a [ExportedTool], name: &str) -> &'a ExportedTool {
+    tools
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
+}
+
+/// A function's signature, by its export name's function part.
+fn signature(component: &Component, function: &str) -> Signature {
+    let export = exports(component)
+        .into_iter()
+        .find(|e| e.name == function)
+        .unwrap();
+    Signature::of(&export.qualified(), &export.func).unwrap()
+}
+
+fn param(signature: &Signature, name: &str) -> Type {
+    signature
+        .params
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, ty)| ty.clone())
+        .unwrap()
+}
+
+#[test]
+fn tools_are_named_from_interface_and_function() {
+    let exported = exported_tools(&all_types());
+    assert!(exported.refused.is_empty(), "{:?}", exported.refused);
+    let names: Vec<(&str, &str)> = exported
+        .tools
+        .iter()
+        .map(|t| (t.name.as_str(), t.export.as_str()))
+        .collect();
+    assert!(
+        names.contains(&("types__integers", "example:all/types@0.1.0#integers")),
+        "{names:?}"
+    );
+    assert!(names.contains(&("say_hello", "say-hello")), "{names:?}");
+    assert_eq!(names.len(), 12);
+    for tool in &exported.tools {
+        assert!(crate::tool::is_valid_tool_name(&tool.name), "{}", tool.name);
+    }
+}
+
+/// Every input schema is taken by every dialect without an error; the only
+/// warning is Gemini's about `uniqueItems` (flags), which it drops and the
+/// conversion still checks. Output schemas are objects that compile too.
+#[test]
+fn every_schema_passes_every_dialect() {
+    let exported = exported_tools(&all_types());
+    for tool in &exported.tools {
+        for verdict in dialect::check(&tool.input_schema) {
+            assert!(verdict.accepted, "{}: {verdict:?}", tool.name);
+            for problem in &verdict.problems {
+                assert_eq!(problem.severity, Severity::Warning);
+                assert!(
+                    problem.message.contains("uniqueItems"),
+                    "{}: {problem:?}",
+                    tool.name
+                );
+            }
+        }
+        if let Some(output) = &tool.output_schema {
+            assert_eq!(output["type"], "object", "{}", tool.name);
+            Schema::output(&output.to_string()).unwrap();
+            for verdict in dialect::check(output) {
+                assert!(verdict.accepted, "{} output: {verdict:?}", tool.name);
+            }
+        }
+        if let Some(error) = &tool.error_schema {
+            Schema::output(&error.to_string()).unwrap();
+        }
+    }
+}
+
+#[test]
+fn schemas_are_exact() {
+    let exported = exported_tools(&all_types());
+    let tools = &exported.tools;
+    let integers = &tool(tools, "types__integers").input_schema;
+    assert_eq!(integers["additionalProperties"], false);
+    assert_eq!(integers["required"].as_array().unwrap().len(), 8);
+    let p = &integers["properties"];
+    assert_eq!(
+        p["a"],
+        json!({"type": "integer", "minimum": 0, "maximum": 255})
+    );
+    assert_eq!(p["d"]["maximum"], json!(u64::MAX));
+    assert_eq!(
+        p["e"],
+        json!({"type": "integer", "minimum": -128, "maximum": 127})
+    );
+    assert_eq!(p["h"]["minimum"], json!(i64::MIN));
+    assert_eq!(
+        tool(tools, "types__integers").output_schema,
+        Some(json!({
+            "type": "object",
+            "properties": {"result": {"type": "integer", "minimum": 0, "maximum": u64::MAX}},
+            "required": ["result"],
+            "additionalProperties": false,
+        }))
+    );
+    let floats = &tool(tools, "types__floats").input_schema["properties"];
+    assert_eq!(floats["a"]["maximum"], json!(f64::from(f32::MAX)));
+    assert_eq!(floats["b"], json!({"type": "number"}));
+    let text = &tool(tools, "types__text").input_schema["properties"];
+    assert_eq!(text["c"]["maxLength"], 1);
+    assert_eq!(text["on"], json!({"type": "boolean"}));
+    let bytes = &tool(tools, "types__bytes").input_schema["properties"]["data"];
+    assert_eq!(bytes["type"], "string");
+    assert!(bytes["description"].as_str().unwrap().contains("base64"));
+    let point = json!({
+        "type": "object",
+        "properties": {"x": {"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX},
+                       "y": {"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX}},
+        "required": ["x", "y"],
+        "additionalProperties": false,
+    });
+    let points = tool(tools, "types__points");
+    assert_eq!(
+        points.input_schema["properties"]["items"],
+        json!({"type": "array", "items": point})
+    );
+    // A record is its own structured content.
+    assert_eq!(points.output_schema, Some(point.clone()));
+    let tuples = &tool(tools, "types__tuples").input_schema["properties"];
+    let u32_schema = json!({"type": "integer", "minimum": 0, "maximum": u32::MAX});
+    assert_eq!(
+        tuples["same"],
+        json!({"type": "array", "items": u32_schema, "minItems": 2, "maxItems": 2})
+    );
+    assert_eq!(
+        tuples["mixed"]["items"],
+        json!({"anyOf": [u32_schema, {"type": "string"}]})
+    );
+    let options = &tool(tools, "types__options").input_schema["properties"];
+    assert_eq!(options["a"], json!({"type": ["string", "null"]}));
+    assert_eq!(
+        options["b"]["anyOf"][0]["properties"]["some"]["type"],
+        json!(["integer", "null"])
+    );
+    assert_eq!(options["b"]["anyOf"][1], json!({"type": "null"}));
+    assert_eq!(
+        options["c"],
+        json!({"type": ["string", "null"], "enum": ["red", "green", "blue", null]})
+    );
+    assert_eq!(
+        options["d"]["anyOf"].as_array().unwrap().last(),
+        Some(&json!({"type": "null"}))
+    );
+    let choose = &tool(tools, "types__choose").input_schema["properties"];
+    assert_eq!(
+        choose["hue"],
+        json!({"type": "string", "enum": ["red", "green", "blue"]})
+    );
+    assert_eq!(
+        choose["access"]["items"]["enum"],
+        json!(["read", "write", "exec"])
+    );
+    assert_eq!(choose["access"]["uniqueItems"], true);
+    let shape = &choose["form"]["anyOf"];
+    assert_eq!(shape[0], json!({"type": "string", "enum": ["dot"]}));
+    assert_eq!(shape[1]["properties"]["circle"], json!({"type": "number"}));
+    assert_eq!(shape[2]["required"], json!(["rect"]));
+    let results = tool(tools, "types__results");
+    let r = &results.input_schema["properties"];
+    assert_eq!(r["r"]["anyOf"][0]["properties"]["ok"], u32_schema);
+    assert_eq!(r["unit"], json!({"type": "string", "enum": ["ok", "err"]}));
+    // `result<point, string>`: the point is the output, the string the error.
+    assert_eq!(results.output_schema, Some(point));
+    assert_eq!(results.error_schema, Some(json!({"type": "string"})));
+    let fallible = tool(tools, "types__fallible");
+    assert_eq!(fallible.output_schema, None);
+    assert_eq!(
+        fallible.error_schema.as_ref().unwrap()["enum"],
+        json!(["red", "green", "blue"])
+    );
+    let nothing = tool(tools, "types__nothing");
+    assert_eq!(
+        nothing.input_schema,
+        json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
+    );
+    assert_eq!(nothing.output_schema, None);
+}
+
+#[test]
+fn functions_that_cannot_be_tools_are_refused_by_name_and_path() {
+    let exported = exported_tools(&component(&[OTHER], REFUSED, "refused"));
+    let names: Vec<&str> = exported.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["files__add"]);
+    let function = |refusal: &Refusal| match refusal {
+        Refusal::Argument { function, .. }
+        | Refusal::Result { function, .. }
+        | Refusal::ResourceFunction { function }
+        | Refusal::Name { function, .. }
+        | Refusal::Clash { function, .. } => function.clone(),
+    };
+    let find = |name: &str| {
+        exported
+            .refused
+            .iter()
+            .find(|r| function(r).ends_with(name))
+            .unwrap_or_else(|| panic!("{name} not refused: {:?}", exported.refused))
+    };
+    assert_eq!(
+        find("#[constructor]file"),
+        &Refusal::ResourceFunction {
+            function: "example:res/files@0.1.0#[constructor]file".into()
+        }
+    );
+    assert!(matches!(
+        find("#[method]file.size"),
+        Refusal::ResourceFunction { .. }
+    ));
+    assert_eq!(
+        find("#open"),
+        &Refusal::Result {
+            function: "example:res/files@0.1.0#open".into(),
+            path: String::new(),
+            what: "a resource handle".into(),
+        }
+    );
+    assert_eq!(
+        find("#close-all").to_string(),
+        "`example:res/files@0.1.0#close-all`: the argument at `/files/*` is a resource handle, \
+         which a tool argument cannot be"
+    );
+    assert!(matches!(find("#peek"), Refusal::Argument { path, .. } if path == "/files/*/1"));
+    assert_eq!(
+        find("other:pkg/files@0.1.0#add"),
+        &Refusal::Clash {
+            function: "other:pkg/files@0.1.0#add".into(),
+            tool: "files__add".into(),
+            other: "example:res/files@0.1.0#add".into(),
+        }
+    );
+    assert_eq!(exported.refused.len(), 6);
+}
