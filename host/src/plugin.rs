@@ -96,6 +96,9 @@ struct LoadedTool {
     spec: ToolSpec,
     input: Arc<Schema>,
     output: Option<Schema>,
+    /// For a component that does not export the toolhost contract, the
+    /// exported function the tool calls.
+    function: Option<Arc<dynamic::Function>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -278,7 +281,8 @@ impl Plugin {
 pub struct Inspection {
     /// Its imports and exports.
     pub info: ComponentInfo,
-    /// The plugin, if it is a toolhost plugin that loads; else why not.
+    /// The plugin, if it loads (a toolhost plugin, or a component toolset of
+    /// its exported functions); else why not.
     pub plugin: Result<Plugin, LoadError>,
     /// For a component that does not export the toolhost contract: its
     /// exported functions as the tools they would be, and those that cannot

@@ -137,6 +137,9 @@ pub(super) async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Resu
                 writeln!(out, "    dialects: {}", words.join(", "))?;
                 dialects::problems(&mut out, "    ", name, verdicts)?;
             }
+            if let Some(exported) = &exported {
+                exported_text(&mut out, exported)?;
+            }
         }
         Err(err) => {
             if let Some(exported) = &exported {
@@ -173,10 +176,7 @@ fn exported_json(exported: &ExportedTools) -> Value {
 /// dialects; then the refusals.
 fn exported_text(out: &mut impl Write, exported: &ExportedTools) -> Result<()> {
     let show = |text: &str| toolhost::escape_control(text).into_owned();
-    writeln!(
-        out,
-        "exported functions as tools (a component toolset: loading one is not supported yet):"
-    )?;
+    writeln!(out, "exported functions as tools (a component toolset):")?;
     if exported.tools.is_empty() && exported.refused.is_empty() {
         writeln!(out, "  none")?;
     }

@@ -30,7 +30,7 @@ pub(super) fn exports(
     tool: &str,
     instance: &Instance,
 ) -> Result<Exports, CallError> {
-    code.exports
+    code.indices(tool)?
         .exports(store, instance)
         .map_err(|e| CallError::Host {
             tool: tool.to_owned(),
@@ -41,7 +41,7 @@ pub(super) fn exports(
 /// Whether a call's arguments are still to be checked against the tool's
 /// schema, or were (by the call driver, against the same schema).
 #[derive(Debug, Clone, Copy)]
-enum Check {
+pub(super) enum Check {
     Arguments,
     Done,
 }
@@ -79,7 +79,23 @@ const MAX_RESOURCES: usize = 10_000;
 
 impl Plugin {
     /// Coerces and checks the arguments; returns them as JSON text for the guest.
-    fn prepare(&self, tool: &LoadedTool, mut arguments: Value) -> Result<String, CallError> {
+    fn prepare(&self, tool: &LoadedTool, arguments: Value) -> Result<String, CallError> {
+        encode(
+            &tool.spec.name,
+            &Self::checked(tool, arguments, Check::Arguments)?,
+        )
+    }
+
+    /// The arguments coerced and checked against the tool's input schema
+    /// (unless the call driver did: `check`); `null` as no arguments.
+    pub(super) fn checked(
+        tool: &LoadedTool,
+        mut arguments: Value,
+        check: Check,
+    ) -> Result<Value, CallError> {
+        if let Check::Done = check {
+            return Ok(arguments);
+        }
         if arguments.is_null() {
             arguments = Value::Object(Default::default());
         }
@@ -91,7 +107,7 @@ impl Plugin {
                 problems,
             });
         }
-        encode(&tool.spec.name, &arguments)
+        Ok(arguments)
     }
 
     /// Runs a tool to completion in a fresh instance.
@@ -113,6 +129,9 @@ impl Plugin {
         let tool = self
             .find(&call.tool)
             .ok_or_else(|| self.unknown(&call.tool))?;
+        if let Some(function) = &tool.function {
+            return self.call_function(tool, function, call, check).await;
+        }
         if tool.spec.streaming {
             return self.stream_as(call, check).await?.collect().await;
         }
@@ -120,7 +139,7 @@ impl Plugin {
         let (mut store, instance, code, call) = self.begin(tool, call, check).await?;
         let deadline = store.data().deadline.clone();
         let invoke = code
-            .exports
+            .indices(name)?
             .invoke(&mut store, &instance)
             .map_err(|e| CallError::Host {
                 tool: name.to_owned(),
@@ -395,7 +414,7 @@ impl Plugin {
         }
     }
 
-    fn invalid_output(&self, tool: &str, reason: String) -> CallError {
+    pub(super) fn invalid_output(&self, tool: &str, reason: String) -> CallError {
         CallError::InvalidOutput {
             plugin: self.inner.name.to_string(),
             tool: tool.to_owned(),

@@ -16,7 +16,7 @@ use super::runtime::PluginRuntime;
 use super::state::PluginState;
 use crate::Engine;
 use crate::engine::{CodeCache, CodeEntry, Compilation, Tier};
-use crate::error::LoadError;
+use crate::error::{CallError, LoadError};
 
 /// A plugin's code: the code new calls run, replaced once by the optimized
 /// code when it was first linked with baseline code. Cheap to clone.
@@ -34,8 +34,10 @@ struct Tiers {
 /// One tier's code, compiled and linked against its engine's linker.
 pub(crate) struct Linked {
     pub(super) pre: InstancePre<PluginState>,
-    /// Where the typed exports are, in the component's contract version.
-    pub(super) exports: ExportIndices,
+    /// Where the typed exports are, in the component's contract version;
+    /// `None` for a component that does not export the contract (its
+    /// exported functions are its tools: see `dynamic`).
+    pub(super) exports: Option<ExportIndices>,
     /// Where the catalog exports are, for a plugin that has them (`@0.4.0` on).
     pub(super) catalog: Option<CatalogIndices>,
     pub(super) tier: Tier,
@@ -177,6 +179,17 @@ impl Code {
 }
 
 impl Linked {
+    /// Where the typed exports are.
+    ///
+    /// # Errors
+    /// [`CallError::Host`] for a component that does not export the contract.
+    pub(super) fn indices(&self, tool: &str) -> Result<&ExportIndices, CallError> {
+        self.exports.as_ref().ok_or_else(|| CallError::Host {
+            tool: tool.to_owned(),
+            reason: "the component does not export the toolhost contract".to_owned(),
+        })
+    }
+
     /// Checks the component's world and links it against its tier's linker.
     /// Also returns what it imports.
     fn new(
@@ -186,7 +199,12 @@ impl Linked {
     ) -> Result<(Self, Vec<String>), LoadError> {
         let tier = engine.tier_of(component.engine());
         let info = component_info(component);
-        let version = abi::check_world(path, &info)?;
+        let version = match abi::check_world(path, &info) {
+            Ok(version) => Some(version),
+            // Any other component: its exported functions are its tools.
+            Err(LoadError::WrongWorld { .. }) => None,
+            Err(e) => return Err(e),
+        };
         let link_failed = |reason: String| LoadError::Link {
             path: path.to_owned(),
             reason,
@@ -195,15 +213,28 @@ impl Linked {
             .ok_or_else(|| "the engine runs something else than plugins".to_owned())
             .and_then(|runtime| runtime.linker_for(tier))
             .map_err(link_failed)?;
-        let pre = linker
-            .instantiate_pre(component)
-            .map_err(|e| link_failed(format!("{e:#}")))?;
+        let pre = linker.instantiate_pre(component).map_err(|e| {
+            link_failed(match version {
+                Some(_) => format!("{e:#}"),
+                None => unprovided(&info.imports, &e),
+            })
+        })?;
+        let Some(version) = version else {
+            let linked = Self {
+                pre,
+                exports: None,
+                catalog: None,
+                tier,
+            };
+            return Ok((linked, info.imports));
+        };
         let exports =
             ExportIndices::new(version, &pre, component).map_err(|e| LoadError::WrongWorld {
                 path: path.to_owned(),
                 expected: version.tools_interface().to_owned(),
                 found: format!("an export of another shape ({e:#})"),
             })?;
+        let exports = Some(exports);
         let catalog =
             CatalogIndices::new(version, &pre, component).map_err(|e| LoadError::WrongWorld {
                 path: path.to_owned(),
@@ -217,6 +248,25 @@ impl Linked {
             tier,
         };
         Ok((linked, info.imports))
+    }
+}
+
+/// Why a component of another world does not link: the imports the host
+/// does not provide at all (it provides WASI and its own `toolhost:`
+/// interfaces), named, then wasmtime's own reason.
+fn unprovided(imports: &[String], error: &wasmtime::Error) -> String {
+    let foreign: Vec<&str> = imports
+        .iter()
+        .map(String::as_str)
+        .filter(|i| !i.starts_with("wasi:") && !i.starts_with("toolhost:"))
+        .collect();
+    if foreign.is_empty() {
+        format!("{error:#}")
+    } else {
+        format!(
+            "it imports what the host does not provide: {} ({error:#})",
+            foreign.join(", ")
+        )
     }
 }
 

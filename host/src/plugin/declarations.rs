@@ -142,6 +142,7 @@ pub(super) fn check_declarations(
             spec,
             input,
             output,
+            function: None,
         });
     }
     Ok(tools)

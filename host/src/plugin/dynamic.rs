@@ -2,8 +2,13 @@
 //! at its top level or in its exported interfaces, as tools whose schemas come
 //! exactly from their WIT types, read by wasmtime's type reflection.
 //!
-//! Today `inspect` shows them ([`ExportedTools`]); calls come next, through
-//! wasmtime's dynamic API with the conversions of `value`.
+//! `inspect` shows them ([`ExportedTools`]); a plugin file that does not
+//! export the toolhost contract but exports functions loads as these tools
+//! ([`functions`]), and `call` runs them through wasmtime's dynamic API with
+//! the conversions of `value`.
+//!
+//! A function has no description of its own yet: its tool's is
+//! "`interface#function`, a function the component exports."
 //!
 //! # Names
 //!
@@ -46,21 +51,26 @@
 //! any other type's is sent as `{"result": value}` (decided by the type, not
 //! the value).
 
+mod call;
 mod schema;
 #[cfg(test)]
 mod tests;
-// The conversions a call makes; until calls land (issue 34) only the tests
-// run them.
-#[cfg(test)]
 mod value;
 
 use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 use wasmtime::component::Component;
 use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
 
+use super::LoadedTool;
+use super::abi::{self, Declaration};
+use super::declarations::check_declarations;
+use crate::engine::LoadLimits;
+use crate::error::LoadError;
 use crate::tool::is_valid_tool_name;
 
 /// What a component's exported functions would be as tools: the tools, in
@@ -160,6 +170,7 @@ fn as_text<S: serde::Serializer>(refused: &[Refusal], serializer: S) -> Result<S
 }
 
 /// A function's parameters and result, as wasmtime reflects them.
+#[derive(Debug)]
 pub(super) struct Signature {
     pub(super) params: Vec<(String, Type)>,
     pub(super) result: Option<Type>,
@@ -279,21 +290,53 @@ pub(super) fn exports(component: &Component) -> Vec<Export> {
 
 /// What the component's exported functions would be as tools.
 pub(crate) fn exported_tools(component: &Component) -> ExportedTools {
-    let mut out = ExportedTools::default();
+    let (functions, refused) = functions(component);
+    ExportedTools {
+        tools: functions.into_iter().map(|f| f.tool).collect(),
+        refused,
+    }
+}
+
+/// An exported function that makes a tool: the tool, and what a call needs
+/// to find and call the function.
+#[derive(Debug)]
+pub(super) struct Function {
+    /// The tool it makes.
+    pub(super) tool: ExportedTool,
+    /// The exported interface it is in; `None` at the top level.
+    pub(super) interface: Option<String>,
+    /// Its name in there.
+    pub(super) name: String,
+    /// Its parameters and result.
+    pub(super) signature: Signature,
+}
+
+/// The component's exported functions that make tools, in export order, and
+/// those that do not.
+pub(super) fn functions(component: &Component) -> (Vec<Function>, Vec<Refusal>) {
+    let (mut found, mut refused) = (Vec::new(), Vec::new());
     let mut named: HashMap<String, String> = HashMap::new();
     for export in exports(component) {
         match tool(&export, &named) {
-            Ok(tool) => {
+            Ok((tool, signature)) => {
                 named.insert(tool.name.clone(), tool.export.clone());
-                out.tools.push(tool);
+                found.push(Function {
+                    tool,
+                    interface: export.interface,
+                    name: export.name,
+                    signature,
+                });
             }
-            Err(refusal) => out.refused.push(refusal),
+            Err(refusal) => refused.push(refusal),
         }
     }
-    out
+    (found, refused)
 }
 
-fn tool(export: &Export, named: &HashMap<String, String>) -> Result<ExportedTool, Refusal> {
+fn tool(
+    export: &Export,
+    named: &HashMap<String, String>,
+) -> Result<(ExportedTool, Signature), Refusal> {
     let function = export.qualified();
     // `[constructor]r`, `[method]r.f`, `[static]r.f`.
     if export.name.starts_with('[') {
@@ -313,13 +356,80 @@ fn tool(export: &Export, named: &HashMap<String, String>) -> Result<ExportedTool
             other: other.clone(),
         });
     }
-    let (input_schema, output_schema, error_schema) =
-        Signature::of(&function, &export.func)?.schemas(&function)?;
-    Ok(ExportedTool {
+    let signature = Signature::of(&function, &export.func)?;
+    let (input_schema, output_schema, error_schema) = signature.schemas(&function)?;
+    let tool = ExportedTool {
         name,
         export: function,
         input_schema,
         output_schema,
         error_schema,
-    })
+    };
+    Ok((tool, signature))
+}
+
+/// The tools of a component that does not export the toolhost contract:
+/// its exported functions, through the same checks and load limits as a
+/// plugin's declarations. The functions that cannot be a tool are left out,
+/// each with a warning naming it.
+///
+/// # Errors
+/// [`LoadError::WrongWorld`] if no exported function makes a tool (or it
+/// exports none); else as
+/// the declarations of a plugin (too many tools, a schema too large).
+pub(super) fn loaded_tools(
+    path: &Path,
+    plugin: &str,
+    component: &Component,
+    limits: &LoadLimits,
+) -> Result<Vec<LoadedTool>, LoadError> {
+    let (functions, refused) = functions(component);
+    for refusal in &refused {
+        tracing::warn!(
+            target: crate::log::LOAD_TARGET, %plugin, reason = %refusal,
+            "{plugin}: an exported function left out: {refusal}"
+        );
+    }
+    if functions.is_empty() {
+        let exports = component
+            .component_type()
+            .exports(component.engine())
+            .map(|(name, _)| name.to_owned())
+            .collect::<Vec<_>>();
+        let why = if refused.is_empty() {
+            "no function".to_owned()
+        } else {
+            let refused: Vec<String> = refused.iter().map(ToString::to_string).collect();
+            format!("no function that can be a tool: {}", refused.join("; "))
+        };
+        return Err(LoadError::WrongWorld {
+            path: path.to_owned(),
+            expected: abi::CURRENT.tools_interface().to_owned(),
+            found: if exports.is_empty() {
+                "nothing".to_owned()
+            } else {
+                format!("{}, with {why}", exports.join(", "))
+            },
+        });
+    }
+    let declarations: Vec<Declaration> = functions
+        .iter()
+        .map(|function| Declaration {
+            name: function.tool.name.clone(),
+            description: format!(
+                "`{}`, a function the component exports.",
+                function.tool.export
+            ),
+            long_running: false,
+            streaming: false,
+            input_schema: function.tool.input_schema.to_string(),
+            output_schema: function.tool.output_schema.as_ref().map(Value::to_string),
+            hints: Default::default(),
+        })
+        .collect();
+    let mut tools = check_declarations(path, &declarations, limits)?;
+    for (tool, function) in tools.iter_mut().zip(functions) {
+        tool.function = Some(Arc::new(function));
+    }
+    Ok(tools)
 }

@@ -11,6 +11,7 @@ use super::abi::catalog::Described;
 use super::call::timeout;
 use super::code::{Code, check_header};
 use super::declarations::{check_declarations, differences};
+use super::dynamic::loaded_tools;
 use super::manifest::{Manifest, ManifestKey};
 use super::offered::Offered;
 use super::{CodeState, Inner, LoadedTool, Plugin, PluginOptions, reuse};
@@ -27,10 +28,15 @@ impl Plugin {
     /// from its manifest instead, and its code loads in the background (see
     /// [`Plugin::from_bytes`]).
     ///
+    /// A component that does not export the toolhost contract loads as a
+    /// toolset of its exported functions (see `dynamic`): those that cannot
+    /// be tools are left out, each with a warning.
+    ///
     /// # Errors
     /// A [`LoadError`] naming the file and what is wrong: not WebAssembly, a core
-    /// module, truncated, another world, an unsupported version, missing imports,
-    /// failing declarations, or an invalid tool name or schema.
+    /// module, truncated, another world with no function that can be a tool, an
+    /// unsupported version, missing imports (named), failing declarations, or
+    /// an invalid tool name or schema.
     pub async fn load(
         engine: &Engine,
         path: impl AsRef<Path>,
@@ -156,6 +162,20 @@ impl Plugin {
         grants: Grants,
         key: Option<&ManifestKey>,
     ) -> Result<Self, LoadError> {
+        let linked = code.current();
+        if linked.exports.is_none() {
+            // Any other component: its exported functions are its tools,
+            // known from its types alone (no manifest: nothing to ask it).
+            let limits = engine.config().load_limits();
+            let name = plugin_display_name(&path, options);
+            let tools = loaded_tools(&path, &name, linked.pre.component(), limits)?;
+            let code = tokio::sync::OnceCell::new_with(Some(Ok(code)));
+            let parts = (grants, imports, tools, Offered::default());
+            let plugin = Self::assemble(engine, &path, options, parts, code, None);
+            plugin.note_ungranted();
+            return Ok(plugin);
+        }
+        drop(linked);
         let (declarations, catalog) =
             Self::loader(engine, &path, &options.limits, &grants, &imports, &code)
                 .read_declarations()

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
 mod any_component;
+mod any_component_calls;
 mod auth;
 mod cache;
 mod caller;

@@ -1,16 +1,33 @@
 //! Test plugin `other-world`: a component of a world other than
-//! `toolhost:plugin/plugin`, which the host must refuse as "not a toolhost plugin".
+//! `toolhost:plugin/plugin` whose exported functions cannot be tools (they
+//! make and use a resource), which the host must refuse as "not a toolhost
+//! plugin". (A component whose functions can be tools loads as a toolset:
+//! see `any-component`.)
 
 mod bindings {
     wit_bindgen::generate!({
-        inline: "package other:thing@1.0.0; world thing { export hello: func() -> string; }",
+        inline: "package other:thing@1.0.0;
+                 interface greeter { resource hello { constructor(); greet: func() -> string; } }
+                 world thing { export greeter; }",
     });
 }
 
+use bindings::exports::other::thing::greeter::{Guest, GuestHello};
+
 struct Thing;
 
-impl bindings::Guest for Thing {
-    fn hello() -> String {
+impl Guest for Thing {
+    type Hello = Hello;
+}
+
+struct Hello;
+
+impl GuestHello for Hello {
+    fn new() -> Self {
+        Self
+    }
+
+    fn greet(&self) -> String {
         "hello from another world".to_owned()
     }
 }
