@@ -99,14 +99,17 @@ pub(in crate::mcp) async fn subscribe(
         }
         uris.insert(request.uri);
     }
-    let (Some(engine), Some(peer)) = (engine, session.peer()) else {
+    let Some(engine) = engine else {
         return Ok(());
     };
+    // The request's own peer: the session's is set by `notifications/initialized`,
+    // whose handler may not have run yet when a prompt client subscribes.
+    let peer = context.peer.clone();
     if subscriptions.forwarding.swap(true, Ordering::AcqRel) {
         return Ok(());
     }
     let mut updates = engine.resource_updates();
-    let (subscriptions, ended, peer) = (Arc::clone(subscriptions), ended.clone(), peer.clone());
+    let (subscriptions, ended) = (Arc::clone(subscriptions), ended.clone());
     tokio::spawn(async move {
         loop {
             let update = tokio::select! {
