@@ -25,6 +25,8 @@ use crate::plugin;
 
 mod catalog;
 
+use catalog::{completions, declared, prompts, reads};
+
 /// A 1×1 red RGBA PNG: what every build's `pixel` returns.
 const PIXEL_PNG: [u8; 70] = [
     0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
@@ -520,7 +522,8 @@ macro_rules! suite {
                 language: super::Language::$language,
             };
             suite!(@checks declarations, nested_objects, defaults, enums, tool_errors, bugs,
-                streams, binary_parts, invocation_state, call_ids, caller, bare_results_are_wrapped);
+                streams, binary_parts, invocation_state, call_ids, caller, bare_results_are_wrapped,
+                declared, reads, prompts, completions);
         }
     )*};
     (@checks $($check:ident),*) => {$(

@@ -2,7 +2,7 @@
 //! (resources, templates, prompts), reads, gets and completions, each in a
 //! fresh instance as a client's request is. Every language's conformance
 //! plugin declares the same catalog (`catalog.rs` in Rust, `catalog.py`,
-//! `catalog.js`, `catalog.c`, `catalog.go`), each a line in [`catalog_suite!`].
+//! `catalog.js`, `catalog.c`, `catalog.go`), its checks run for each build by `conformance.rs`'s `suite!`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ fn text(uri: &str, mime_type: &str, text: &str) -> ResourceContents {
 }
 
 /// What the plugin declares, as the host lists it.
-async fn declared(build: Build) {
+pub(super) async fn declared(build: Build) {
     let plugin = build.load().await;
     let resources: Vec<_> = plugin.resources().iter().map(|r| r.uri.as_str()).collect();
     assert_eq!(
@@ -100,7 +100,7 @@ async fn declared(build: Build) {
 
 /// Reads: text and bytes with the declared MIME type, several contents, the
 /// request's IDs and caller, a failure, templates' variables, unknown URIs.
-async fn reads(build: Build) {
+pub(super) async fn reads(build: Build) {
     let set = set(build).await;
     let cx = Context::new();
     let read = |uri: &'static str| {
@@ -190,7 +190,7 @@ async fn reads(build: Build) {
 
 /// Gets: arguments, roles and a description; an embedded resource, an
 /// image and JSON; a prompt's own refusal; unknown prompts.
-async fn prompts(build: Build) {
+pub(super) async fn prompts(build: Build) {
     let set = set(build).await;
     let cx = Context::new();
     let greet = set
@@ -279,7 +279,7 @@ async fn prompts(build: Build) {
 
 /// Completions: by prefix with a total, from the context, cut at 100 with
 /// more said, and none where the plugin offers none.
-async fn completions(build: Build) {
+pub(super) async fn completions(build: Build) {
     let set = set(build).await;
     let cx = Context::new();
     let none = BTreeMap::new();
@@ -324,31 +324,4 @@ async fn completions(build: Build) {
     ] {
         assert_eq!(complete(target, argument, "").await, Completion::default());
     }
-}
-
-/// One `#[tokio::test]` per check, for each build that declares the catalog.
-macro_rules! catalog_suite {
-    ($($module:ident: $path:expr, $language:ident;)*) => {$(
-        mod $module {
-            const BUILD: super::Build = super::Build {
-                path: $path,
-                language: super::super::Language::$language,
-            };
-            catalog_suite!(@checks declared, reads, prompts, completions);
-        }
-    )*};
-    (@checks $($check:ident),*) => {$(
-        #[tokio::test]
-        async fn $check() {
-            super::$check(BUILD).await;
-        }
-    )*};
-}
-
-catalog_suite! {
-    rust: toolhost_test_plugins::CONFORMANCE, Rust;
-    python: toolhost_test_plugins::CONFORMANCE_PY, Python;
-    js: toolhost_test_plugins::CONFORMANCE_JS, Js;
-    c: toolhost_test_plugins::CONFORMANCE_C, C;
-    go: toolhost_test_plugins::CONFORMANCE_GO, Go;
 }
