@@ -137,7 +137,9 @@ struct Foreign {
 }
 
 /// The language of a guest directory without a `Cargo.toml`, by its entry file;
-/// `xtask/src/main.rs` (`Language::of`) uses the same rules.
+/// `xtask/src/guests.rs` (`Language::of`) uses the same rules. A guest with a
+/// `wit/` directory of its own (`any-component-py`, `any-component-js`) is
+/// built against that WIT without the toolhost SDK, but listed the same way.
 fn language_of(dir: &Path) -> Option<&'static str> {
     [
         ("app.py", "python"),

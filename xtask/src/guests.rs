@@ -4,6 +4,13 @@
 //! with componentize-qjs, C with clang and Go with Go's `wasip1` port (both
 //! then adapted to preview 2), with toolchains pinned by the repo. The host
 //! tests load them from there (`toolhost_test_plugins::POLYGLOT`).
+//!
+//! A guest is built against the toolhost SDK and its WIT (`wit/` at the root,
+//! world `catalog-plugin`) unless it has a `wit/` directory of its own: then it
+//! is a component of its own WIT and no SDK (issue 34, "any component is a
+//! toolset"), built against that directory alone, for the world that WIT
+//! defines (it must define exactly one). Only Python and JavaScript guests may
+//! do that (`tests/plugins/any-component-py`, `tests/plugins/any-component-js`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -49,6 +56,15 @@ pub(crate) struct Guest {
     language: Language,
     /// Under `plugins/` (an example) rather than `tests/plugins/`.
     pub(crate) example: bool,
+}
+
+impl Guest {
+    /// The guest's own WIT directory (`<guest>/wit`), if it has one: then it
+    /// is built against that alone, without the toolhost SDK.
+    fn own_wit(&self) -> Option<PathBuf> {
+        let wit = self.dir.join("wit");
+        wit.is_dir().then_some(wit)
+    }
 }
 
 /// Every non-Rust guest under `tests/plugins/` and `plugins/`, by name.
@@ -100,11 +116,18 @@ pub(crate) fn build(names: &[String]) -> Result<Vec<(String, PathBuf)>> {
     {
         let wasm = out.join(format!("{}.wasm", guest.name));
         let started = std::time::Instant::now();
-        match guest.language {
-            Language::Python => build_python(guest, &wasm)?,
-            Language::Js => build_js(guest, &wasm)?,
-            Language::C => build_c(guest, &wasm)?,
-            Language::Go => build_go(guest, &wasm)?,
+        match (guest.language, guest.own_wit()) {
+            (Language::Python, Some(wit)) => build_python_own_wit(guest, &wit, &wasm)?,
+            (Language::Js, Some(wit)) => build_js_own_wit(guest, &wit, &wasm)?,
+            (language @ (Language::C | Language::Go), Some(_)) => bail!(
+                "{}: a {language:?} guest cannot have a WIT of its own (only Python and \
+                 JavaScript guests can)",
+                guest.dir.display()
+            ),
+            (Language::Python, None) => build_python(guest, &wasm)?,
+            (Language::Js, None) => build_js(guest, &wasm)?,
+            (Language::C, None) => build_c(guest, &wasm)?,
+            (Language::Go, None) => build_go(guest, &wasm)?,
         }
         let size = std::fs::metadata(&wasm).map(|m| m.len()).unwrap_or(0);
         eprintln!(
@@ -177,6 +200,50 @@ fn build_python(guest: &Guest, wasm: &Path) -> Result<()> {
         .arg(wasm)
         // Keep the sources free of __pycache__ (it would also look like a change).
         .env("PYTHONDONTWRITEBYTECODE", "1"))
+}
+
+/// A Python guest of its own WIT (`wit`, no SDK): componentize-py wraps its
+/// `app` module and CPython into a component of the WIT's one world.
+fn build_python_own_wit(guest: &Guest, wit: &Path, wasm: &Path) -> Result<()> {
+    let requirements = root().join("guest-sdk/python/requirements-build.txt");
+    if up_to_date(wasm, &[guest.dir.clone(), requirements.clone()]) {
+        eprintln!("xtask: {} is up to date", wasm.display());
+        return Ok(());
+    }
+    let python = venv("guest-venv", &requirements)?;
+    run(Command::new(python.with_file_name("componentize-py"))
+        .current_dir(root())
+        .arg("-d")
+        .arg(wit)
+        .args(["componentize", "-p"])
+        .arg(&guest.dir)
+        .arg("app")
+        .arg("-o")
+        .arg(wasm)
+        .env("PYTHONDONTWRITEBYTECODE", "1"))
+}
+
+/// A JavaScript guest of its own WIT (`wit`, no SDK): componentize-qjs
+/// wizer-initializes QuickJS with its `app.js` (and the modules it imports
+/// from its directory) for the WIT's one world, without the component-model
+/// async ABI.
+fn build_js_own_wit(guest: &Guest, wit: &Path, wasm: &Path) -> Result<()> {
+    let sdk = root().join("guest-sdk/js");
+    let lock = sdk.join("package-lock.json");
+    if up_to_date(wasm, &[guest.dir.clone(), lock]) {
+        eprintln!("xtask: {} is up to date", wasm.display());
+        return Ok(());
+    }
+    let componentize = js_toolchain(&sdk)?.join("node_modules/.bin/componentize-qjs");
+    run(Command::new(componentize)
+        .arg("--wit")
+        .arg(wit)
+        .args(["--sync", "--js"])
+        .arg(guest.dir.join("app.js"))
+        .arg("--module-root")
+        .arg(&guest.dir)
+        .arg("-o")
+        .arg(wasm))
 }
 
 /// The JavaScript SDK's modules (`guest-sdk/js`), staged beside `app.js`:
