@@ -1,5 +1,7 @@
 """Shared set-up of the interop tests: the example plugins in one directory, and
-their tools as a real MCP client lists them from `toolhost serve` (stdio).
+their tools as a real MCP client lists them from `toolhost serve` (stdio); the
+component toolsets (any component's exported functions as tools, issue 34),
+listed the same way, one component at a time.
 
 Environment (`cargo xtask interop-test` sets all three):
 - `TOOLHOST_BIN`: the `toolhost` binary [default: `$CARGO_TARGET_DIR/debug/toolhost`].
@@ -108,14 +110,13 @@ def cache_dir() -> Path:
     return home() / ".cache" / "toolhost"
 
 
-@functools.cache
-def example_tools() -> tuple[types.Tool, ...]:
-    """Every example tool, as `tools/list` on `toolhost serve` answers it."""
+def _listing(plugins: Path) -> tuple[types.Tool, ...]:
+    """The tools of a plugins directory, as `tools/list` on `toolhost serve` answers it."""
 
     async def listing() -> tuple[types.Tool, ...]:
         params = StdioServerParameters(
             command=str(toolhost_bin()),
-            args=["--plugins", str(plugins_dir()), "--cache-dir", str(cache_dir()), "serve"],
+            args=["--plugins", str(plugins), "--cache-dir", str(cache_dir()), "serve"],
         )
         with anyio.fail_after(LIST_S):
             async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -123,6 +124,44 @@ def example_tools() -> tuple[types.Tool, ...]:
                 return tuple((await session.list_tools()).tools)
 
     return anyio.run(listing)
+
+
+@functools.cache
+def example_tools() -> tuple[types.Tool, ...]:
+    """Every example tool, as `tools/list` on `toolhost serve` answers it."""
+    return _listing(plugins_dir())
+
+
+#: The component toolsets (issue 34): components of a WIT of their own, built
+#: without any toolhost SDK (`tests/plugins/NAME`), by where their build puts
+#: them: the Rust one in `TOOLHOST_GUESTS`, the others in `TOOLHOST_POLYGLOT`.
+COMPONENTS = {"any-component": "guests", "any-component-js": "polyglot", "any-component-py": "polyglot"}
+
+
+def component_files() -> dict[str, Path]:
+    """Each component toolset's built file; one not built is an error, not a skip."""
+    files = {
+        name: guests_dir() / f"{name.replace('-', '_')}.wasm" if home == "guests" else polyglot_dir() / f"{name}.wasm"
+        for name, home in COMPONENTS.items()
+    }
+    missing = [str(f) for f in files.values() if not f.is_file()]
+    if missing:
+        raise RuntimeError(f"component toolsets not built: {', '.join(missing)}; run `cargo xtask interop-test`")
+    return files
+
+
+@functools.cache
+def component_tools() -> dict[str, tuple[types.Tool, ...]]:
+    """Each component toolset's tools, as `tools/list` on a `toolhost serve` of
+    that component alone answers it (so every tool is known by its component,
+    and a component that fails to load lists nothing)."""
+    tools = {}
+    for name, file in component_files().items():
+        plugins = scratch() / "components" / name
+        plugins.mkdir(parents=True)
+        shutil.copy(file, plugins / file.name)
+        tools[name] = _listing(plugins)
+    return tools
 
 
 def snippet_env() -> dict[str, str]:

@@ -1,9 +1,10 @@
 //! `cargo xtask interop-test [PYTEST ARGS]`: the interop tests
 //! (`tests/interop`): the agent frameworks' own code from PyPI (google-genai,
 //! Google ADK, LangChain's MCP adapters, the OpenAI Agents SDK) on the example
-//! plugins: their schema converters on every tool's `inputSchema`, and the
-//! snippets of `docs/frameworks.md` against `toolhost serve`. Offline; extra
-//! arguments go to pytest.
+//! plugins: their schema converters on every tool's `inputSchema` (and on the
+//! component toolsets' `outputSchema`s, issue 34), and the snippets of
+//! `docs/frameworks.md` against `toolhost serve`. Offline; extra arguments go
+//! to pytest.
 
 use anyhow::Result;
 
@@ -23,7 +24,8 @@ pub(crate) fn test(pytest_args: Vec<String>) -> Result<()> {
         &root().join("tests/interop/requirements.txt"),
     )?;
     // Every guest in other languages than Rust, not only the examples: the
-    // agreement test also checks the Go and C conformance plugins. (Only what
+    // agreement test also checks the Go and C conformance plugins, and the
+    // schema tests the JavaScript and Python component toolsets. (Only what
     // changed is rebuilt.)
     guests::build(&[])?;
     let polyglot = target_dir().join("polyglot");
