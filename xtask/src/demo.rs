@@ -1,7 +1,7 @@
 //! `cargo xtask demo`: build the Rust example plugins and the `toolhost` CLI,
 //! then list and call tools, one command at a time, as a reader would.
 
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 
 use anyhow::Result;
 
@@ -47,6 +47,28 @@ pub(crate) fn show() -> Result<()> {
         .arg(&dir)
         .args(["call", "evaluate", r#"{"expression": 42}"#])
         .status()?;
-    eprintln!("(exit status {status})");
+    eprintln!("{}", exit_note(status));
     Ok(())
+}
+
+/// How the demo shows a command's exit: `(exit status: 1)`, as the shell
+/// would word it (`ExitStatus`'s own text already says "exit status").
+fn exit_note(status: ExitStatus) -> String {
+    format!("({status})")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::exit_note;
+
+    #[test]
+    fn a_failed_command_says_exit_status_once() {
+        let status = Command::new("sh")
+            .args(["-c", "exit 1"])
+            .status()
+            .expect("sh runs");
+        assert_eq!(exit_note(status), "(exit status: 1)");
+    }
 }
