@@ -44,6 +44,8 @@ enum Contents {
     Text(String),
     /// Bytes written as they are.
     Binary(&'static [u8]),
+    /// The Rust project's `Cargo.lock` ([`cargo_lock`]).
+    CargoLock,
 }
 
 fn file(path: &'static str, text: impl Into<String>) -> File {
@@ -122,6 +124,11 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                 ".cargo/config.toml",
                 "[build]\ntarget = \"wasm32-wasip2\"\n",
             ),
+            File {
+                path: "Cargo.lock",
+                contents: Contents::CargoLock,
+                executable: false,
+            },
             file(
                 "src/lib.rs",
                 include_str!("../../templates/rust/lib.rs.tmpl"),
@@ -328,6 +335,45 @@ fn files(lang: Lang) -> Result<Vec<File>> {
     Ok(files)
 }
 
+/// The Rust project's `Cargo.lock`: the dependency versions this repository
+/// builds and tests the Rust SDK with (`templates/rust/Cargo.lock`, the
+/// workspace's lock trimmed to the project's dependencies), plus the
+/// project's own package where cargo sorts it, so that a first build resolves
+/// nothing new (it builds offline from crates already downloaded) and
+/// `cargo build --locked` holds. `Cargo.toml.tmpl`'s dependencies are listed
+/// here too: a test checks the two agree.
+///
+/// To refresh the template after the workspace's versions change: write a
+/// project with `toolhost new x --lang rust`, copy the workspace's
+/// `Cargo.lock` into it, run `cargo metadata --offline --format-version 1`
+/// there (cargo trims the lock to the project), and save the result without
+/// the `x` package as `templates/rust/Cargo.lock`.
+fn cargo_lock(name: &str) -> String {
+    const DEPENDENCIES: &str = include_str!("../../templates/rust/Cargo.lock");
+    let root = format!(
+        "[[package]]\n\
+         name = \"{name}\"\n\
+         version = \"0.1.0\"\n\
+         dependencies = [\n \"schemars\",\n \"serde\",\n \"serde_json\",\n \"toolhost-guest\",\n]"
+    );
+    // A header, then one `[[package]]` block per package, sorted by name.
+    let mut blocks: Vec<&str> = DEPENDENCIES.split("\n\n").map(str::trim_end).collect();
+    let named = |block: &str| {
+        block
+            .lines()
+            .find_map(|line| line.strip_prefix("name = \""))
+            .and_then(|rest| rest.strip_suffix('"'))
+            .map(str::to_owned)
+    };
+    let at = blocks
+        .iter()
+        .skip(1)
+        .position(|block| named(block).is_some_and(|other| other.as_str() > name))
+        .map_or(blocks.len(), |i| i + 1);
+    blocks.insert(at, &root);
+    blocks.join("\n\n") + "\n"
+}
+
 /// `package.json` and `package-lock.json`: the JS SDK's pinned toolchain, renamed.
 fn js_package() -> Result<(String, String)> {
     let mut package: Value =
@@ -496,6 +542,7 @@ pub(crate) fn create(name: &str, lang: Lang, dir: &Path) -> Result<PathBuf> {
                     .replace("{{go_module}}", &go_module),
             ),
             Contents::Binary(bytes) => std::fs::write(&path, bytes),
+            Contents::CargoLock => std::fs::write(&path, cargo_lock(name)),
         };
         written.with_context(|| format!("writing {}", path.display()))?;
         if file.executable {
@@ -563,14 +610,14 @@ mod tests {
         for lang in Lang::value_variants().iter().copied() {
             let root = create("my-tools", lang, &scratch.join(format!("{lang:?}"))).unwrap();
             for file in files(lang).unwrap() {
-                let Contents::Text(_) = file.contents else {
+                if let Contents::Binary(_) = file.contents {
                     let written = std::fs::read(root.join(file.path)).unwrap();
                     assert_eq!(written, ADAPTER, "{lang:?} {}", file.path);
                     // The build needs it: git must not ignore it as an output.
                     let ignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
                     assert!(!ignore.lines().any(|l| l == "*.wasm"), "{lang:?}: {ignore}");
                     continue;
-                };
+                }
                 let text = std::fs::read_to_string(root.join(file.path)).unwrap();
                 for placeholder in [
                     "{{name}}",
@@ -605,6 +652,44 @@ mod tests {
             bindings.contains("replace toolhost.local/my-tools => ../..\n"),
             "{bindings}"
         );
+        std::fs::remove_dir_all(&scratch).unwrap();
+    }
+
+    /// The Rust project's lock is complete and current for its manifest
+    /// (`cargo metadata --locked --offline`: cargo would neither change it nor
+    /// fetch anything to resolve it), wherever the project's name sorts, and
+    /// pins the versions the workspace builds the SDK with.
+    #[test]
+    fn the_rust_project_ships_a_current_cargo_lock() {
+        let scratch =
+            std::env::temp_dir().join(format!("toolhost-new-lock-{}", std::process::id()));
+        let workspace_lock =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock"))
+                .unwrap();
+        for name in ["aaa", "my-tools", "zzz"] {
+            let root = create(name, Lang::Rust, &scratch).unwrap();
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let checked = std::process::Command::new(cargo)
+                .args(["metadata", "--locked", "--offline", "--format-version", "1"])
+                .current_dir(&root)
+                .output()
+                .unwrap();
+            assert!(
+                checked.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&checked.stderr)
+            );
+            let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
+            assert!(lock.contains(&format!("name = \"{name}\"")), "{lock}");
+            for block in lock.split("\n\n").filter(|b| b.contains("source = ")) {
+                let pinned = block.lines().take(3).collect::<Vec<_>>().join("\n");
+                assert!(
+                    workspace_lock.contains(&pinned),
+                    "the workspace does not build {pinned}: refresh templates/rust/Cargo.lock \
+                     (see `cargo_lock`)"
+                );
+            }
+        }
         std::fs::remove_dir_all(&scratch).unwrap();
     }
 }
