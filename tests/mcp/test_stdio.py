@@ -14,7 +14,6 @@ from anyio.streams.text import TextReceiveStream
 
 from conftest import CALL_S, STARTUP_S, Launch, PluginsFactory, server_env
 from scenarios import *  # noqa: F403 (every shared scenario, run over stdio)
-from scenarios import error, ok
 
 pytestmark = pytest.mark.anyio
 
@@ -271,21 +270,3 @@ async def test_eof_cancels_running_calls_and_answers_them(
         stderr = (tmp_path / "stderr.log").read_text()
         assert "the client closed its end" in stderr, stderr
         assert "timed out draining" not in stderr, stderr
-
-
-async def test_a_component_of_its_own_wit_is_a_toolset(launch: Launch, make_plugins: PluginsFactory) -> None:
-    """`any-component` (plain wit-bindgen, no toolhost SDK; issue 34): its exported
-    functions are tools with exact schemas, called like any other."""
-    async with launch(make_plugins("any_component")) as server, server.connect() as client:
-        tools = await client.tools()
-        translate = tools["shapes__translate"]
-        assert translate.input_schema["properties"]["dx"] == {"type": "integer", "minimum": -128, "maximum": 127}
-        assert translate.output_schema is not None and translate.output_schema["required"] == ["x", "y"]
-        moved = await client.call("shapes__translate", {"p": {"x": 1, "y": 2}, "dx": 3, "dy": -4})
-        assert ok(moved) == {"x": 4, "y": -2}
-        assert moved.structured_content == {"x": 4, "y": -2}
-        assert ok(await client.call("greet", {"name": "Ada"})) == {"result": "hello, Ada"}
-        text = error(await client.call("shapes__divide", {"a": 7, "b": 0}))
-        assert '{"dividend":7,"reason":"division by zero"}' in text, text
-        text = error(await client.call("shapes__translate", {"p": {"x": 1, "y": 2}, "dx": 300, "dy": 0}))
-        assert text.startswith("invalid arguments for `shapes__translate`") and "/dx" in text, text
