@@ -97,6 +97,21 @@ async def test_bearer_token(launch: Launch, make_plugins: PluginsFactory) -> Non
         assert any(isinstance(e, MCPError) for e in leaves(refused.value)), refused.value
 
 
+async def test_a_static_token_refusal_names_its_realm(launch: Launch, make_plugins: PluginsFactory) -> None:
+    # RFC 6750: a realm, and an error code only when a token was given. A bare
+    # `Bearer` sends clients such as the MCP Inspector looking for OAuth.
+    async with launch(make_plugins("echo"), env={"TOOLHOST_MCP_TOKEN": "secret"}) as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            for headers, challenge in [
+                ({}, 'Bearer realm="toolhost"'),
+                ({"Authorization": "Basic c2VjcmV0"}, 'Bearer realm="toolhost"'),
+                ({"Authorization": "Bearer wrong"}, 'Bearer realm="toolhost", error="invalid_token"'),
+            ]:
+                response = await http.post(server.url, json=INITIALIZE, headers=BASE | headers)
+                assert response.status_code == 401, (headers, response.status_code)
+                assert response.headers.get_list("www-authenticate") == [challenge], (headers, response.headers)
+
+
 def leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in leaves(inner)]

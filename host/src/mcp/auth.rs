@@ -245,7 +245,7 @@ pub(super) async fn authenticate(
             REFUSALS.note(&error);
             let challenge = match authenticator.protected_resource() {
                 Some(resource) => resource.challenge(&error),
-                None => axum::http::HeaderValue::from_static("Bearer"),
+                None => challenge(&error),
             };
             let mut response = (
                 error.status(),
@@ -260,6 +260,27 @@ pub(super) async fn authenticate(
                 );
             }
             Err(response)
+        }
+    }
+}
+
+/// The `WWW-Authenticate` value of a refusal by a scheme that is not OAuth
+/// (a static token, an embedder's own): RFC 6750's `Bearer` with a realm,
+/// and for credentials that were given but refused the error code (§3.1: a
+/// request without credentials gets none). A bare `Bearer` reads to clients
+/// such as the MCP Inspector as "this server speaks OAuth"; the realm and
+/// code say "present the token you were given".
+fn challenge(error: &AuthError) -> axum::http::HeaderValue {
+    use axum::http::HeaderValue;
+    match error {
+        AuthError::Missing | AuthError::Unavailable { .. } => {
+            HeaderValue::from_static(r#"Bearer realm="toolhost""#)
+        }
+        AuthError::Invalid | AuthError::InvalidToken { .. } => {
+            HeaderValue::from_static(r#"Bearer realm="toolhost", error="invalid_token""#)
+        }
+        AuthError::InsufficientScope { .. } => {
+            HeaderValue::from_static(r#"Bearer realm="toolhost", error="insufficient_scope""#)
         }
     }
 }
@@ -334,6 +355,29 @@ mod tests {
             assert_eq!(err, refused, "{given:?}");
         }
         assert_eq!(format!("{scheme:?}"), "StaticToken(<redacted>)");
+    }
+
+    #[test]
+    fn refusals_without_oauth_name_the_realm_and_the_error() {
+        let shown = |error: AuthError| challenge(&error).to_str().unwrap().to_owned();
+        // RFC 6750 §3.1: no error code when the request had no credentials.
+        assert_eq!(shown(AuthError::Missing), r#"Bearer realm="toolhost""#);
+        assert_eq!(
+            shown(AuthError::Invalid),
+            r#"Bearer realm="toolhost", error="invalid_token""#
+        );
+        assert_eq!(
+            shown(AuthError::InvalidToken {
+                reason: "expired".into()
+            }),
+            r#"Bearer realm="toolhost", error="invalid_token""#
+        );
+        assert_eq!(
+            shown(AuthError::InsufficientScope {
+                needed: vec!["tools".into()]
+            }),
+            r#"Bearer realm="toolhost", error="insufficient_scope""#
+        );
     }
 
     #[tokio::test]
