@@ -18,6 +18,7 @@ mod oci;
 mod report;
 mod serve;
 mod sources;
+mod stderr;
 
 use call::{call_tool, read_arguments};
 use clap::{Parser, Subcommand};
@@ -265,51 +266,17 @@ Logging:
   tracing's EnvFilter syntax: a level (error, warn, info, debug, trace), or
   comma-separated `target=level` directives. Default: warnings only, and for
   `serve` also each plugin's load, reload and removal (target toolhost::load)
-  and the drain of a stop (target toolhost::serve) at info. The commands that load plugins once (list, status, describe, call, read, prompt)
-  report load failures themselves, not in the log.
+  and the drain of a stop (target toolhost::serve) at info. The commands that
+  load plugins once (list, status, describe, call, read, prompt) report load
+  failures themselves, and write plain `warning: ...` lines; `serve`, and any
+  command run with TOOLHOST_LOG set, write tracing's timestamped lines. Tools
+  that several plugins offer are warned about by list, status and serve.
   Examples: TOOLHOST_LOG=debug, TOOLHOST_LOG=info,toolhost::plugin=debug";
-
-/// The log filter when `TOOLHOST_LOG` is not set: warnings; `serve` also
-/// logs each plugin's load, reload and removal, and one-shot commands leave
-/// load failures to their own output (one report per failure, not two).
-fn default_filter(command: &Command) -> &'static str {
-    match command {
-        Command::Serve { .. } => "warn,toolhost::load=info,toolhost::serve=info",
-        _ => "warn,toolhost::load=off",
-    }
-}
-
-/// Log fields as tracing's default formatter writes them (`message`, then
-/// `name=value`), with control characters escaped: text a plugin or a client
-/// chose (an error message, a tool name, a trap's backtrace) stays on its own
-/// log line and cannot forge another or drive the terminal.
-fn log_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
-    use tracing_subscriber::field::MakeExt as _;
-    tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
-        let value = format!("{value:?}");
-        let text = toolhost::escape_control(&value);
-        if field.name() == "message" {
-            write!(writer, "{text}")
-        } else {
-            write!(writer, "{field}={text}")
-        }
-    })
-    .delimited(" ")
-}
 
 /// Runs the CLI; prints a one-line error and exits non-zero on failure.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .fmt_fields(log_fields())
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new(default_filter(&cli.command))
-            }),
-        )
-        .init();
+    stderr::init(&cli.command);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -29,6 +29,7 @@ mod shared;
 mod signatures;
 mod sources;
 mod state;
+mod stderr;
 mod tiers;
 mod tools;
 mod toolsets;
