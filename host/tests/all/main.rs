@@ -4,6 +4,7 @@
 
 mod any_component;
 mod any_component_calls;
+mod any_component_polyglot;
 mod auth;
 mod cache;
 mod caller;
