@@ -4,6 +4,7 @@
 use serde_json::{Map, Number, Value};
 
 pub mod dialect;
+mod wording;
 
 /// A schema could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,7 +76,9 @@ impl Schema {
         &self.raw
     }
 
-    /// Every violation of `value`, each as `path: message`, worded for a model to fix.
+    /// Every violation of `value`, each as `path: message`, worded for a model
+    /// to fix: the path is a JSON pointer to the offending value (or missing or
+    /// unexpected key), and an unexpected key gets the closest allowed one.
     pub fn problems(&self, value: &Value) -> Vec<String> {
         // The common case first: `is_valid` stops at the first failure and
         // builds no error values.
@@ -85,18 +88,14 @@ impl Schema {
         let mut problems: Vec<String> = Vec::new();
         let mut more = 0_usize;
         for e in self.validator.iter_errors(value) {
-            if problems.len() == MAX_PROBLEMS {
-                more += 1;
-                continue;
+            for problem in wording::problems(&e, &self.raw) {
+                if problems.len() == MAX_PROBLEMS {
+                    more += 1;
+                    continue;
+                }
+                // A message quotes the value, which may be huge.
+                problems.push(crate::error::cut(problem, MAX_PROBLEM_BYTES));
             }
-            let path = e.instance_path().to_string();
-            let problem = if path.is_empty() {
-                e.to_string()
-            } else {
-                format!("{path}: {e}")
-            };
-            // A message quotes the value, which may be huge.
-            problems.push(crate::error::cut(problem, MAX_PROBLEM_BYTES));
         }
         if more > 0 {
             problems.push(format!("and {more} more problems"));
@@ -272,7 +271,53 @@ mod tests {
             "{problems:?}"
         );
         assert!(
-            problems.iter().any(|p| p.contains("\"item\"")),
+            problems
+                .iter()
+                .any(|p| p == "/item: required property is missing"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn an_unexpected_key_is_named_by_its_path_with_the_closest_allowed_key() {
+        let schema = Schema::input(
+            r##"{"type":"object","properties":{
+                "expression":{"type":"string"},
+                "point":{"$ref":"#/$defs/Point"}
+            },"additionalProperties":false,
+            "$defs":{"Point":{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":"integer"}},
+                "additionalProperties":false}}}"##,
+        )
+        .unwrap();
+        let mut problems =
+            schema.problems(&json!({"expresion": "1+1", "point": {"x": 1, "zz": 2}}));
+        problems.sort();
+        assert_eq!(
+            problems,
+            [
+                "/expresion: unexpected property; did you mean \"expression\"?",
+                "/point/zz: unexpected property (allowed: \"x\", \"y\")",
+            ],
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn type_errors_name_the_types_in_words() {
+        let schema = Schema::input(
+            r#"{"type":"object","properties":{
+                "n":{"type":["null","integer"]},
+                "s":{"type":"string"}
+            }}"#,
+        )
+        .unwrap();
+        let problems = schema.problems(&json!({"n": "x", "s": 42}));
+        assert_eq!(
+            problems,
+            [
+                "/n: \"x\" is not an integer or null",
+                "/s: 42 is not a string"
+            ],
             "{problems:?}"
         );
     }

@@ -306,6 +306,9 @@ async def test_bad_arguments_are_error_results(launch: Launch, make_plugins: Plu
         assert text.startswith("invalid arguments for `order`") and "/quantity" in text, text
         text = error(await client.call("order", {"item": "tea", "quantity": 1, "size": "huge"}))
         assert text.startswith("invalid arguments for `order`") and "/size" in text, text
+        # A misspelt key: its path, and the key it meant.
+        text = error(await client.call("evaluate", {"expresion": "1 + 1"}))
+        assert '/expresion: unexpected property; did you mean "expression"?' in text, text
         # The tool itself rejects arguments the schema allows.
         text = error(await client.call("evaluate", {"expression": "1 / 0"}))
         assert "division by zero" in text, text

@@ -93,7 +93,7 @@ pub(crate) fn test(only: &[String]) -> Result<()> {
         project.expect(
             "greet",
             r#"{"name": "Ada", "excitd": true}"#,
-            &Expected::Error("'excitd' was unexpected".to_owned()),
+            &Expected::Error("/excitd: unexpected property; did you mean \"excited\"?".to_owned()),
         )?;
         if lang == "python" {
             python_build_error(&project.dir, build_sh())?;
