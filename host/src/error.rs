@@ -3,6 +3,7 @@
 pub(crate) mod input;
 mod kind;
 mod load;
+mod toml_text;
 
 pub use load::LoadError;
 
@@ -110,8 +111,8 @@ impl ConfigError {
                 .unwrap_or_default();
             Self {
                 path: path.to_owned(),
-                key: None,
-                reason: format!("{at}{}", e.message()),
+                key: e.span().and_then(|span| toml_text::key_at(text, span.start)),
+                reason: format!("{at}{}", toml_text::plain_types(e.message())),
             }
         })
     }
