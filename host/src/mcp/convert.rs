@@ -264,7 +264,8 @@ pub(super) const CONFIRM_META: &str = "dev.toolhost/confirm";
 /// ([`ToolSpec::hints`]) become `annotations` (and its title the tool's
 /// `title`). A tool the confirmation layer gates carries `_meta`
 /// [`CONFIRM_META`]` = true` and `annotations.destructiveHint`: the plugin's
-/// own value if it gave one, else `true`. A tool with neither hints nor the
+/// own value if it gave one, else `true` unless the plugin marked it
+/// read-only (`readOnlyHint: true` wins). A tool with neither hints nor the
 /// mark carries no `annotations` and no `_meta`.
 pub(super) fn mcp_tool(name: String, spec: &ToolSpec) -> McpTool {
     let input = match &spec.input_schema {
@@ -291,9 +292,13 @@ pub(super) fn mcp_tool(name: String, spec: &ToolSpec) -> McpTool {
         meta.0.insert(CONFIRM_META.to_owned(), Value::Bool(true));
         tool.meta = Some(meta);
         // An operator who gates a tool treats it as one that may destroy,
-        // unless the plugin said otherwise itself.
-        let annotations = tool.annotations.get_or_insert_with(ToolAnnotations::new);
-        annotations.destructive_hint.get_or_insert(true);
+        // unless the plugin said otherwise itself, or said it is read-only:
+        // MCP gives `destructiveHint` a meaning only when `readOnlyHint` is
+        // false, so a read-only tool never gets both (docs/mcp.md).
+        if spec.hints.read_only != Some(true) {
+            let annotations = tool.annotations.get_or_insert_with(ToolAnnotations::new);
+            annotations.destructive_hint.get_or_insert(true);
+        }
     }
     tool
 }
@@ -385,6 +390,16 @@ mod tests {
         let marked = serde_json::to_value(mcp_tool("fs_read".into(), &spec)).unwrap();
         assert_eq!(marked["_meta"], json!({"dev.toolhost/confirm": true}));
         assert_eq!(marked["annotations"]["destructiveHint"], false);
+    }
+
+    #[test]
+    fn a_gated_read_only_tool_is_not_also_called_destructive() {
+        let mut spec = ToolSpec::new("look", "Looks.", json!({"type": "object"}));
+        spec.hints.read_only = Some(true);
+        spec.confirm = true;
+        let marked = serde_json::to_value(mcp_tool("look".into(), &spec)).unwrap();
+        assert_eq!(marked["_meta"], json!({"dev.toolhost/confirm": true}));
+        assert_eq!(marked["annotations"], json!({"readOnlyHint": true}));
     }
 
     #[test]
