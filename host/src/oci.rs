@@ -32,6 +32,7 @@ use std::str::FromStr;
 
 use sha2::{Digest as _, Sha256};
 
+mod answer;
 mod artifact;
 mod auth;
 mod client;
@@ -39,6 +40,7 @@ mod reference;
 mod signature;
 mod sources;
 
+pub use answer::{MAX_TAGS_SHOWN, Tags};
 pub use artifact::{ComponentError, ComponentNames, check_component};
 pub use auth::{Auth, docker_config_auth, registry_auth};
 pub use client::{Client, ClientOptions, Pulled, Pushed};
@@ -136,8 +138,9 @@ pub enum OciError {
         /// The registry (`host:port`).
         registry: String,
     },
-    /// The registry could not be reached, refused the request, or answered
-    /// with an error (not found, unauthorized, …).
+    /// The registry could not be reached, or answered with an error other
+    /// than the ones the variants below name (a server error, too many
+    /// requests, …).
     #[error("{action} {reference}: {message}")]
     Registry {
         /// What was being done: `pushing to`, `pulling`.
@@ -147,6 +150,113 @@ pub enum OciError {
         /// The client's error and its causes, on one line (cut at 4 KiB: a
         /// registry chooses part of it).
         message: String,
+    },
+    /// The repository has no such tag.
+    #[error(
+        "{action} {reference}: no tag {tag} in {repository}{}; the registry said: {said}",
+        tags_shown(tags.as_deref())
+    )]
+    NoTag {
+        /// What was being done: `pulling`, `resolving`.
+        action: &'static str,
+        /// The reference.
+        reference: String,
+        /// The repository, like `tools/text`.
+        repository: String,
+        /// The tag asked for.
+        tag: String,
+        /// The repository's tags, or `None` when they could not be listed
+        /// (boxed: the error stays small).
+        tags: Option<Box<Tags>>,
+        /// The registry's own words.
+        said: String,
+    },
+    /// The repository has no manifest of the digest a reference is pinned to.
+    #[error(
+        "{action} {reference}: no manifest {digest} in {repository}; the registry said: {said}"
+    )]
+    NoManifest {
+        /// What was being done.
+        action: &'static str,
+        /// The reference.
+        reference: String,
+        /// The repository.
+        repository: String,
+        /// The digest asked for.
+        digest: String,
+        /// The registry's own words.
+        said: String,
+    },
+    /// The registry has no such repository.
+    #[error(
+        "{action} {reference}: no repository {repository} in {registry}; the registry said: \
+         {said}"
+    )]
+    NoRepository {
+        /// What was being done.
+        action: &'static str,
+        /// The reference.
+        reference: String,
+        /// The registry (`host:port`).
+        registry: String,
+        /// The repository.
+        repository: String,
+        /// The registry's own words.
+        said: String,
+    },
+    /// The registry lacks a blob (the component or its config) that the
+    /// manifest names: its storage lost it, or a push did not finish.
+    #[error(
+        "{action} {reference}: the registry lacks {}that its manifest names (lost from its \
+         storage, or pushed incompletely: push the component again); the registry said: {said}",
+        blob.as_ref().map(|b| format!("the blob {b} ")).unwrap_or_else(|| "a blob ".to_owned())
+    )]
+    NoBlob {
+        /// What was being done.
+        action: &'static str,
+        /// The reference.
+        reference: String,
+        /// The blob, when the registry's answer names it.
+        blob: Option<Digest>,
+        /// The registry's own words.
+        said: String,
+    },
+    /// The registry wants credentials and none were given.
+    #[error(
+        "{action} {reference}: {registry} wants credentials and none were given (give a token \
+         with `--token-file FILE`, `token_file` in `[[sources]]` or `$TOOLHOST_REGISTRY_TOKEN`, \
+         or log in with `docker login {registry}`: docs/oci.md, Authentication); the registry \
+         said: {said}"
+    )]
+    NoCredentials {
+        /// What was being done.
+        action: &'static str,
+        /// The reference.
+        reference: String,
+        /// The registry (`host:port`).
+        registry: String,
+        /// The registry's own words.
+        said: String,
+    },
+    /// The registry refused the credentials given (or denied them this
+    /// repository).
+    #[error(
+        "{action} {reference}: {registry} refused the credentials given for {repository} \
+         (check the token, or the `docker login` of {registry}, and that it may {verb} \
+         {repository}: docs/oci.md, Authentication); the registry said: {said}",
+        verb = if action.starts_with("push") { "push to" } else { "pull" }
+    )]
+    CredentialsRefused {
+        /// What was being done.
+        action: &'static str,
+        /// The reference.
+        reference: String,
+        /// The registry (`host:port`).
+        registry: String,
+        /// The repository.
+        repository: String,
+        /// The registry's own words.
+        said: String,
     },
     /// What was received does not hash to the digest it should have.
     #[error("{what} of {reference} has digest {actual}, expected {expected}: refused")]
@@ -238,7 +348,38 @@ pub enum OciError {
     Client(String),
 }
 
+/// ` (tags: 1.0, 1.1, …)`, ` (it has no tags)`, or nothing when the tags
+/// could not be listed.
+fn tags_shown(tags: Option<&Tags>) -> String {
+    match tags {
+        None => String::new(),
+        Some(tags) if tags.shown.is_empty() => " (it has no tags)".to_owned(),
+        Some(tags) => format!(
+            " (tags: {}{})",
+            tags.shown.join(", "),
+            if tags.more { ", …" } else { "" }
+        ),
+    }
+}
+
 impl OciError {
+    /// Whether the registry could not be reached or answered with an error
+    /// (not found, credentials, a server error): worth asking again later,
+    /// unlike what it served being wrong (a digest mismatch, not a
+    /// component), which stays wrong.
+    pub fn is_registry(&self) -> bool {
+        matches!(
+            self,
+            Self::Registry { .. }
+                | Self::NoTag { .. }
+                | Self::NoManifest { .. }
+                | Self::NoRepository { .. }
+                | Self::NoBlob { .. }
+                | Self::NoCredentials { .. }
+                | Self::CredentialsRefused { .. }
+        )
+    }
+
     /// A registry error, with `error`'s causes on one line.
     fn registry(
         action: &'static str,
@@ -305,6 +446,62 @@ mod tests {
         assert_eq!(d.to_string().parse::<Digest>().unwrap(), d);
         assert!("sha256:E3B0".parse::<Digest>().is_err());
         assert!("sha512:00".parse::<Digest>().is_err());
+    }
+
+    #[test]
+    fn registry_answers_say_what_is_missing_or_refused() {
+        let no_tag = |shown: Option<&[&str]>, more| OciError::NoTag {
+            action: "pulling",
+            reference: "r.io/tools/text:9.9".into(),
+            repository: "tools/text".into(),
+            tag: "9.9".into(),
+            tags: shown.map(|shown| {
+                Box::new(Tags {
+                    shown: shown.iter().map(|t| (*t).to_owned()).collect(),
+                    more,
+                })
+            }),
+            said: "manifest unknown".into(),
+        };
+        let tags = Some(&["1.0", "1.1"][..]);
+        assert_eq!(
+            no_tag(tags, true).to_string(),
+            "pulling r.io/tools/text:9.9: no tag 9.9 in tools/text (tags: 1.0, 1.1, …); the \
+             registry said: manifest unknown"
+        );
+        assert!(
+            no_tag(tags, false)
+                .to_string()
+                .contains("(tags: 1.0, 1.1);")
+        );
+        assert!(
+            no_tag(Some(&[]), false)
+                .to_string()
+                .contains("(it has no tags);")
+        );
+        assert!(
+            no_tag(None, false)
+                .to_string()
+                .contains("in tools/text; the registry")
+        );
+        // Credentials that were given and refused (a registry that checks
+        // them is not among the test registries: distribution's `silly`
+        // controller takes any).
+        let refused = OciError::CredentialsRefused {
+            action: "pushing to",
+            reference: "r.io/tools/text:1.0".into(),
+            registry: "r.io".into(),
+            repository: "tools/text".into(),
+            said: "requested access to the resource is denied".into(),
+        };
+        let text = refused.to_string();
+        assert!(
+            text.contains("r.io refused the credentials given for tools/text"),
+            "{text}"
+        );
+        assert!(text.contains("that it may push to tools/text"), "{text}");
+        assert!(text.ends_with("the registry said: requested access to the resource is denied"));
+        assert!(refused.is_registry());
     }
 
     #[test]

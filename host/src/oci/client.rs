@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use sha2::{Digest as _, Sha256};
 
+use crate::oci::answer::{self, MAX_TAGS_SHOWN, Meaning};
 use crate::oci::artifact::config_json;
 use crate::oci::{
     Auth, DEFAULT_MAX_BYTES, Digest, MANIFEST_MEDIA_TYPE, OciError, Reference,
@@ -178,7 +180,9 @@ impl Client {
     /// [`OciError::NotComponent`] before anything is sent when `component`
     /// is not a WebAssembly component; [`OciError::NotWasmArtifact`] for a
     /// reference pinned to a digest (a push names a tag);
-    /// [`OciError::Registry`] when the registry cannot be reached or refuses.
+    /// [`OciError::NoCredentials`] or [`OciError::CredentialsRefused`] when
+    /// the registry wants other credentials; [`OciError::Registry`] when it
+    /// cannot be reached or refuses otherwise.
     pub async fn push(&self, reference: &Reference, component: &[u8]) -> Result<Pushed, OciError> {
         let names = check_component(component).map_err(|source| OciError::NotComponent {
             what: "what would be pushed".to_owned(),
@@ -215,28 +219,29 @@ impl Client {
 
         let target = reference.to_client();
         let auth = self.auth.to_client();
-        let failed = |e: oci_client::errors::OciDistributionError| {
-            OciError::registry("pushing to", reference, &e)
-        };
+        let action = "pushing to";
         self.inner
             .store_auth_if_needed(target.resolve_registry(), &auth)
             .await;
-        self.inner
+        let pushed = self
+            .inner
             .push_blob(&target, component.to_vec(), &layer_digest.to_string())
-            .await
-            .map_err(failed)?;
-        self.inner
+            .await;
+        self.answered(action, reference, pushed).await?;
+        let pushed = self
+            .inner
             .push_blob(&target, config, &config_digest.to_string())
-            .await
-            .map_err(failed)?;
-        self.inner
+            .await;
+        self.answered(action, reference, pushed).await?;
+        let pushed = self
+            .inner
             .push_manifest_raw(
                 &target,
                 manifest,
                 http::HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
             )
-            .await
-            .map_err(failed)?;
+            .await;
+        self.answered(action, reference, pushed).await?;
         Ok(Pushed {
             reference: reference.pinned(&manifest_digest),
             manifest_digest,
@@ -252,15 +257,17 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// [`OciError::Registry`] (unreachable, not found, unauthorized),
-    /// [`OciError::DigestMismatch`] when `reference` is pinned to another
+    /// [`OciError::NoTag`], [`OciError::NoManifest`],
+    /// [`OciError::NoRepository`], [`OciError::NoCredentials`],
+    /// [`OciError::CredentialsRefused`], [`OciError::Registry`] (unreachable,
+    /// any other error), [`OciError::DigestMismatch`] when `reference` is pinned to another
     /// digest, [`OciError::NotWasmArtifact`] when the digest is not SHA-256.
     pub async fn resolve(&self, reference: &Reference) -> Result<Digest, OciError> {
         let digest = self
             .inner
             .fetch_manifest_digest(&reference.to_client(), &self.auth.to_client())
-            .await
-            .map_err(|e| OciError::registry("resolving", reference, &e))?;
+            .await;
+        let digest = self.answered("resolving", reference, digest).await?;
         let digest: Digest = digest.parse().map_err(|_| OciError::NotWasmArtifact {
             reference: reference.to_string(),
             reason: format!(
@@ -287,7 +294,7 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// [`OciError::Registry`] (unreachable, not found, unauthorized),
+    /// What [`Client::resolve`] returns, [`OciError::NoBlob`],
     /// [`OciError::DigestMismatch`], [`OciError::NotWasmArtifact`],
     /// [`OciError::TooLarge`], [`OciError::NotComponent`].
     pub async fn pull(
@@ -297,14 +304,12 @@ impl Client {
     ) -> Result<Pulled, OciError> {
         let source = reference.to_client();
         let auth = self.auth.to_client();
-        let failed = |e: oci_client::errors::OciDistributionError| {
-            OciError::registry("pulling", reference, &e)
-        };
-        let (raw, _) = self
+        let action = "pulling";
+        let manifest = self
             .inner
             .pull_manifest_raw(&source, &auth, &[MANIFEST_MEDIA_TYPE])
-            .await
-            .map_err(failed)?;
+            .await;
+        let (raw, _) = self.answered(action, reference, manifest).await?;
         // oci-client checks the pin too; checked here as well, so the check
         // does not depend on a library's version.
         let manifest_digest = Digest::of(&raw);
@@ -348,11 +353,8 @@ impl Client {
             return Err(too_large(size));
         }
 
-        let mut stream = self
-            .inner
-            .pull_blob_stream(&source, layer)
-            .await
-            .map_err(failed)?;
+        let stream = self.inner.pull_blob_stream(&source, layer).await;
+        let mut stream = self.answered(action, reference, stream).await?;
         if let Some(length) = stream.content_length
             && length > size
         {
@@ -394,6 +396,109 @@ impl Client {
             layer_digest,
             bytes,
         })
+    }
+}
+
+impl Client {
+    /// `result`, its error said as what the registry's answer means when it
+    /// is one the host knows ([`answer`]): a missing tag (with the tags
+    /// there are), manifest, repository or blob, credentials missing or
+    /// refused; any other error as it is.
+    async fn answered<T>(
+        &self,
+        action: &'static str,
+        reference: &Reference,
+        result: Result<T, OciDistributionError>,
+    ) -> Result<T, OciError> {
+        let error = match result {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        let answer = answer::read(&error);
+        let said = answer.said;
+        let pulling = !action.starts_with("push");
+        Err(match answer.meaning {
+            Meaning::ManifestUnknown if pulling => match reference.digest() {
+                Some(digest) => OciError::NoManifest {
+                    action,
+                    reference: reference.to_string(),
+                    repository: reference.repository().to_owned(),
+                    digest: digest.to_string(),
+                    said,
+                },
+                None => self.no_tag(action, reference, said).await,
+            },
+            Meaning::NameUnknown => OciError::NoRepository {
+                action,
+                reference: reference.to_string(),
+                registry: reference.registry().to_owned(),
+                repository: reference.repository().to_owned(),
+                said,
+            },
+            Meaning::BlobUnknown => OciError::NoBlob {
+                action,
+                reference: reference.to_string(),
+                blob: answer.blob,
+                said,
+            },
+            Meaning::Unauthorized if self.auth == Auth::Anonymous => OciError::NoCredentials {
+                action,
+                reference: reference.to_string(),
+                registry: reference.registry().to_owned(),
+                said,
+            },
+            Meaning::Unauthorized => OciError::CredentialsRefused {
+                action,
+                reference: reference.to_string(),
+                registry: reference.registry().to_owned(),
+                repository: reference.repository().to_owned(),
+                said,
+            },
+            Meaning::ManifestUnknown | Meaning::Other => {
+                OciError::registry(action, reference, &error)
+            }
+        })
+    }
+
+    /// The tag of `reference` is not in its repository: say which tags are
+    /// (the first [`MAX_TAGS_SHOWN`]), or that the repository is not there
+    /// either. Listing is a courtesy: if it fails, the error says so alone.
+    async fn no_tag(&self, action: &'static str, reference: &Reference, said: String) -> OciError {
+        let listing = tokio::time::timeout(
+            self.transfer_timeout(),
+            self.inner.list_tags(
+                &reference.to_client(),
+                &self.auth.to_client(),
+                Some(MAX_TAGS_SHOWN + 1),
+                None,
+            ),
+        )
+        .await;
+        let tags = match listing {
+            Ok(Ok(response)) => Some(Box::new(answer::tags_shown(&response.tags))),
+            Ok(Err(error)) => {
+                let listed = answer::read(&error);
+                if listed.meaning == Meaning::NameUnknown {
+                    return OciError::NoRepository {
+                        action,
+                        reference: reference.to_string(),
+                        registry: reference.registry().to_owned(),
+                        repository: reference.repository().to_owned(),
+                        said: listed.said,
+                    };
+                }
+                None
+            }
+            Err(_elapsed) => None,
+        };
+        OciError::NoTag {
+            action,
+            reference: reference.to_string(),
+            repository: reference.repository().to_owned(),
+            tag: reference.tag().unwrap_or("latest").to_owned(),
+            tags,
+            said,
+        }
     }
 }
 

@@ -81,8 +81,8 @@ pub enum SourceError {
     Client {
         /// The source's name.
         name: String,
-        /// Why.
-        error: OciError,
+        /// Why (boxed: the error stays small).
+        error: Box<OciError>,
     },
     /// A source's token file cannot be read, or is empty.
     #[error("source `{name}`: the token file {path}: {reason}")]
@@ -99,8 +99,8 @@ pub enum SourceError {
     Keys {
         /// The source's name.
         name: String,
-        /// Why.
-        error: OciError,
+        /// Why (boxed: the error stays small).
+        error: Box<OciError>,
     },
     /// The directory of pulled components cannot be created or written.
     /// Its message includes the I/O error.
@@ -209,7 +209,7 @@ impl Sources {
             };
             let client = Client::new(&options).map_err(|error| SourceError::Client {
                 name: source.name.clone(),
-                error,
+                error: Box::new(error),
             })?;
             let keys = if source.public_keys.is_empty() {
                 None
@@ -217,7 +217,7 @@ impl Sources {
                 Some(
                     PublicKeys::read(&source.public_keys).map_err(|error| SourceError::Keys {
                         name: source.name.clone(),
-                        error,
+                        error: Box::new(error),
                     })?,
                 )
             };
@@ -379,7 +379,7 @@ fn auth(source: &Source) -> Result<Auth, SourceError> {
             },
             error => SourceError::Client {
                 name: source.name.clone(),
-                error,
+                error: Box::new(error),
             },
         }
     })
@@ -562,8 +562,8 @@ impl Entry {
             // answers; never refused for good: a signature may come later.
             match self.client.verify_signature(&pinned, keys).await {
                 Ok(_) => store.record_signed(&target, keys.fingerprint()).await,
-                Err(error @ OciError::Registry { .. })
-                    if store.signed(&target, keys.fingerprint()).await =>
+                Err(error)
+                    if error.is_registry() && store.signed(&target, keys.fingerprint()).await =>
                 {
                     stale = Some(format!(
                         "{error}; serving {target}, whose signature was verified before"
@@ -584,7 +584,7 @@ impl Entry {
             Err(error) => {
                 // A registry that cannot be reached is asked again at the
                 // next check; a version that is wrong stays refused.
-                let refuse = (!matches!(error, OciError::Registry { .. })).then(|| target.clone());
+                let refuse = (!error.is_registry()).then(|| target.clone());
                 return Err(Failure {
                     message: Some(error.to_string()),
                     refuse,
