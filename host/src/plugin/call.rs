@@ -401,7 +401,13 @@ impl Plugin {
             abi::ToolError::Failed(message) => CallError::Failed {
                 plugin: self.inner.name.to_string(),
                 tool: tool.to_owned(),
-                message: cut(message),
+                // A path outside every grant reads as a missing file: say so.
+                message: self.inner.grants.explain_file_error(
+                    &self.inner.name,
+                    tool,
+                    call_id,
+                    cut(message),
+                ),
             },
             abi::ToolError::UnknownTool(message) => CallError::InvalidOutput {
                 plugin: self.inner.name.to_string(),
@@ -476,6 +482,25 @@ impl Plugin {
         })
     }
 
+    /// A result checked against the tool's result schema, when it has one
+    /// (declared by the plugin, or a component function's, from its type).
+    pub(super) fn check_result(&self, tool: &LoadedTool, value: &Value) -> Result<(), CallError> {
+        let Some(schema) = &tool.output else {
+            return Ok(());
+        };
+        let problems = schema.problems(value);
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(self.invalid_output(
+            &tool.spec.name,
+            format!(
+                "it does not match its declared result schema: {}",
+                problems.join("; ")
+            ),
+        ))
+    }
+
     fn finish(
         &self,
         tool: &LoadedTool,
@@ -492,18 +517,7 @@ impl Plugin {
                 let value: Value = serde_json::from_str(&text).map_err(|e| {
                     self.invalid_output(name, format!("the JSON result is not valid JSON: {e}"))
                 })?;
-                if let Some(schema) = &tool.output {
-                    let problems = schema.problems(&value);
-                    if !problems.is_empty() {
-                        return Err(self.invalid_output(
-                            name,
-                            format!(
-                                "it does not match its declared result schema: {}",
-                                problems.join("; ")
-                            ),
-                        ));
-                    }
-                }
+                self.check_result(tool, &value)?;
                 let mut value = wrap_result(value);
                 if self.inner.grants.mask_value(&mut value) {
                     self.warn_leak(name, &call_id, "its result");

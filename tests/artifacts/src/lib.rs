@@ -18,6 +18,10 @@
 //! assert_eq!(&wasm[..8], b"\0asm\x0d\0\x01\0", "a component, not a core module");
 //! ```
 //!
+//! [`wit`] makes components from WIT text, with no toolhost SDK.
+//!
 //! The build needs the `wasm32-wasip2` target: `rustup target add wasm32-wasip2`.
 
 include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
+
+pub mod wit;

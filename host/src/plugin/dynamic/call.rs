@@ -117,18 +117,7 @@ impl Plugin {
     ) -> Result<Value, CallError> {
         let name = tool.spec.name.as_str();
         self.check_output_size(name, value.to_string().len() as u64)?;
-        if let Some(schema) = &tool.output {
-            let problems = schema.problems(&value);
-            if !problems.is_empty() {
-                return Err(self.invalid_output(
-                    name,
-                    format!(
-                        "it does not match its result schema: {}",
-                        problems.join("; ")
-                    ),
-                ));
-            }
-        }
+        self.check_result(tool, &value)?;
         if self.inner.grants.mask_value(&mut value) {
             self.warn_leak(name, call_id, "its result");
         }
