@@ -10,11 +10,12 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use toolhost::tool::ToolCall;
-use toolhost::{CallError, Plugin, PluginOptions};
-use toolhost_test_plugins::{ANY_COMPONENT_JS, ANY_COMPONENT_PY};
+use std::sync::OnceLock;
 
-use crate::engine;
+use toolhost::engine::Compilation;
+use toolhost::tool::ToolCall;
+use toolhost::{CallError, Engine, EngineConfig, Plugin, PluginOptions};
+use toolhost_test_plugins::{ANY_COMPONENT_JS, ANY_COMPONENT_PY};
 
 /// A plugins directory holding the component at `wasm` as `NAME.wasm`, and a
 /// compile cache of its own (so the calls after the first skip compiling).
@@ -303,13 +304,26 @@ fn the_cli_calls_every_function_of_a_componentize_py_component() {
     assert_refused(&stderr, "convert__length", &[], &["given/precision"]);
 }
 
+/// An engine of baseline code only: these tests are about loading and
+/// linking, and Winch compiles CPython or QuickJS in a fraction of the time
+/// Cranelift takes (the test binary's shared engine would compile optimized
+/// code too, in the background).
+fn baseline() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let mut config = EngineConfig::default();
+        config.cache_dir(None).compilation(Compilation::Baseline);
+        Engine::new(&config).expect("the engine starts")
+    })
+}
+
 /// Loads `path` with no grants at all.
 async fn deny_by_default(path: &str) -> Plugin {
     assert!(
         Path::new(path).is_file(),
         "{path} is missing: `cargo xtask guests` builds it"
     );
-    Plugin::load(engine(), path, &PluginOptions::default())
+    Plugin::load(baseline(), path, &PluginOptions::default())
         .await
         .unwrap_or_else(|e| panic!("{path} loads without grants: {e}"))
 }
