@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 mod ask;
 mod call;
@@ -15,6 +15,7 @@ mod dialects;
 mod inspect;
 mod new;
 mod oci;
+mod plugins;
 mod report;
 mod serve;
 mod sources;
@@ -22,6 +23,7 @@ mod stderr;
 
 use call::{call_tool, read_arguments};
 use clap::{Parser, Subcommand};
+use plugins::{Takes, plugins_dir};
 use report::{declaration, list, print_json, status};
 use serve::serve;
 use toolhost::config::UnmatchedName;
@@ -329,13 +331,6 @@ fn config(cli: &Cli) -> Result<Config> {
     }
 }
 
-fn plugins_dir(cli: &Cli, config: &Config) -> PathBuf {
-    cli.plugins
-        .clone()
-        .or_else(|| config.plugins.clone())
-        .unwrap_or_else(|| PathBuf::from("target/plugins"))
-}
-
 fn engine(cli: &Cli, config: &Config) -> Result<Engine> {
     let mut engine_config = EngineConfig::default();
     if cli.no_cache {
@@ -390,13 +385,7 @@ fn options(cli: &Cli, config: &Config) -> impl Fn(&str) -> PluginOptions + Send 
 }
 
 async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<Arc<PluginSet>> {
-    let dir = plugins_dir(cli, config);
-    if !dir.is_dir() {
-        bail!(
-            "plugins directory {} does not exist (build the examples with `cargo xtask plugins`, or pass --plugins DIR)",
-            dir.display()
-        );
-    }
+    let dir = plugins::checked(cli, config, Takes::DirOrFile)?;
     // A first load compiles every plugin; large ones (Python, JavaScript) take
     // seconds. A person at a terminal is told what is happening when it is
     // slow; a script or a pipe gets only the result (`TOOLHOST_LOG=info` logs
@@ -426,10 +415,16 @@ async fn load(cli: &Cli, config: &Config, engine: &Engine) -> Result<Arc<PluginS
     for failure in set.failures() {
         eprintln!("warning: {failure}");
     }
+    let mut failed_sources = 0;
     if let Some(sources) = sources::open(config, engine)? {
         let plugins = sources.load(engine, &options).await;
-        sources::warn_failed(&sources);
+        failed_sources = sources::warn_failed(&sources);
         set = set.with_plugins(plugins);
+    }
+    // Said before the command's own output, which is then empty.
+    let failed = set.failures().len() + failed_sources;
+    if let Some(why) = plugins::emptiness(&dir, set.plugins().len(), failed) {
+        eprintln!("warning: {why}");
     }
     Ok(Arc::new(set))
 }

@@ -193,17 +193,28 @@ fn ask(request: &toolhost::toolset::ConfirmationRequest) -> Result<Answer> {
 }
 
 /// Asks once on `output` and reads one line of `input`: `y` or `yes` (any
-/// case) runs the call; anything else, or the end of input, declines.
+/// case) runs the call; anything else, or the end of input, declines. A hint
+/// that is a question ("… Run it?") is the question asked; any other is
+/// followed by `Run it?`.
 fn ask_on(
     request: &toolhost::toolset::ConfirmationRequest,
     input: &mut impl std::io::BufRead,
     output: &mut impl Write,
 ) -> Result<Answer> {
-    write!(
-        output,
-        "toolhost: `{}` needs confirmation: {}\n  arguments: {}\nRun it? [y/N] ",
-        request.tool, request.hint, request.arguments
-    )?;
+    let hint = request.hint.trim();
+    if hint.ends_with('?') {
+        write!(
+            output,
+            "toolhost: `{}` needs confirmation\n  arguments: {}\n{hint} [y/N] ",
+            request.tool, request.arguments
+        )?;
+    } else {
+        write!(
+            output,
+            "toolhost: `{}` needs confirmation: {hint}\n  arguments: {}\nRun it? [y/N] ",
+            request.tool, request.arguments
+        )?;
+    }
     output.flush()?;
     let mut answer = String::new();
     input.read_line(&mut answer)?;

@@ -38,6 +38,13 @@ pub(super) async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Resu
             })
             .collect::<Vec<_>>()
     });
+    // A file the host can serve no tool from is not a plugin: the report is
+    // printed, and the command fails.
+    let unusable = plugin
+        .as_ref()
+        .err()
+        .filter(|_| exported.as_ref().is_none_or(|e| e.tools.is_empty()))
+        .map(|err| anyhow::anyhow!("{} is not a toolhost plugin: {err}", file.display()));
     if as_json {
         let tools = tools.as_ref().ok().map(|tools| {
             tools
@@ -49,7 +56,7 @@ pub(super) async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Resu
                 })
                 .collect::<Vec<_>>()
         });
-        return print_json(&json!({
+        print_json(&json!({
             "file": file,
             "toolhost_version": info.toolhost_version(),
             "imports": info.imports,
@@ -60,7 +67,8 @@ pub(super) async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Resu
             "prompts": plugin.as_ref().ok().map(|p| p.prompts()),
             "exported": exported.as_ref().map(exported_json),
             "error": plugin.as_ref().err().map(ToString::to_string),
-        }));
+        }))?;
+        return unusable.map_or(Ok(()), Err);
     }
     let mut out = std::io::stdout().lock();
     writeln!(out, "file:     {}", file.display())?;
@@ -145,7 +153,9 @@ pub(super) async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Resu
             if let Some(exported) = &exported {
                 exported_text(&mut out, exported)?;
             }
-            writeln!(out, "error:    {err}")?
+            if unusable.is_none() {
+                writeln!(out, "error:    {err}")?;
+            }
         }
     }
     if let Ok(plugin) = &plugin {
@@ -154,7 +164,7 @@ pub(super) async fn inspect(engine: &Engine, file: &Path, as_json: bool) -> Resu
     if std::io::stdout().is_terminal() {
         out.flush()?;
     }
-    Ok(())
+    unusable.map_or(Ok(()), Err)
 }
 
 /// The exported functions as tools, each with its dialects' verdicts, and

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolhost::toolset::LoadState;
 use toolhost::{Config, Context as Cx, Engine, PluginDir, PluginSet, ToolSpec, Toolset};
 
-use super::{Cli, options, plugins_dir, unmatched, warn_unmatched};
+use super::{Cli, options, unmatched, warn_unmatched};
 
 pub(super) async fn status(
     cli: &Cli,
@@ -17,10 +17,7 @@ pub(super) async fn status(
     engine: &Engine,
     as_json: bool,
 ) -> Result<()> {
-    let dir = plugins_dir(cli, config);
-    if !dir.is_dir() {
-        bail!("plugins directory {} does not exist", dir.display());
-    }
+    let dir = super::plugins::checked(cli, config, super::Takes::Dir("status"))?;
     let plugins = Arc::new(PluginDir::open_configured(engine, &dir, options(cli, config)).await?);
     let sources = super::sources::open(config, engine)?;
     if let Some(sources) = &sources {
@@ -227,45 +224,63 @@ pub(super) fn list(
         "PLUGIN".to_owned(),
         "TOOL".to_owned(),
         "LONG-RUNNING".to_owned(),
+        "STREAMS".to_owned(),
         "DESCRIPTION".to_owned(),
     ]];
+    let yes_no = |yes: bool| if yes { "yes" } else { "no" }.to_owned();
     for t in &tools {
-        let mut description = t.spec.description.lines().next().unwrap_or("").to_owned();
-        if description.chars().count() > 70 {
-            description = description.chars().take(69).collect::<String>() + "…";
-        }
-        let name = if t.spec.streaming {
-            format!("{} (stream)", t.call_name())
-        } else {
-            t.call_name()
-        };
-        let long = if t.spec.long_running { "yes" } else { "no" };
         rows.push([
             t.plugin.name().to_owned(),
-            name,
-            long.to_owned(),
-            description,
+            // The name alone, so it can be copied into `call`.
+            t.call_name(),
+            yes_no(t.spec.long_running),
+            yes_no(t.spec.streaming),
+            summary(&t.spec.description),
         ]);
     }
-    let widths: Vec<usize> = (0..3)
+    let widths: Vec<usize> = (0..4)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = std::io::stdout().lock();
-    for row in rows {
+    // No plugins, no table: the warning `load` printed says why.
+    for row in rows.iter().filter(|_| !set.plugins().is_empty()) {
         writeln!(
             out,
-            "{:w0$}  {:w1$}  {:w2$}  {}",
+            "{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}",
             row[0],
             row[1],
             row[2],
             row[3],
+            row[4],
             w0 = widths[0],
             w1 = widths[1],
-            w2 = widths[2]
+            w2 = widths[2],
+            w3 = widths[3]
         )?;
     }
     super::catalog::sections(&mut out, layered)?;
+    if set.plugins().is_empty() {
+        return Ok(());
+    }
     capabilities(&mut out, set)
+}
+
+/// The longest description `list` shows, in characters.
+const SUMMARY_CHARS: usize = 70;
+
+/// A description's first line, at most [`SUMMARY_CHARS`] long; `…` marks
+/// whatever was left out (a cut line or the lines after it).
+pub(super) fn summary(description: &str) -> String {
+    let mut lines = description.trim().lines();
+    let first = lines.next().unwrap_or("").trim_end();
+    let more = lines.any(|line| !line.trim().is_empty());
+    if first.chars().count() > SUMMARY_CHARS {
+        first.chars().take(SUMMARY_CHARS - 1).collect::<String>() + "…"
+    } else if more {
+        format!("{first} …")
+    } else {
+        first.to_owned()
+    }
 }
 
 /// What a plugin's imports ask for: capability names, `!` marking those not granted.
@@ -322,4 +337,20 @@ fn capabilities(out: &mut impl Write, set: &PluginSet) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summary;
+
+    #[test]
+    fn a_summary_marks_what_it_leaves_out() {
+        assert_eq!(summary("Adds two numbers."), "Adds two numbers.");
+        assert_eq!(summary("Adds.\n\nMore detail."), "Adds. …");
+        assert_eq!(summary("Adds.\n  \n"), "Adds.");
+        let long = "x".repeat(80);
+        let cut = summary(&long);
+        assert_eq!(cut.chars().count(), 70);
+        assert!(cut.ends_with('…'), "{cut}");
+    }
 }

@@ -7,9 +7,10 @@ use anyhow::{Context, Result, bail};
 use toolhost::config::{AuthConfig, ServeConfig, UnmatchedName};
 use toolhost::mcp::{ApprovalKeys, HttpOptions, OAuth, OAuthOptions};
 use toolhost::state::StateOptions;
+use toolhost::toolset::LoadState;
 use toolhost::{Config, Engine, McpServer, PluginDir};
 
-use super::{Cli, layered, options, plugins_dir, unmatched, warn_unmatched};
+use super::{Cli, layered, options, unmatched, warn_unmatched};
 
 /// `toolhost serve`: the plugins directory, layered as configured, over MCP.
 pub(super) async fn serve(
@@ -20,13 +21,7 @@ pub(super) async fn serve(
     http: Option<&str>,
     watch: bool,
 ) -> Result<()> {
-    let dir = plugins_dir(cli, config);
-    if !dir.is_dir() {
-        bail!(
-            "plugins directory {} does not exist (build the examples with `cargo xtask plugins`, or pass --plugins DIR)",
-            dir.display()
-        );
-    }
+    let dir = super::plugins::checked(cli, config, super::Takes::Dir("serve"))?;
     // The server answers at once; each plugin joins as it loads (a slow or
     // failing one delays no other), and `tools/list` waits for the first load.
     let plugins =
@@ -37,12 +32,24 @@ pub(super) async fn serve(
     let first_sources = sources.as_ref().map(|sources| sources.follow(&plugins));
     let (loaded, ready) = tokio::sync::watch::channel(false);
     let first_load = plugins.when_loaded();
+    let loading = std::sync::Arc::clone(&plugins);
     // Each plugin's compile and load is logged as it happens (target
-    // `toolhost::load`, at info by default for `serve`).
+    // `toolhost::load`, at info by default for `serve`); a first load that
+    // brings no plugin is said once, as the server starts.
     tokio::spawn(async move {
         first_load.await;
         if let Some(first_sources) = first_sources {
             first_sources.await;
+        }
+        let failed = loading
+            .status()
+            .iter()
+            .filter(|s| matches!(s.state, LoadState::Failed { .. }))
+            .count();
+        if let Some(why) = super::plugins::emptiness(loading.dir(), loading.plugins().len(), failed)
+        {
+            let until = if watch { " until plugins arrive" } else { "" };
+            tracing::warn!(target: "toolhost::serve", "{why}; serving no tools{until}");
         }
         let _ = loaded.send(true);
     });

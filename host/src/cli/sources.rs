@@ -17,10 +17,13 @@ pub(super) fn open(config: &Config, engine: &Engine) -> Result<Option<Sources>> 
 }
 
 /// Warns about each source whose check, pull or load failed (the commands
-/// that load once report failures themselves, not in the log).
-pub(super) fn warn_failed(sources: &Sources) {
+/// that load once report failures themselves, not in the log); returns how
+/// many did.
+pub(super) fn warn_failed(sources: &Sources) -> usize {
+    let mut failed = 0;
     for status in sources.status() {
         if let Some(error) = &status.error {
+            failed += 1;
             eprintln!(
                 "warning: {}",
                 toolhost::escape_control(&format!(
@@ -30,6 +33,7 @@ pub(super) fn warn_failed(sources: &Sources) {
             );
         }
     }
+    failed
 }
 
 /// A source's part of a `status --json` row.

@@ -112,7 +112,7 @@ pub struct Loaded<'a> {
 impl PluginSet {
     /// Loads every `*.wasm` file of a directory, compiling in parallel. A file
     /// that fails to load is recorded in [`PluginSet::failures`]; it never stops
-    /// the others.
+    /// the others. `dir` may also be one `.wasm` file: a set of that plugin.
     ///
     /// # Errors
     /// Fails only if the directory itself cannot be read.
@@ -352,8 +352,12 @@ impl Toolset for PluginSet {
     catalog_of!(self => &self.catalog, false);
 }
 
-/// The `*.wasm` files directly inside `dir`, sorted by name.
+/// The `*.wasm` files directly inside `dir`, sorted by name; `dir` itself
+/// when it is one `.wasm` file.
 fn wasm_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    if dir.is_file() && dir.extension().is_some_and(|e| e == "wasm") {
+        return Ok(vec![dir.to_owned()]);
+    }
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
