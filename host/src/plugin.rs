@@ -38,6 +38,7 @@ use crate::tool::ToolSpec;
 use code::{Code, compile_off_runtime, component_info};
 use manifest::ManifestKey;
 
+pub(crate) use dynamic::sidecar::{SUFFIX as TOOLS_SIDECAR_SUFFIX, path as tools_sidecar_path};
 pub use dynamic::{ExportedTool, ExportedTools, Refusal};
 pub use options::{PluginOptions, Reuse};
 
@@ -306,13 +307,15 @@ pub async fn inspect(engine: &Engine, path: impl AsRef<Path>) -> Result<Inspecti
             path: path.clone(),
             error,
         })?;
-    let component = compile_off_runtime(engine, &path, bytes).await?;
+    let bytes = bytes::Bytes::from(bytes);
+    let component = compile_off_runtime(engine, &path, bytes.clone()).await?;
     let info = component_info(&component);
-    let exported = info
-        .toolhost_version()
-        .is_none()
-        .then(|| dynamic::exported_tools(&component));
-    let plugin = Plugin::from_component(engine, path, &component, &PluginOptions::default()).await;
+    let exported = info.toolhost_version().is_none().then(|| {
+        let (docs, _) = dynamic::docs::Docs::read(&bytes);
+        dynamic::exported_tools(&component, &docs)
+    });
+    let source = (&component, bytes);
+    let plugin = Plugin::from_component(engine, path, source, &PluginOptions::default()).await;
     Ok(Inspection {
         info,
         plugin,

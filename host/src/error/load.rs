@@ -115,6 +115,15 @@ pub enum LoadError {
         /// The policy error.
         error: ConfigError,
     },
+    /// The component toolset's tools sidecar (`NAME.tools.toml`) is
+    /// invalid; the error names the file, the key and why.
+    #[error("{path}: invalid tools sidecar: {error}")]
+    Sidecar {
+        /// The plugin file.
+        path: PathBuf,
+        /// The sidecar's error.
+        error: ConfigError,
+    },
     /// The plugin declares more tools than the engine allows
     /// ([`EngineConfig::max_tools`](crate::EngineConfig::max_tools)).
     #[error(
@@ -221,6 +230,7 @@ impl LoadError {
             | Self::InvalidTool { path, .. }
             | Self::InvalidItem { path, .. }
             | Self::Policy { path, .. }
+            | Self::Sidecar { path, .. }
             | Self::TooManyTools { path, .. }
             | Self::SchemaTooLarge { path, .. }
             | Self::DeclarationsTooLarge { path, .. }

@@ -7,8 +7,16 @@
 //! ([`functions`]), and `call` runs them through wasmtime's dynamic API with
 //! the conversions of `value`.
 //!
-//! A function has no description of its own yet: its tool's is
-//! "`interface#function`, a function the component exports."
+//! # Descriptions
+//!
+//! A tool's description is its function's WIT doc comment (`///` above the
+//! function, in an interface or the world), when the component carries its
+//! WIT docs: the `package-docs` custom section that wit-component writes
+//! (see `docs`; wasm-tools' embed path, which wit-bindgen and
+//! wasm-component-ld take, does not keep it yet). Without one, it is
+//! "`interface#function`, a function the component exports." An operator's
+//! sidecar `NAME.tools.toml` (see `sidecar`) may replace it, hide the tool,
+//! set its hints and mark it long-running.
 //!
 //! # Names
 //!
@@ -52,7 +60,9 @@
 //! the value).
 
 mod call;
+pub(super) mod docs;
 mod schema;
+pub(super) mod sidecar;
 #[cfg(test)]
 mod tests;
 mod value;
@@ -72,6 +82,8 @@ use super::declarations::check_declarations;
 use crate::engine::LoadLimits;
 use crate::error::LoadError;
 use crate::tool::is_valid_tool_name;
+use docs::Docs;
+use sidecar::Sidecar;
 
 /// What a component's exported functions would be as tools: the tools, in
 /// export order, and the functions that cannot be one.
@@ -93,6 +105,8 @@ pub struct ExportedTool {
     pub name: String,
     /// The function it calls: `interface#function`, or `function` at the top level.
     pub export: String,
+    /// The function's doc comment, or the fallback (see the module docs).
+    pub description: String,
     /// The arguments: a closed object, one property per parameter.
     pub input_schema: Value,
     /// The structured content of a call's output; `None` when the function
@@ -250,9 +264,11 @@ impl Export {
         let words = |name: &str| name.replace('-', "_");
         match &self.interface {
             Some(interface) => {
-                let unversioned = interface.split('@').next().unwrap_or(interface);
-                let own = unversioned.rsplit(['/', ':']).next().unwrap_or(unversioned);
-                format!("{}__{}", words(own), words(&self.name))
+                format!(
+                    "{}__{}",
+                    words(docs::own_name(interface)),
+                    words(&self.name)
+                )
             }
             None => words(&self.name),
         }
@@ -288,9 +304,10 @@ pub(super) fn exports(component: &Component) -> Vec<Export> {
     found
 }
 
-/// What the component's exported functions would be as tools.
-pub(crate) fn exported_tools(component: &Component) -> ExportedTools {
-    let (functions, refused) = functions(component);
+/// What the component's exported functions would be as tools, described by
+/// the WIT docs it carries.
+pub(crate) fn exported_tools(component: &Component, docs: &Docs) -> ExportedTools {
+    let (functions, refused) = functions(component, docs);
     ExportedTools {
         tools: functions.into_iter().map(|f| f.tool).collect(),
         refused,
@@ -313,11 +330,11 @@ pub(super) struct Function {
 
 /// The component's exported functions that make tools, in export order, and
 /// those that do not.
-pub(super) fn functions(component: &Component) -> (Vec<Function>, Vec<Refusal>) {
+pub(super) fn functions(component: &Component, docs: &Docs) -> (Vec<Function>, Vec<Refusal>) {
     let (mut found, mut refused) = (Vec::new(), Vec::new());
     let mut named: HashMap<String, String> = HashMap::new();
     for export in exports(component) {
-        match tool(&export, &named) {
+        match tool(&export, &named, docs) {
             Ok((tool, signature)) => {
                 named.insert(tool.name.clone(), tool.export.clone());
                 found.push(Function {
@@ -336,6 +353,7 @@ pub(super) fn functions(component: &Component) -> (Vec<Function>, Vec<Refusal>) 
 fn tool(
     export: &Export,
     named: &HashMap<String, String>,
+    docs: &Docs,
 ) -> Result<(ExportedTool, Signature), Refusal> {
     let function = export.qualified();
     // `[constructor]r`, `[method]r.f`, `[static]r.f`.
@@ -358,9 +376,14 @@ fn tool(
     }
     let signature = Signature::of(&function, &export.func)?;
     let (input_schema, output_schema, error_schema) = signature.schemas(&function)?;
+    let description = match docs.function(export.interface.as_deref(), &export.name) {
+        Some(text) => text.to_owned(),
+        None => format!("`{function}`, a function the component exports."),
+    };
     let tool = ExportedTool {
         name,
         export: function,
+        description,
         input_schema,
         output_schema,
         error_schema,
@@ -369,21 +392,24 @@ fn tool(
 }
 
 /// The tools of a component that does not export the toolhost contract:
-/// its exported functions, through the same checks and load limits as a
-/// plugin's declarations. The functions that cannot be a tool are left out,
-/// each with a warning naming it.
+/// its exported functions, described by its WIT docs and then its sidecar,
+/// through the same checks and load limits as a plugin's declarations. The
+/// functions that cannot be a tool are left out, each with a warning naming
+/// it; so are those the sidecar hides.
 ///
 /// # Errors
 /// [`LoadError::WrongWorld`] if no exported function makes a tool (or it
-/// exports none); else as
-/// the declarations of a plugin (too many tools, a schema too large).
+/// exports none); [`LoadError::Sidecar`] if the sidecar names a tool the
+/// component does not have; else as the declarations of a plugin (too many
+/// tools, a schema too large).
 pub(super) fn loaded_tools(
     path: &Path,
     plugin: &str,
     component: &Component,
     limits: &LoadLimits,
+    (docs, sidecar): (&Docs, Option<&Sidecar>),
 ) -> Result<Vec<LoadedTool>, LoadError> {
-    let (functions, refused) = functions(component);
+    let (mut functions, refused) = functions(component, docs);
     for refusal in &refused {
         tracing::warn!(
             target: crate::log::LOAD_TARGET, %plugin, reason = %refusal,
@@ -412,24 +438,43 @@ pub(super) fn loaded_tools(
             },
         });
     }
+    if let Some(sidecar) = sidecar {
+        sidecar
+            .check_names(functions.iter().map(|f| f.tool.name.as_str()))
+            .map_err(|error| LoadError::Sidecar {
+                path: path.to_owned(),
+                error,
+            })?;
+        functions.retain(|f| !sidecar.tool(&f.tool.name).is_some_and(|s| s.hide));
+    }
     let declarations: Vec<Declaration> = functions
         .iter()
-        .map(|function| Declaration {
-            name: function.tool.name.clone(),
-            description: format!(
-                "`{}`, a function the component exports.",
-                function.tool.export
-            ),
-            long_running: false,
-            streaming: false,
-            input_schema: function.tool.input_schema.to_string(),
-            output_schema: function.tool.output_schema.as_ref().map(Value::to_string),
-            hints: Default::default(),
-        })
+        .map(|function| declaration(&function.tool, sidecar))
         .collect();
     let mut tools = check_declarations(path, &declarations, limits)?;
     for (tool, function) in tools.iter_mut().zip(functions) {
         tool.function = Some(Arc::new(function));
     }
     Ok(tools)
+}
+
+/// The declaration of a function's tool, with what the sidecar says of it.
+fn declaration(tool: &ExportedTool, sidecar: Option<&Sidecar>) -> Declaration {
+    let mut declaration = Declaration {
+        name: tool.name.clone(),
+        description: tool.description.clone(),
+        long_running: false,
+        streaming: false,
+        input_schema: tool.input_schema.to_string(),
+        output_schema: tool.output_schema.as_ref().map(Value::to_string),
+        hints: Default::default(),
+    };
+    if let Some(settings) = sidecar.and_then(|s| s.tool(&tool.name)) {
+        if let Some(description) = &settings.description {
+            description.clone_into(&mut declaration.description);
+        }
+        declaration.long_running = settings.long_running.unwrap_or(false);
+        declaration.hints = settings.hints.clone();
+    }
+    declaration
 }

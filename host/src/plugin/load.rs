@@ -11,7 +11,9 @@ use super::abi::catalog::Described;
 use super::call::timeout;
 use super::code::{Code, check_header};
 use super::declarations::{check_declarations, differences};
+use super::dynamic::docs::Docs;
 use super::dynamic::loaded_tools;
+use super::dynamic::sidecar::{self, Sidecar};
 use super::manifest::{Manifest, ManifestKey};
 use super::offered::Offered;
 use super::{CodeState, Inner, LoadedTool, Plugin, PluginOptions, reuse};
@@ -126,9 +128,11 @@ impl Plugin {
             "compiling {name}: no compiled code cached"
         );
         let content = key.as_ref().map(|key| key.hash().to_owned());
+        let source = bytes.clone();
         let loaded = match Code::load(engine, (&name, &path), bytes, content).await {
             Ok((code, imports)) => {
-                Self::from_code(engine, path, code, imports, options, grants, key.as_ref()).await
+                let cache = (key.as_ref(), Some(source));
+                Self::from_code(engine, path, code, imports, options, grants, cache).await
             }
             Err(e) => Err(e),
         };
@@ -140,19 +144,21 @@ impl Plugin {
         loaded
     }
 
-    /// Loads a plugin from an already compiled component.
+    /// Loads a plugin from an already compiled component, compiled from `bytes`.
     pub(crate) async fn from_component(
         engine: &Engine,
         path: PathBuf,
-        component: &Component,
+        (component, bytes): (&Component, bytes::Bytes),
         options: &PluginOptions,
     ) -> Result<Self, LoadError> {
         let grants = options.effective_grants(&path)?;
         let (code, imports) = Code::link(engine, &path, component)?;
-        Self::from_code(engine, path, code, imports, options, grants, None).await
+        let source = (None, Some(bytes));
+        Self::from_code(engine, path, code, imports, options, grants, source).await
     }
 
     /// Reads linked code's declarations and, given a key, stores its manifest.
+    /// The component's bytes, when given, are read for its WIT docs.
     async fn from_code(
         engine: &Engine,
         path: PathBuf,
@@ -160,15 +166,29 @@ impl Plugin {
         imports: Vec<String>,
         options: &PluginOptions,
         grants: Grants,
-        key: Option<&ManifestKey>,
+        (key, bytes): (Option<&ManifestKey>, Option<bytes::Bytes>),
     ) -> Result<Self, LoadError> {
         let linked = code.current();
         if linked.exports.is_none() {
             // Any other component: its exported functions are its tools,
-            // known from its types alone (no manifest: nothing to ask it).
+            // known from its types alone (no manifest: nothing to ask it),
+            // described by its WIT docs and its sidecar, both read on every
+            // load (neither is part of the compiled code or its cache).
             let limits = engine.config().load_limits();
             let name = plugin_display_name(&path, options);
-            let tools = loaded_tools(&path, &name, linked.pre.component(), limits)?;
+            let docs = Self::docs(engine, &name, bytes).await;
+            let sidecar = if options.sidecar_policy {
+                Sidecar::read(&path)
+                    .await
+                    .map_err(|error| LoadError::Sidecar {
+                        path: path.clone(),
+                        error,
+                    })?
+            } else {
+                None
+            };
+            let described = (&docs, sidecar.as_ref());
+            let tools = loaded_tools(&path, &name, linked.pre.component(), limits, described)?;
             let code = tokio::sync::OnceCell::new_with(Some(Ok(code)));
             let parts = (grants, imports, tools, Offered::default());
             let plugin = Self::assemble(engine, &path, options, parts, code, None);
@@ -176,6 +196,14 @@ impl Plugin {
             return Ok(plugin);
         }
         drop(linked);
+        let sidecar = sidecar::path(&path);
+        if options.sidecar_policy && tokio::fs::try_exists(&sidecar).await.unwrap_or(false) {
+            // Not the load target: a one-shot command shows it too.
+            tracing::warn!(
+                plugin = %path.display(), sidecar = %sidecar.display(),
+                "a tools sidecar applies to component toolsets only; this plugin declares its own tools, so it is ignored"
+            );
+        }
         let (declarations, catalog) =
             Self::loader(engine, &path, &options.limits, &grants, &imports, &code)
                 .read_declarations()
@@ -193,6 +221,22 @@ impl Plugin {
         let plugin = Self::assemble(engine, &path, options, parts, code, None);
         plugin.note_ungranted();
         Ok(plugin)
+    }
+
+    /// The WIT docs in a component's bytes (read on a loader thread: the
+    /// whole component is walked); what cannot be read is a warning.
+    async fn docs(engine: &Engine, plugin: &str, bytes: Option<bytes::Bytes>) -> Docs {
+        let Some(bytes) = bytes else {
+            return Docs::default();
+        };
+        let (docs, warnings) = engine
+            .load_blocking(move || Docs::read(&bytes))
+            .await
+            .unwrap_or_default();
+        for warning in warnings {
+            tracing::warn!(target: crate::log::LOAD_TARGET, %plugin, "{plugin}: {warning}");
+        }
+        docs
     }
 
     /// A plugin around `code` whose guest runs under the load deadline, to

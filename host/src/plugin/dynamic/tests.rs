@@ -5,7 +5,6 @@
 use serde_json::json;
 use wasmtime::component::Component;
 use wasmtime::component::types::Type;
-use wit_parser::{LiftLowerAbi, ManglingAndAbi, Resolve};
 
 use super::{ExportedTool, Refusal, Signature, exported_tools, exports};
 use crate::schema::Schema;
@@ -74,33 +73,10 @@ interface files {
 "#;
 
 /// A component of the world `world` in `wit` (after the packages in `deps`).
-fn component_bytes(deps: &[&str], wit: &str, world: &str) -> Vec<u8> {
-    let mut resolve = Resolve::default();
-    for (i, dep) in deps.iter().enumerate() {
-        resolve.push_str(format!("dep{i}.wit"), dep).unwrap();
-    }
-    let package = resolve.push_str("main.wit", wit).unwrap();
-    let world = resolve.select_world(&[package], Some(world)).unwrap();
-    let mut module =
-        wit_component::dummy_module(&resolve, world, ManglingAndAbi::Legacy(LiftLowerAbi::Sync));
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )
-    .unwrap();
-    wit_component::ComponentEncoder::default()
-        .module(&module)
-        .unwrap()
-        .validate(true)
-        .encode()
-        .unwrap()
-}
-
 fn component(deps: &[&str], wit: &str, world: &str) -> Component {
     let engine = wasmtime::Engine::default();
-    Component::new(&engine, component_bytes(deps, wit, world)).unwrap()
+    let bytes = toolhost_test_plugins::wit::component(deps, wit, Some(world));
+    Component::new(&engine, bytes).unwrap()
 }
 
 fn all_types() -> Component {
@@ -134,7 +110,7 @@ fn param(signature: &Signature, name: &str) -> Type {
 
 #[test]
 fn tools_are_named_from_interface_and_function() {
-    let exported = exported_tools(&all_types());
+    let exported = exported_tools(&all_types(), &Default::default());
     assert!(exported.refused.is_empty(), "{:?}", exported.refused);
     let names: Vec<(&str, &str)> = exported
         .tools
@@ -157,7 +133,7 @@ fn tools_are_named_from_interface_and_function() {
 /// conversion still checks. Output schemas are objects that compile too.
 #[test]
 fn every_schema_passes_every_dialect() {
-    let exported = exported_tools(&all_types());
+    let exported = exported_tools(&all_types(), &Default::default());
     for tool in &exported.tools {
         for verdict in dialect::check(&tool.input_schema) {
             assert!(verdict.accepted, "{}: {verdict:?}", tool.name);
@@ -185,7 +161,7 @@ fn every_schema_passes_every_dialect() {
 
 #[test]
 fn schemas_are_exact() {
-    let exported = exported_tools(&all_types());
+    let exported = exported_tools(&all_types(), &Default::default());
     let tools = &exported.tools;
     let integers = &tool(tools, "types__integers").input_schema;
     assert_eq!(integers["additionalProperties"], false);
@@ -295,7 +271,10 @@ fn schemas_are_exact() {
 
 #[test]
 fn functions_that_cannot_be_tools_are_refused_by_name_and_path() {
-    let exported = exported_tools(&component(&[OTHER], REFUSED, "refused"));
+    let exported = exported_tools(
+        &component(&[OTHER], REFUSED, "refused"),
+        &Default::default(),
+    );
     let names: Vec<&str> = exported.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["files__add"]);
     let function = |refusal: &Refusal| match refusal {

@@ -12,7 +12,7 @@ use super::{LoadState, PluginStatus, Shared, ToolsetChange};
 use crate::Engine;
 use crate::error::LoadError;
 use crate::log::LOAD_TARGET;
-use crate::plugin::{CodeState, Plugin, PluginOptions};
+use crate::plugin::{CodeState, Plugin, PluginOptions, tools_sidecar_path};
 use crate::policy::sidecar_path;
 use crate::toolset::plugin_catalog::PluginCatalog;
 use crate::toolset::{PluginSet, log_failed, log_loaded, plugin_name, warn_clash};
@@ -55,11 +55,13 @@ pub(super) struct FileEntry {
 }
 
 /// What tells one version of a plugin from another without reading it: its
-/// file's metadata and its sidecar policy's (a policy change is a new version).
+/// file's metadata and its sidecars' (its policy, its tools file): a change
+/// to either is a new version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Fingerprint {
     pub(super) wasm: FileMeta,
     pub(super) policy: Option<FileMeta>,
+    pub(super) tools: Option<FileMeta>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,12 +90,13 @@ impl FileMeta {
 }
 
 impl Fingerprint {
-    /// The fingerprint of `path` (a plugin file with this metadata) and its sidecar policy.
+    /// The fingerprint of `path` (a plugin file with this metadata) and its sidecars.
     pub(super) fn of(path: &Path, metadata: &std::fs::Metadata) -> Self {
-        let policy = std::fs::metadata(sidecar_path(path)).ok();
+        let meta = |sidecar: PathBuf| std::fs::metadata(sidecar).ok().as_ref().map(FileMeta::of);
         Self {
             wasm: FileMeta::of(metadata),
-            policy: policy.as_ref().map(FileMeta::of),
+            policy: meta(sidecar_path(path)),
+            tools: meta(tools_sidecar_path(path)),
         }
     }
 }
@@ -510,13 +513,18 @@ pub(super) async fn load_settled(
                 };
             }
         };
-        // The sidecar policy is part of the version: a change to it reloads.
-        let policy = if external {
-            None
+        // The sidecars are part of the version: a change to one reloads.
+        let (policy, tools) = if external {
+            (None, None)
         } else {
-            tokio::fs::read(sidecar_path(path)).await.ok()
+            (
+                tokio::fs::read(sidecar_path(path)).await.ok(),
+                tokio::fs::read(tools_sidecar_path(path)).await.ok(),
+            )
         };
-        let hash = content_hash(&bytes) ^ content_hash(policy.as_deref().unwrap_or(b"no policy"));
+        let hash = content_hash(&bytes)
+            ^ content_hash(policy.as_deref().unwrap_or(b"no policy"))
+            ^ content_hash(tools.as_deref().unwrap_or(b"no tools sidecar")).rotate_left(1);
         if previous == Some(hash) {
             return Outcome::Unchanged { seen };
         }
@@ -589,9 +597,11 @@ pub(super) async fn fingerprint(path: &Path) -> std::io::Result<Option<Fingerpri
     match tokio::fs::metadata(path).await {
         Ok(metadata) => {
             let policy = tokio::fs::metadata(sidecar_path(path)).await.ok();
+            let tools = tokio::fs::metadata(tools_sidecar_path(path)).await.ok();
             Ok(Some(Fingerprint {
                 wasm: FileMeta::of(&metadata),
                 policy: policy.as_ref().map(FileMeta::of),
+                tools: tools.as_ref().map(FileMeta::of),
             }))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -647,9 +657,11 @@ pub(super) fn is_wasm(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "wasm")
 }
 
-/// `dir/NAME.wasm` for a sidecar policy `dir/NAME.policy.toml`.
+/// `dir/NAME.wasm` for a sidecar `dir/NAME.policy.toml` or `dir/NAME.tools.toml`.
 pub(super) fn plugin_of_sidecar(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_str()?;
-    let stem = name.strip_suffix(crate::policy::SIDECAR_SUFFIX)?;
+    let stem = name
+        .strip_suffix(crate::policy::SIDECAR_SUFFIX)
+        .or_else(|| name.strip_suffix(crate::plugin::TOOLS_SIDECAR_SUFFIX))?;
     Some(path.with_file_name(format!("{stem}.wasm")))
 }

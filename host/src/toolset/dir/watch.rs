@@ -145,7 +145,7 @@ impl Pending {
                 continue;
             };
             let path = named.join(name);
-            // A sidecar policy stands for its plugin file.
+            // A sidecar (policy or tools) stands for its plugin file.
             let path = plugin_of_sidecar(&path).unwrap_or(path);
             if is_wasm(&path) {
                 self.rescan = true;

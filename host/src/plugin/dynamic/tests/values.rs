@@ -120,7 +120,7 @@ fn arguments_convert_to_vals() {
 #[test]
 fn good_arguments_pass_the_schema_and_round_trip() {
     let component = all_types();
-    let exported = exported_tools(&component);
+    let exported = exported_tools(&component, &Default::default());
     for (function, args) in good_arguments() {
         let schema = &tool(&exported.tools, &format!("types__{function}")).input_schema;
         let problems = Schema::input_value(schema.clone()).unwrap().problems(&args);
