@@ -151,10 +151,12 @@ fn shown(text: &str, max: usize) -> String {
 
 /// The tags to show of a repository's tag list: valid tag names only (the
 /// OCI grammar, so a registry cannot put text of its choice in a message),
-/// at most [`MAX_TAGS_SHOWN`], and whether there were more.
+/// at most [`MAX_TAGS_SHOWN`] (sorted: a registry need not list them in
+/// order), and whether there were more.
 pub(super) fn tags_shown(tags: &[String]) -> Tags {
     let mut valid = tags.iter().filter(|tag| is_tag(tag));
-    let shown: Vec<String> = valid.by_ref().take(MAX_TAGS_SHOWN).cloned().collect();
+    let mut shown: Vec<String> = valid.by_ref().take(MAX_TAGS_SHOWN).cloned().collect();
+    shown.sort();
     Tags {
         shown,
         more: valid.next().is_some(),

@@ -30,12 +30,8 @@ async fn a_missing_tag_lists_the_tags_there_are() {
     let err = one_line_error(&toolhost(&["pull", &missing, "--insecure", "--to", to]));
     assert!(
         err.contains(&format!(
-            "pulling {missing}: no tag 9.9 in tools/text (tags: "
+            "pulling {missing}: no tag 9.9 in tools/text (tags: 1.0, 1.1); "
         )),
-        "{err}"
-    );
-    assert!(
-        err.contains("1.0") && err.contains("1.1") && !err.contains('…'),
         "{err}"
     );
     // The registry's own words stay at the end.
@@ -55,8 +51,7 @@ async fn a_missing_tag_lists_the_tags_there_are() {
             ..
         } => {
             assert_eq!((tag.as_str(), repository.as_str()), ("9.9", "tools/text"));
-            let mut tags = *tags.expect("the tags are listed");
-            tags.shown.sort();
+            let tags = tags.expect("the tags are listed");
             assert_eq!(tags.shown, ["1.0", "1.1"]);
             assert!(!tags.more);
         }
