@@ -12,7 +12,7 @@ use serde::Deserialize;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::kind::Kind;
-use super::{CallTag, Capability, ErrorAt, Grants, GrantsConfig};
+use super::{CallTag, Capability, ErrorAt, Grants, GrantsConfig, SIDECAR_SUFFIX};
 use crate::error::ConfigError;
 
 /// How a plugin may use a granted directory.
@@ -81,6 +81,95 @@ impl Grants {
     pub fn dirs(&self) -> &[DirGrant] {
         &self.dirs
     }
+}
+
+impl Grants {
+    /// A failed call's error `message`, with a sentence added (and a warning
+    /// logged) when the message says a file was not found or not permitted
+    /// and names an absolute path outside every granted directory: a guest
+    /// resolves its paths against its preopened directories itself, so an
+    /// open outside all of them fails in the guest ("No such file or
+    /// directory") and never reaches the host, which can only tell from the
+    /// message. A path inside a grant, or a relative one, adds nothing: the
+    /// guest's words stand. `plugin` is the plugin's name, as its
+    /// `[plugin.NAME.grants]` spells it.
+    pub(crate) fn explain_file_error(
+        &self,
+        plugin: &str,
+        tool: &str,
+        call_id: &str,
+        mut message: String,
+    ) -> String {
+        let Some(path) = path_outside(&self.dirs, &message) else {
+            return message;
+        };
+        let granted: Vec<&str> = self.dirs.iter().map(|dir| dir.guest.as_str()).collect();
+        let hint = if granted.is_empty() {
+            format!("`{path}` is outside this plugin's granted directories (it has none)")
+        } else {
+            format!(
+                "`{path}` is outside this plugin's granted directories ({})",
+                granted.join(", ")
+            )
+        };
+        let grant = format!(
+            "grant one with `dirs = [{{ host = \"…\", guest = \"/…\" }}]` in \
+             `[plugin.{plugin}.grants]` of toolhost.toml or in {plugin}{SIDECAR_SUFFIX}"
+        );
+        tracing::warn!(
+            target: "toolhost::policy",
+            plugin, tool, call = call_id, capability = %Capability::Files,
+            "refused {path}: outside the plugin's granted directories (to allow it: {grant})"
+        );
+        message.push_str(&format!("; {hint}: {grant}"));
+        message
+    }
+}
+
+/// The longest path a hint repeats (the rest is the guest's message).
+const MAX_SHOWN_PATH: usize = 256;
+
+/// The first absolute path `message` names that lies outside every one of
+/// `dirs`, if `message` says a file was not found or not permitted.
+fn path_outside(dirs: &[DirGrant], message: &str) -> Option<String> {
+    let lower = message.to_ascii_lowercase();
+    let says = [
+        "no such file or directory",
+        "enoent",
+        "operation not permitted",
+        "capabilities insufficient",
+    ];
+    if !says.iter().any(|s| lower.contains(s)) {
+        return None;
+    }
+    let inside = |path: &Path| dirs.iter().any(|dir| path.starts_with(&dir.guest));
+    message
+        .split(|c: char| c.is_whitespace() || "'\"`()[]{}<>,;".contains(c))
+        .map(|word| word.trim_end_matches([':', '.', '!', '?']))
+        .filter(|word| word.starts_with('/') && !word.starts_with("//"))
+        .find_map(|word| {
+            let path = normalize(word);
+            (!inside(&path)).then(|| {
+                crate::error::cut(crate::escape_control(word).into_owned(), MAX_SHOWN_PATH)
+            })
+        })
+}
+
+/// An absolute guest path with `.` and `..` resolved as text (what the path
+/// names inside the guest's file system, where `/..` is `/`).
+fn normalize(path: &str) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::from("/");
+    for part in Path::new(path).components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
 }
 
 /// Files: `[[dirs]]`, preopened per call.
@@ -198,4 +287,89 @@ fn resolve(
         grants.dir(host, dir.guest.clone(), access);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs(guests: &[&str]) -> Vec<DirGrant> {
+        guests
+            .iter()
+            .map(|guest| DirGrant {
+                host: PathBuf::from("/srv"),
+                guest: (*guest).to_owned(),
+                access: Access::ReadOnly,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_a_not_found_path_outside_every_grant_is_named() {
+        let data = dirs(&["/data"]);
+        let outside = |message: &str| path_outside(&data, message);
+        let enoent = "No such file or directory (os error 44)";
+        assert_eq!(
+            outside(&format!("/etc/passwd: {enoent}")).as_deref(),
+            Some("/etc/passwd")
+        );
+        // Python, JavaScript: quoted paths.
+        assert_eq!(
+            outside("[Errno 44] No such file or directory: '/etc/hosts'").as_deref(),
+            Some("/etc/hosts")
+        );
+        assert_eq!(
+            outside("ENOENT: no such file or directory, open '/x/y'").as_deref(),
+            Some("/x/y")
+        );
+        // `..` is resolved: this is /outside, not /data.
+        assert_eq!(
+            outside("/data/../outside/s.txt: Operation not permitted (os error 63)").as_deref(),
+            Some("/data/../outside/s.txt")
+        );
+        // Inside a grant, relative, or not a file error: nothing to add.
+        assert_eq!(outside(&format!("/data/missing.txt: {enoent}")), None);
+        assert_eq!(outside(&format!("/data: {enoent}")), None);
+        assert_eq!(outside(&format!("notes/a.txt: {enoent}")), None);
+        assert_eq!(outside("cannot divide 4 /0: invalid"), None);
+        assert_eq!(
+            outside(&format!("/database/x: {enoent}")).as_deref(),
+            Some("/database/x")
+        );
+        // A grant of `/` holds every path.
+        assert_eq!(
+            path_outside(&dirs(&["/"]), &format!("/etc/passwd: {enoent}")),
+            None
+        );
+        assert_eq!(
+            path_outside(&[], &format!("/etc/passwd: {enoent}")).as_deref(),
+            Some("/etc/passwd")
+        );
+    }
+
+    #[test]
+    fn the_hint_names_the_path_the_grants_and_the_config_key() {
+        let mut grants = Grants::default();
+        let message = "/etc/passwd: No such file or directory (os error 44)".to_owned();
+        let hinted = grants.explain_file_error("fs", "read_file", "c1", message.clone());
+        assert_eq!(
+            hinted,
+            format!(
+                "{message}; `/etc/passwd` is outside this plugin's granted directories (it has \
+                 none): grant one with `dirs = [{{ host = \"…\", guest = \"/…\" }}]` in \
+                 `[plugin.fs.grants]` of toolhost.toml or in fs.policy.toml"
+            )
+        );
+        grants.dir("/srv", "/repo", Access::ReadOnly);
+        let hinted = grants.explain_file_error("fs", "read_file", "c1", message.clone());
+        assert!(
+            hinted.contains("granted directories (/repo): grant one"),
+            "{hinted}"
+        );
+        let inside = "/repo/nope: No such file or directory (os error 44)".to_owned();
+        assert_eq!(
+            grants.explain_file_error("fs", "read_file", "c1", inside.clone()),
+            inside
+        );
+    }
 }

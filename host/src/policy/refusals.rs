@@ -15,8 +15,12 @@
 //!   the socket address check: connecting to an address not granted);
 //! - **UDP**: [`super::sockets`] (never granted);
 //! - **name lookup**: [`super::sockets`] (`resolve-addresses` without the grant);
-//! - **files**: nowhere. Without a file grant the guest has no preopened
-//!   directory, so an open fails inside the guest before it reaches the host.
+//! - **files**: not as a request. The guest resolves a path against its
+//!   preopened directories itself, so an open outside all of them fails
+//!   inside the guest ("No such file or directory") before it reaches the
+//!   host; when the call then fails with an error naming such a path,
+//!   [`files`](super::files) adds that the path is outside the grants (and
+//!   which key grants one) to the error, and logs it.
 
 use std::sync::atomic::{AtomicU16, Ordering};
 

@@ -14,6 +14,8 @@ use toolhost_test_plugins::{CAPS, FS};
 
 use crate::{engine, plugin, plugin_with};
 
+mod outside;
+
 const SECRET_TEXT: &str = "the host's secret: do not leak";
 const INSIDE_TEXT: &str = "inside the grant\nsecond line mentions needle\n";
 
