@@ -57,6 +57,46 @@ fn a_set_whose_plugins_all_failed_points_to_status() {
     assert_eq!(stdout(&out), "");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_signed_source_is_counted_among_the_failures() {
+    let registry = crate::oci::Registry::start();
+    crate::sources::push(&registry, "tools/echo:1", ECHO).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("live")).unwrap();
+    let (_, public) = toolhost::oci::generate_key_pair(b"").unwrap();
+    std::fs::write(dir.path().join("release.pub"), public).unwrap();
+    let config = dir.path().join("signed.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "plugins = \"live\"\n\n[[sources]]\nref = \"{}/tools/echo:1\"\ninsecure = true\n\
+             require_signature = true\npublic_keys = [\"release.pub\"]\n",
+            registry.address()
+        ),
+    )
+    .unwrap();
+    let cache = dir.path().join("cache");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("--config")
+            .arg(&config)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .arg("list")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let err = stderr(&out);
+    assert!(err.contains("is not signed"), "{err}");
+    assert!(
+        err.contains("warning: no tools are loaded (1 plugin failed: run `toolhost status`)"),
+        "{err}"
+    );
+    assert_eq!(stdout(&out), "");
+}
+
 #[test]
 fn serve_on_an_empty_directory_says_so_as_it_starts() {
     let dir = tempfile::tempdir().unwrap();
