@@ -196,6 +196,10 @@ fn the_cli_calls_every_function_of_a_componentize_qjs_component() {
     assert_refused(&stderr, "stock__adjust", &["/change"], &[]);
     let stderr = plugins.fails("stock__value", json!({"lines": [[-1, 2, 3]]}));
     assert_refused(&stderr, "stock__value", &["/lines/0"], &[]);
+    // Each position of a tuple has its own type: the u16 one is checked too.
+    let stderr = plugins.fails("stock__value", json!({"lines": [[1, 70000]]}));
+    assert_refused(&stderr, "stock__value", &["/lines/0/1"], &[]);
+    assert!(stderr.contains("0 to 65535"), "{stderr}");
 }
 
 #[test]
