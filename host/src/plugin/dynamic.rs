@@ -14,7 +14,10 @@
 //! WIT docs: the `package-docs` custom section that wit-component writes
 //! (see `docs`; wasm-tools' embed path, which wit-bindgen and
 //! wasm-component-ld take, does not keep it yet). Without one, it is
-//! "`interface#function`, a function the component exports." An operator's
+//! "`interface#function`, a function the component exports." The docs of
+//! the named types an interface exports (records and their fields, enum,
+//! flags and variant cases) describe their schema nodes (see `schema::Named`).
+//! An operator's
 //! sidecar `NAME.tools.toml` (see `sidecar`) may replace it, hide the tool,
 //! set its hints and mark it long-running.
 //!
@@ -211,8 +214,12 @@ impl Signature {
     }
 
     /// The tool's schemas: input, output, error.
-    fn schemas(&self, function: &str) -> Result<(Value, Option<Value>, Option<Value>), Refusal> {
-        let input = schema::input(&self.params).map_err(|e| Refusal::Argument {
+    fn schemas(
+        &self,
+        function: &str,
+        named: &schema::Named<'_>,
+    ) -> Result<(Value, Option<Value>, Option<Value>), Refusal> {
+        let input = schema::input(&self.params, named).map_err(|e| Refusal::Argument {
             function: function.to_owned(),
             path: e.path,
             what: e.what.to_owned(),
@@ -227,16 +234,16 @@ impl Signature {
             Some(Type::Result(result)) => (
                 result
                     .ok()
-                    .map(|ok| schema::output(&ok, "/ok"))
+                    .map(|ok| schema::output(&ok, "/ok", named))
                     .transpose()
                     .map_err(refused)?,
                 result
                     .err()
-                    .map(|err| schema::of(&err, "/err", 0))
+                    .map(|err| schema::of(&err, "/err", 0, named))
                     .transpose()
                     .map_err(refused)?,
             ),
-            Some(ty) => (Some(schema::output(ty, "").map_err(refused)?), None),
+            Some(ty) => (Some(schema::output(ty, "", named).map_err(refused)?), None),
         };
         Ok((input, output, error))
     }
@@ -304,6 +311,25 @@ pub(super) fn exports(component: &Component) -> Vec<Export> {
     found
 }
 
+/// The types the component's interfaces export that have WIT docs, with them.
+fn named_types<'d>(component: &Component, docs: &'d Docs) -> schema::Named<'d> {
+    let (engine, ty) = (component.engine(), component.component_type());
+    let mut types = Vec::new();
+    for (interface, item) in ty.exports(engine) {
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            continue;
+        };
+        for (name, item) in instance.exports(engine) {
+            if let ComponentItem::Type(ty) = item.ty
+                && let Some(doc) = docs.type_doc(interface, name)
+            {
+                types.push((ty, doc));
+            }
+        }
+    }
+    schema::Named::new(types)
+}
+
 /// What the component's exported functions would be as tools, described by
 /// the WIT docs it carries.
 pub(crate) fn exported_tools(component: &Component, docs: &Docs) -> ExportedTools {
@@ -333,8 +359,9 @@ pub(super) struct Function {
 pub(super) fn functions(component: &Component, docs: &Docs) -> (Vec<Function>, Vec<Refusal>) {
     let (mut found, mut refused) = (Vec::new(), Vec::new());
     let mut named: HashMap<String, String> = HashMap::new();
+    let types = named_types(component, docs);
     for export in exports(component) {
-        match tool(&export, &named, docs) {
+        match tool(&export, &named, (docs, &types)) {
             Ok((tool, signature)) => {
                 named.insert(tool.name.clone(), tool.export.clone());
                 found.push(Function {
@@ -353,7 +380,7 @@ pub(super) fn functions(component: &Component, docs: &Docs) -> (Vec<Function>, V
 fn tool(
     export: &Export,
     named: &HashMap<String, String>,
-    docs: &Docs,
+    (docs, types): (&Docs, &schema::Named<'_>),
 ) -> Result<(ExportedTool, Signature), Refusal> {
     let function = export.qualified();
     // `[constructor]r`, `[method]r.f`, `[static]r.f`.
@@ -375,7 +402,7 @@ fn tool(
         });
     }
     let signature = Signature::of(&function, &export.func)?;
-    let (input_schema, output_schema, error_schema) = signature.schemas(&function)?;
+    let (input_schema, output_schema, error_schema) = signature.schemas(&function, types)?;
     let description = match docs.function(export.interface.as_deref(), &export.name) {
         Some(text) => text.to_owned(),
         None => format!("`{function}`, a function the component exports."),

@@ -201,6 +201,18 @@ fn descriptions_come_from_the_wit_docs_else_say_what_the_function_is() {
         .find(|t| t["name"] == "greet")
         .unwrap();
     assert_eq!(greet["description"], "Greets someone by name.");
+    let translate = inspected["exported"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "shapes__translate")
+        .unwrap();
+    let point = &translate["input_schema"]["properties"]["p"];
+    assert_eq!(point["description"], "A point of the plane.", "{point}");
+    assert_eq!(
+        point["properties"]["x"]["description"],
+        "Distance to the right of the origin."
+    );
     let checked = toolhost(dir.path(), &["list", "--check"]);
     assert!(
         checked.status.success(),

@@ -49,6 +49,33 @@ struct WorldDocs {
 struct InterfaceDocs {
     #[serde(default)]
     funcs: HashMap<String, FuncDocs>,
+    #[serde(default)]
+    types: HashMap<String, TypeDoc>,
+}
+
+/// A named type's docs: its own, and its fields', cases' or flags' (`items`).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct TypeDoc {
+    #[serde(default)]
+    docs: Option<String>,
+    #[serde(default)]
+    items: HashMap<String, String>,
+}
+
+impl TypeDoc {
+    /// The type's own doc comment.
+    pub(crate) fn own(&self) -> Option<&str> {
+        trimmed(self.docs.as_deref())
+    }
+
+    /// The doc comment of its field, case or flag `name`.
+    pub(crate) fn item(&self, name: &str) -> Option<&str> {
+        trimmed(self.items.get(name).map(String::as_str))
+    }
+}
+
+fn trimmed(text: Option<&str>) -> Option<&str> {
+    text.map(str::trim).filter(|t| !t.is_empty())
 }
 
 /// A function's docs: the text alone (format 0), or an object with `docs`
@@ -117,7 +144,17 @@ impl Docs {
                         .and_then(FuncDocs::text)
                 }),
         };
-        text.map(str::trim).filter(|t| !t.is_empty())
+        trimmed(text)
+    }
+
+    /// The docs of the type `name` of the exported interface `interface`
+    /// (its full name; matched by its own name, as functions are).
+    pub(crate) fn type_doc(&self, interface: &str, name: &str) -> Option<&TypeDoc> {
+        let own = own_name(interface);
+        self.packages
+            .iter()
+            .filter_map(|p| p.interfaces.get(own))
+            .find_map(|i| i.types.get(name))
     }
 }
 

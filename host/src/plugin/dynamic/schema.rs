@@ -6,6 +6,8 @@
 use serde_json::{Map, Value, json};
 use wasmtime::component::types::Type;
 
+use super::docs::TypeDoc;
+
 /// How deep WIT types may nest in a tool's argument or result. OpenAI's strict
 /// mode follows a schema 100 levels deep, and a WIT level takes up to three.
 pub(super) const MAX_DEPTH: usize = 32;
@@ -22,12 +24,36 @@ pub(super) struct Unsupported {
     pub(super) what: &'static str,
 }
 
+/// The WIT docs of the named types a schema may meet: the types the
+/// component's interfaces export, by wasmtime's identity of each, with their
+/// docs. A record's fields, a variant's cases with a payload and the type
+/// itself get theirs as `description`; the cases of an enum, a flags type or a
+/// variant's bare cases, which have no schema node of their own, are listed in
+/// the description of the node that holds them.
+#[derive(Default)]
+pub(super) struct Named<'a> {
+    types: Vec<(Type, &'a TypeDoc)>,
+}
+
+impl<'a> Named<'a> {
+    pub(super) fn new(types: Vec<(Type, &'a TypeDoc)>) -> Self {
+        Self { types }
+    }
+
+    fn doc(&self, ty: &Type) -> Option<&'a TypeDoc> {
+        self.types
+            .iter()
+            .find(|(t, _)| t == ty)
+            .map(|(_, doc)| *doc)
+    }
+}
+
 /// The input schema of a function's parameters: a closed object, one
 /// required property per parameter.
-pub(super) fn input(params: &[(String, Type)]) -> Result<Value, Unsupported> {
+pub(super) fn input(params: &[(String, Type)], named: &Named<'_>) -> Result<Value, Unsupported> {
     let mut properties = Map::new();
     for (name, ty) in params {
-        properties.insert(name.clone(), of(ty, &pointer("", name), 0)?);
+        properties.insert(name.clone(), of(ty, &pointer("", name), 0, named)?);
     }
     Ok(closed_object(properties))
 }
@@ -40,8 +66,8 @@ pub(super) fn wrapped(ty: &Type) -> bool {
 }
 
 /// The output schema of a result's JSON as structured content (see [`wrapped`]).
-pub(super) fn output(ty: &Type, path: &str) -> Result<Value, Unsupported> {
-    let schema = of(ty, path, 0)?;
+pub(super) fn output(ty: &Type, path: &str, named: &Named<'_>) -> Result<Value, Unsupported> {
+    let schema = of(ty, path, 0, named)?;
     Ok(if wrapped(ty) {
         closed_object(Map::from_iter([("result".to_owned(), schema)]))
     } else {
@@ -50,15 +76,22 @@ pub(super) fn output(ty: &Type, path: &str) -> Result<Value, Unsupported> {
 }
 
 /// The schema of one WIT type's JSON; `path` is where its value sits.
-pub(super) fn of(ty: &Type, path: &str, depth: usize) -> Result<Value, Unsupported> {
+pub(super) fn of(
+    ty: &Type,
+    path: &str,
+    depth: usize,
+    named: &Named<'_>,
+) -> Result<Value, Unsupported> {
     if depth > MAX_DEPTH {
         return Err(Unsupported {
             path: path.to_owned(),
             what: "a type nested too deep (more than 32 levels)",
         });
     }
-    let inner = |ty: &Type, at: &str| of(ty, &pointer(path, at), depth + 1);
-    Ok(match ty {
+    let inner = |ty: &Type, at: &str| of(ty, &pointer(path, at), depth + 1, named);
+    let doc = named.doc(ty);
+    let item = |name: &str| doc.and_then(|d| d.item(name));
+    let mut schema = match ty {
         Type::Bool => json!({ "type": "boolean" }),
         Type::U8 => integer(u8::MIN.into(), u8::MAX.into()),
         Type::U16 => integer(u16::MIN.into(), u16::MAX.into()),
@@ -90,7 +123,11 @@ pub(super) fn of(ty: &Type, path: &str, depth: usize) -> Result<Value, Unsupport
         Type::Record(record) => {
             let mut properties = Map::new();
             for field in record.fields() {
-                properties.insert(field.name.to_owned(), inner(&field.ty, field.name)?);
+                let mut schema = inner(&field.ty, field.name)?;
+                if let Some(text) = item(field.name) {
+                    describe(&mut schema, text);
+                }
+                properties.insert(field.name.to_owned(), schema);
             }
             closed_object(properties)
         }
@@ -106,30 +143,45 @@ pub(super) fn of(ty: &Type, path: &str, depth: usize) -> Result<Value, Unsupport
             variant
                 .cases()
                 .map(|case| {
-                    Ok((
-                        case.name.to_owned(),
-                        case.ty.map(|ty| inner(&ty, case.name)).transpose()?,
-                    ))
+                    Ok(Case {
+                        name: case.name.to_owned(),
+                        payload: case.ty.map(|ty| inner(&ty, case.name)).transpose()?,
+                        doc: item(case.name),
+                    })
                 })
                 .collect::<Result<_, Unsupported>>()?,
         ),
         Type::Result(result) => cases(vec![
-            (
-                "ok".to_owned(),
-                result.ok().map(|ty| inner(&ty, "ok")).transpose()?,
-            ),
-            (
-                "err".to_owned(),
-                result.err().map(|ty| inner(&ty, "err")).transpose()?,
-            ),
+            Case {
+                name: "ok".to_owned(),
+                payload: result.ok().map(|ty| inner(&ty, "ok")).transpose()?,
+                doc: None,
+            },
+            Case {
+                name: "err".to_owned(),
+                payload: result.err().map(|ty| inner(&ty, "err")).transpose()?,
+                doc: None,
+            },
         ]),
-        Type::Enum(names) => json!({ "type": "string", "enum": names.names().collect::<Vec<_>>() }),
-        Type::Flags(flags) => json!({
-            "type": "array",
-            "items": { "type": "string", "enum": flags.names().collect::<Vec<_>>() },
-            "uniqueItems": true,
-            "maxItems": flags.names().len(),
-        }),
+        Type::Enum(names) => {
+            let mut schema = json!({ "type": "string", "enum": names.names().collect::<Vec<_>>() });
+            if let Some(list) = listed(names.names().map(|n| (n, item(n)))) {
+                describe(&mut schema, &list);
+            }
+            schema
+        }
+        Type::Flags(flags) => {
+            let mut items = json!({ "type": "string", "enum": flags.names().collect::<Vec<_>>() });
+            if let Some(list) = listed(flags.names().map(|n| (n, item(n)))) {
+                describe(&mut items, &list);
+            }
+            json!({
+                "type": "array",
+                "items": items,
+                "uniqueItems": true,
+                "maxItems": flags.names().len(),
+            })
+        }
         Type::Option(option) => {
             let ty = option.ty();
             if nullable(&ty) {
@@ -150,7 +202,33 @@ pub(super) fn of(ty: &Type, path: &str, depth: usize) -> Result<Value, Unsupport
         // does not do: such a component does not compile.
         Type::Map(_) => return unsupported(path, "a map"),
         Type::FixedLengthList(_) => return unsupported(path, "a fixed-length list"),
-    })
+    };
+    if let Some(text) = doc.and_then(TypeDoc::own) {
+        describe(&mut schema, text);
+    }
+    Ok(schema)
+}
+
+/// `text` as the schema's description, before the one it has (which says
+/// how the value is written: a `char`'s, bytes').
+fn describe(schema: &mut Value, text: &str) {
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    let text = match map.get("description").and_then(Value::as_str) {
+        Some(before) => format!("{text} ({before})"),
+        None => text.to_owned(),
+    };
+    map.insert("description".to_owned(), Value::String(text));
+}
+
+/// The documented ones of some cases, as one description:
+/// "`read`: may read; `write`: may write".
+fn listed<'a>(items: impl Iterator<Item = (&'a str, Option<&'a str>)>) -> Option<String> {
+    let lines: Vec<String> = items
+        .filter_map(|(name, doc)| Some(format!("`{name}`: {}", doc?)))
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("; "))
 }
 
 /// Whether a type's JSON may be `null`: only an option's is.
@@ -210,25 +288,34 @@ fn tuple_schema(items: Vec<Value>) -> Value {
     json!({ "type": "array", "items": items, "minItems": len, "maxItems": len })
 }
 
+/// One case of a variant (or a result), with its doc comment.
+struct Case<'a> {
+    name: String,
+    payload: Option<Value>,
+    doc: Option<&'a str>,
+}
+
 /// A variant (or a result): a case without a payload is its name as a string,
 /// a case with one is `{"case": payload}`. The shape serde calls externally
 /// tagged, as an `anyOf` of closed objects strict mode and Gemini take.
-fn cases(cases: Vec<(String, Option<Value>)>) -> Value {
-    let bare: Vec<&str> = cases
-        .iter()
-        .filter(|(_, payload)| payload.is_none())
-        .map(|(name, _)| name.as_str())
-        .collect();
+fn cases(cases: Vec<Case<'_>>) -> Value {
+    let bare: Vec<&Case<'_>> = cases.iter().filter(|c| c.payload.is_none()).collect();
     let mut branches = Vec::new();
     if !bare.is_empty() {
-        branches.push(json!({ "type": "string", "enum": bare }));
+        let mut branch =
+            json!({ "type": "string", "enum": bare.iter().map(|c| &c.name).collect::<Vec<_>>() });
+        if let Some(list) = listed(bare.iter().map(|c| (c.name.as_str(), c.doc))) {
+            describe(&mut branch, &list);
+        }
+        branches.push(branch);
     }
-    for (name, payload) in &cases {
-        if let Some(payload) = payload {
-            branches.push(closed_object(Map::from_iter([(
-                name.clone(),
-                payload.clone(),
-            )])));
+    for case in &cases {
+        if let Some(payload) = &case.payload {
+            let mut branch = closed_object(Map::from_iter([(case.name.clone(), payload.clone())]));
+            if let Some(doc) = case.doc {
+                describe(&mut branch, doc);
+            }
+            branches.push(branch);
         }
     }
     if branches.len() == 1 {

@@ -325,3 +325,107 @@ fn functions_that_cannot_be_tools_are_refused_by_name_and_path() {
     );
     assert_eq!(exported.refused.len(), 6);
 }
+
+/// A WIT with doc comments on functions, a record's fields, enum, flags
+/// and variant cases, and types.
+const DOCUMENTED: &str = r#"
+package example:doc@0.1.0;
+
+interface shop {
+  /// A place on the map.
+  record spot {
+    /// East of the origin.
+    x: s32,
+    y: s32,
+    /// Its letter.
+    tag: char,
+  }
+  enum pay {
+    /// With coins.
+    cash,
+    card,
+  }
+  flags opts {
+    /// Wrap it.
+    gift,
+    fast,
+  }
+  variant how {
+    /// Sent by post.
+    post(spot),
+    /// Picked up.
+    pickup,
+    later,
+  }
+
+  /// Orders something.
+  order: func(at: spot, pay: pay, opts: opts, how: how) -> spot;
+  undocumented: func() -> u32;
+}
+
+world doc {
+  export shop;
+  /// Says hi.
+  export hi: func() -> string;
+}
+"#;
+
+/// The WIT docs a component carries (the section wit-component writes)
+/// describe its tools, and its named types' schema nodes; every dialect
+/// still takes the schemas.
+#[test]
+fn wit_docs_describe_tools_and_schema_nodes() {
+    let plain = toolhost_test_plugins::wit::component(&[], DOCUMENTED, Some("doc"));
+    let bytes = toolhost_test_plugins::wit::with_docs(&plain, DOCUMENTED);
+    let (docs, warnings) = super::Docs::read(&bytes);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let component = Component::new(&wasmtime::Engine::default(), &bytes).unwrap();
+    let exported = exported_tools(&component, &docs);
+    let tools = &exported.tools;
+    assert_eq!(tool(tools, "hi").description, "Says hi.");
+    assert_eq!(tool(tools, "shop__order").description, "Orders something.");
+    assert_eq!(
+        tool(tools, "shop__undocumented").description,
+        "`example:doc/shop@0.1.0#undocumented`, a function the component exports."
+    );
+
+    let order = &tool(tools, "shop__order").input_schema["properties"];
+    assert_eq!(order["at"]["description"], "A place on the map.");
+    let spot = &order["at"]["properties"];
+    assert_eq!(spot["x"]["description"], "East of the origin.");
+    assert!(spot["y"].get("description").is_none(), "{spot}");
+    assert_eq!(
+        spot["tag"]["description"],
+        "Its letter. (one Unicode code point)"
+    );
+    assert_eq!(order["pay"]["description"], "`cash`: With coins.");
+    assert_eq!(order["opts"]["items"]["description"], "`gift`: Wrap it.");
+    let how = order["how"]["anyOf"].as_array().unwrap();
+    assert_eq!(how[0]["enum"], json!(["pickup", "later"]));
+    assert_eq!(how[0]["description"], "`pickup`: Picked up.");
+    assert_eq!(how[1]["description"], "Sent by post.");
+    assert_eq!(
+        how[1]["properties"]["post"]["properties"]["x"]["description"],
+        "East of the origin."
+    );
+    let output = tool(tools, "shop__order").output_schema.as_ref().unwrap();
+    assert_eq!(output["description"], "A place on the map.");
+
+    for tool in tools {
+        for verdict in dialect::check(&tool.input_schema) {
+            assert!(verdict.accepted, "{}: {verdict:?}", tool.name);
+            for problem in &verdict.problems {
+                assert!(
+                    problem.message.contains("uniqueItems"),
+                    "{}: {problem:?}",
+                    tool.name
+                );
+            }
+        }
+    }
+    // Without the section: the same schemas, without descriptions.
+    let component = Component::new(&wasmtime::Engine::default(), &plain).unwrap();
+    let exported = exported_tools(&component, &Default::default());
+    let order = &tool(&exported.tools, "shop__order").input_schema["properties"];
+    assert!(order["at"].get("description").is_none(), "{order}");
+}
