@@ -74,6 +74,11 @@ pub(super) async fn status(
         .iter()
         .filter(|r| r["state"] != "loaded" || !r["source"]["error"].is_null())
         .count();
+    if rows.is_empty()
+        && let Some(why) = super::plugins::emptiness(&dir, 0, 0)
+    {
+        eprintln!("warning: {why}");
+    }
     if as_json {
         let unmatched: Vec<Value> = unmatched
             .iter()

@@ -34,6 +34,9 @@ fn an_empty_plugins_directory_is_named_not_listed_as_an_empty_table() {
     let out = toolhost(dir.path(), &["list", "--json"]);
     assert_eq!(stdout_json(&out), serde_json::json!([]));
     assert!(stderr(&out).contains(&warning), "{}", stderr(&out));
+    let out = toolhost(dir.path(), &["status"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&warning), "{}", stderr(&out));
     let out = toolhost(dir.path(), &["call", "greet"]);
     assert!(!out.status.success());
     let err = stderr(&out);
