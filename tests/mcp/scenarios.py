@@ -534,6 +534,19 @@ async def test_confirm_gated_tools_are_marked_in_the_listing(launch: Launch, mak
             assert tool.meta is None and tool.annotations is None, tool
 
 
+async def test_a_gated_read_only_tool_is_not_also_listed_destructive(
+    launch: Launch, make_plugins: PluginsFactory
+) -> None:
+    # destructiveHint means something only when readOnlyHint is false (MCP): never both.
+    config = '[confirm]\ntools = ["evaluate"]\n'
+    async with launch(make_plugins("calc"), config=config) as server, server.connect() as client:
+        tools = await client.tools()
+    evaluate = tools["evaluate"]
+    assert evaluate.meta == {"dev.toolhost/confirm": True}, evaluate
+    assert evaluate.annotations is not None and evaluate.annotations.read_only_hint is True, evaluate
+    assert evaluate.annotations.destructive_hint is None, evaluate
+
+
 async def test_confirmation_without_elicitation_support(launch: Launch, make_plugins: PluginsFactory) -> None:
     async with launch(make_plugins("echo"), config=CONFIRM_ECHO) as server, server.connect() as client:
         assert client.capabilities is not None
