@@ -14,6 +14,7 @@ use crate::workspace::{cargo, run};
 /// The cargo benches `cargo xtask bench` runs, in order.
 const BENCHES: &[&str] = &[
     "call",
+    "dynamic",
     "throughput",
     "startup",
     "mcp",
