@@ -12,8 +12,9 @@
 //! A tool's description is its function's WIT doc comment (`///` above the
 //! function, in an interface or the world), when the component carries its
 //! WIT docs: the `package-docs` custom section that wit-component writes
-//! (see `docs`; wasm-tools' embed path, which wit-bindgen and
-//! wasm-component-ld take, does not keep it yet). Without one, it is
+//! (see `docs`; wasm-tools' embed path, which wit-bindgen with
+//! wasm-component-ld, componentize-py and componentize-qjs take, does not
+//! keep it yet). Without one, it is
 //! "`interface#function`, a function the component exports." The docs of
 //! the named types an interface exports (records and their fields, enum,
 //! flags and variant cases) describe their schema nodes (see `schema::Named`).

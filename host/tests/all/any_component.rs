@@ -305,6 +305,50 @@ fn a_sidecar_mistake_fails_the_plugin_with_the_file_and_key() {
     }
 }
 
+/// With a cache directory (compiled code cached, load failures remembered),
+/// a sidecar edit is still seen: it is read on every load, and its mistakes
+/// are not remembered as the component's.
+#[test]
+fn a_sidecar_edit_is_seen_with_a_warm_cache() {
+    let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::copy(ANY_COMPONENT, dir.path().join("geometry.wasm")).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("--plugins")
+            .arg(dir.path())
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let greet = |out: Output| {
+        let tools: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        tools
+            .into_iter()
+            .find(|t| t["call_name"] == "greet")
+            .map(|t| t["description"].as_str().unwrap().to_owned())
+    };
+    let fallback = "`greet`, a function the component exports.";
+    assert_eq!(greet(run(&["list", "--json"])).as_deref(), Some(fallback));
+    let sidecar = dir.path().join("geometry.tools.toml");
+    std::fs::write(&sidecar, "[greet]\ndescription = \"Say hello.\"\n").unwrap();
+    assert_eq!(
+        greet(run(&["list", "--json"])).as_deref(),
+        Some("Say hello.")
+    );
+    std::fs::write(&sidecar, "[greet]\ndescriptio = \"x\"\n").unwrap();
+    let out = run(&["status"]);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(all.contains("did you mean `description`?"), "{all}");
+    std::fs::remove_file(&sidecar).unwrap();
+    assert_eq!(greet(run(&["list", "--json"])).as_deref(), Some(fallback));
+}
+
 /// A contract plugin's tools are its own: a sidecar beside it changes nothing.
 #[test]
 fn a_sidecar_beside_a_contract_plugin_is_ignored() {
