@@ -57,6 +57,9 @@ pub(super) fn checked(cli: &Cli, config: &Config, takes: Takes) -> Result<PathBu
             ),
         }
     }
+    if dir.extension().is_some_and(|e| e == "wasm") {
+        bail!("plugin file {} does not exist", dir.display());
+    }
     if in_checkout(cli, config) {
         bail!(
             "plugins directory {} does not exist (build the examples with `cargo xtask plugins`, \

@@ -147,6 +147,12 @@ fn a_single_wasm_file_is_a_set_of_one_plugin() {
         "{err}"
     );
     assert!(!err.contains("does not exist"), "{err}");
+    let out = toolhost(&dir.path().join("gone.wasm"), &["list"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("plugin file") && err.contains("gone.wasm does not exist"),
+        "{err}"
+    );
 }
 
 #[test]
