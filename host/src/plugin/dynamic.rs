@@ -14,12 +14,11 @@
 //! WIT docs: the `package-docs` custom section that wit-component writes
 //! (see `docs`; wasm-tools' embed path, which wit-bindgen with
 //! wasm-component-ld, componentize-py and componentize-qjs take, does not
-//! keep it yet). Without one, it is
-//! "`interface#function`, a function the component exports." The docs of
-//! the named types an interface exports (records and their fields, enum,
-//! flags and variant cases) describe their schema nodes (see `schema::Named`).
-//! An operator's
-//! sidecar `NAME.tools.toml` (see `sidecar`) may replace it, hide the tool,
+//! keep it yet). Without one, it is "`interface#function`, a function the
+//! component exports." The docs of the named types an interface exports
+//! (records and their fields, enum, flags and variant cases) describe their
+//! schema nodes (see `schema::Named`). An operator's sidecar
+//! `NAME.tools.toml` (see `sidecar`) may replace a description, hide a tool,
 //! set its hints and mark it long-running.
 //!
 //! # Names
