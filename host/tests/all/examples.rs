@@ -821,7 +821,9 @@ async fn a_misspelt_argument_is_invalid_and_named() {
             panic!("{tool}: {err:?}");
         };
         assert!(
-            problems.iter().any(|p| p.contains("'seperator'")),
+            problems
+                .iter()
+                .any(|p| p.starts_with("/seperator: unexpected property")),
             "{tool}: {problems:?}"
         );
     }
