@@ -178,7 +178,6 @@ pub(super) fn of(
             json!({
                 "type": "array",
                 "items": items,
-                "uniqueItems": true,
                 "maxItems": flags.names().len(),
             })
         }

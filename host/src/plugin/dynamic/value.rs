@@ -274,10 +274,10 @@ pub(super) fn from_json(
             let mut set: Vec<String> = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
                 let at = pointer(path, &i.to_string());
+                // A set: a name given twice counts once (no `uniqueItems` in
+                // the schema, which Gemini's converters drop).
                 match item.as_str() {
-                    Some(name) if set.iter().any(|s| s == name) => {
-                        return fail(&at, format!("`{name}` is set twice"));
-                    }
+                    Some(name) if set.iter().any(|s| s == name) => {}
                     Some(name) if names.contains(&name) => set.push(name.to_owned()),
                     _ => return fail(&at, format!("expected one of {}", list(&names))),
                 }
