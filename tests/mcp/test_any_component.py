@@ -66,7 +66,8 @@ def extra_key(key: str) -> tuple[str, ...]:
 
 
 #: The exports componentize-qjs and componentize-py add for their build-time
-#: (Wizer) initialization: not functions of the component's own WIT.
+#: (Wizer) initialization: not functions of the component's own WIT, so the
+#: host leaves them out.
 INITIALIZERS = {"init", "exports__init"}
 
 COMPONENTS = {
@@ -180,9 +181,10 @@ async def test_every_function_is_a_tool_with_schemas_and_answers_to_them(
         tools = await client.tools()
         called = {tool for tool, _, _ in component.calls}
         assert called <= tools.keys(), sorted(tools)
-        # Besides the WIT's functions, only the build-time initializer that
-        # componentize-qjs (`init`) and componentize-py (`exports#init`) export.
-        assert tools.keys() - called <= INITIALIZERS, sorted(tools)
+        # The WIT's functions and nothing else: not the build-time initializer
+        # that componentize-qjs (`init`) and componentize-py (`exports#init`) export.
+        assert tools.keys() == called, sorted(tools)
+        assert not tools.keys() & INITIALIZERS, sorted(tools)
         for name in called:
             tool = tools[name]
             assert tool.input_schema["type"] == "object", tool

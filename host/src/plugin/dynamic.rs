@@ -45,7 +45,7 @@
 //! | `tuple<A, B>` | an array of exactly its length | `minItems` = `maxItems`; `items` exact if all one type, else `anyOf` them (neither dialect takes `prefixItems`; the conversion checks each position) |
 //! | `option<T>` | `null` or `T` | `T` made nullable; `option<option<T>>`: `null` or `{"some": …}` |
 //! | `enum` | the case's name | `string` `enum` |
-//! | `flags` | the set flags' names | `array` of unique `enum` strings |
+//! | `flags` | the set flags' names (one given twice counts once) | `array` of `enum` strings, `maxItems` the flags' count (no `uniqueItems`: Gemini drops it) |
 //! | `variant` | a bare case's name, or `{"case": payload}` | `anyOf` of a string `enum` and closed objects |
 //! | `result<T, E>` (argument) | `"ok"`/`"err"`, or `{"ok": …}`/`{"err": …}` | as a variant |
 //! | `result<T, E>` (result) | `T` is the output; `E` is a tool error | `T`'s, and `E`'s as the error schema |
@@ -150,6 +150,18 @@ pub enum Refusal {
     ResourceFunction {
         /// The function (`interface#[method]resource.name`, ...).
         function: String,
+    },
+    /// A build-time entry point a toolchain adds to every component it
+    /// makes (componentize-qjs and componentize-py), not one of the component's own
+    /// functions. Left out without a warning.
+    #[error(
+        "`{function}` is {toolchain}'s build-time entry point, not a function of the component's own"
+    )]
+    Toolchain {
+        /// The function (`interface#function`).
+        function: String,
+        /// The toolchain that adds it.
+        toolchain: &'static str,
     },
     /// Its name does not map to a valid tool name.
     #[error(
@@ -377,12 +389,54 @@ pub(super) fn functions(component: &Component, docs: &Docs) -> (Vec<Function>, V
     (found, refused)
 }
 
+/// Exports that toolchains add to every component they build, for their own
+/// use at build time (snapshotting the initialised runtime): the interface
+/// (`None` at the top level), the function, its parameters' names, and the
+/// toolchain. Matched on all three, so a function of the user's own WIT that
+/// happens to be called `init` stays a tool.
+const TOOLCHAIN_EXPORTS: &[(Option<&str>, &str, &[&str], &str)] = &[
+    (
+        Some("exports"),
+        "init",
+        &["app-name", "symbols", "stub-wasi"],
+        "componentize-py",
+    ),
+    (
+        None,
+        "init",
+        &["shim", "script", "entry-path", "disable-gc"],
+        "componentize-qjs",
+    ),
+];
+
+/// The toolchain whose build-time entry point `export` is, if it is one.
+fn toolchain_export(export: &Export) -> Option<&'static str> {
+    TOOLCHAIN_EXPORTS
+        .iter()
+        .find(|(interface, name, params, _)| {
+            *interface == export.interface.as_deref()
+                && *name == export.name
+                && export
+                    .func
+                    .params()
+                    .map(|(p, _)| p)
+                    .eq(params.iter().copied())
+        })
+        .map(|(_, _, _, toolchain)| *toolchain)
+}
+
 fn tool(
     export: &Export,
     named: &HashMap<String, String>,
     (docs, types): (&Docs, &schema::Named<'_>),
 ) -> Result<(ExportedTool, Signature), Refusal> {
     let function = export.qualified();
+    if let Some(toolchain) = toolchain_export(export) {
+        return Err(Refusal::Toolchain {
+            function,
+            toolchain,
+        });
+    }
     // `[constructor]r`, `[method]r.f`, `[static]r.f`.
     if export.name.starts_with('[') {
         return Err(Refusal::ResourceFunction { function });
@@ -438,10 +492,17 @@ pub(super) fn loaded_tools(
 ) -> Result<Vec<LoadedTool>, LoadError> {
     let (mut functions, refused) = functions(component, docs);
     for refusal in &refused {
-        tracing::warn!(
-            target: crate::log::LOAD_TARGET, %plugin, reason = %refusal,
-            "{plugin}: an exported function left out: {refusal}"
-        );
+        if matches!(refusal, Refusal::Toolchain { .. }) {
+            tracing::debug!(
+                target: crate::log::LOAD_TARGET, %plugin, reason = %refusal,
+                "{plugin}: an exported function left out: {refusal}"
+            );
+        } else {
+            tracing::warn!(
+                target: crate::log::LOAD_TARGET, %plugin, reason = %refusal,
+                "{plugin}: an exported function left out: {refusal}"
+            );
+        }
     }
     if functions.is_empty() {
         let exports = component
