@@ -7,6 +7,11 @@ use std::fmt::Write as _;
 /// at info for `serve` and leaves it to its own output in one-shot commands.
 pub(crate) const LOAD_TARGET: &str = "toolhost::load";
 
+/// The log target of "several plugins offer this tool" (tools, prompts,
+/// resources): the CLI shows it where names are the point (`serve`, `list`,
+/// `status`) and not in commands that name one tool.
+pub(crate) const CLASH_TARGET: &str = "toolhost::clash";
+
 /// `text` with every control character (newline, carriage return, escape,
 /// ...) written as a Rust-style escape (`\n`, `\r`, `\u{1b}`), so guest text
 /// stays on its own log line and cannot forge another or drive a terminal.

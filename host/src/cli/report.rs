@@ -337,7 +337,9 @@ fn capabilities(out: &mut impl Write, set: &PluginSet) -> Result<()> {
     if rows.iter().any(|r| r[1].contains('!')) {
         writeln!(
             out,
-            "(`!`: imported but not granted; calls that use it are refused. Grant it in toolhost.toml or NAME{}.)",
+            "(`!`: imported but not granted: a call that uses it is refused, one that does not runs as usual. \
+             Language runtimes import more than their tools use (files in every language but Rust; \
+             sockets in componentize-py's Python). Grant it in toolhost.toml or NAME{}.)",
             toolhost::policy::SIDECAR_SUFFIX
         )?;
     }

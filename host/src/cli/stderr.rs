@@ -50,13 +50,12 @@ pub(super) fn init(command: &Command) {
 /// point: `serve`, `list` and `status`. The commands that name one tool
 /// (call, describe, read, prompt) say nothing of it: a qualified name
 /// (`a.echo`) works, and the bare one fails with the qualified names to use.
-/// That warning's target is its module, `toolhost::toolset::plugin_set`, whose
-/// other events (loads) log under `toolhost::load`.
+/// That warning's target is `toolhost::clash` (the library's `log::CLASH_TARGET`).
 fn default_filter(command: &Command) -> &'static str {
     match command {
         Command::Serve { .. } => "warn,toolhost::load=info,toolhost::serve=info",
         Command::List { .. } | Command::Status { .. } => "warn,toolhost::load=off",
-        _ => "warn,toolhost::load=off,toolhost::toolset::plugin_set=off",
+        _ => "warn,toolhost::load=off,toolhost::clash=off",
     }
 }
 
@@ -197,7 +196,7 @@ mod tests {
             let cli = super::super::Cli::try_parse_from(args).unwrap();
             default_filter(&cli.command)
         };
-        let quiet = "toolhost::toolset::plugin_set=off";
+        let quiet = "toolhost::clash=off";
         assert!(!filter(&["toolhost", "list"]).contains(quiet));
         assert!(!filter(&["toolhost", "status"]).contains(quiet));
         assert!(!filter(&["toolhost", "serve"]).contains(quiet));

@@ -263,6 +263,7 @@ impl PluginCatalog {
         for (item, plugins) in &self.clashes {
             if previous.and_then(|p| p.clashes.get(item)) != Some(plugins) {
                 tracing::warn!(
+                    target: crate::log::CLASH_TARGET,
                     item = %item,
                     plugins = %plugins.join(", "),
                     "several plugins offer {item}: prompts are listed as `plugin.prompt`, \

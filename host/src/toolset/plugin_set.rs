@@ -92,6 +92,7 @@ pub(crate) fn log_failed(path: &Path, error: &dyn std::fmt::Display) {
 /// Warns that several plugins offer `tool`.
 pub(crate) fn warn_clash(tool: &str, plugins: &[String]) {
     tracing::warn!(
+        target: crate::log::CLASH_TARGET,
         tool,
         plugins = %plugins.join(", "),
         "several plugins offer this tool; call it as `plugin.tool`"

@@ -720,6 +720,12 @@ TOKEN = {{ from_file = "token.txt" }}
         "{caps}"
     );
     assert!(!row("echo").contains('!'), "{}", row("echo"));
+    // The footnote says what `!` means, and that a runtime's imports a tool
+    // does not use need no grant.
+    assert!(
+        stdout.contains("one that does not runs as usual") && stdout.contains("Language runtimes"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("tok-secret-value") && !stderr.contains("tok-secret-value"));
     assert!(
         !stderr.contains("not granted"),
