@@ -111,7 +111,9 @@ impl ConfigError {
                 .unwrap_or_default();
             Self {
                 path: path.to_owned(),
-                key: e.span().and_then(|span| toml_text::key_at(text, span.start)),
+                key: e
+                    .span()
+                    .and_then(|span| toml_text::key_at(text, span.start)),
                 reason: format!("{at}{}", toml_text::plain_types(e.message())),
             }
         })
