@@ -21,8 +21,9 @@ pub struct PluginOptions {
     /// plugin's sidecar policy file, which is then ignored (with a warning).
     pub grants: Option<Grants>,
     /// Whether a plugin without `grants` reads them from its sidecar
-    /// `NAME.policy.toml` next to `NAME.wasm` (default: yes). Without either,
-    /// nothing is granted.
+    /// `NAME.policy.toml` next to `NAME.wasm`, and a component toolset its
+    /// descriptions, hints and hidden tools from `NAME.tools.toml` (default:
+    /// yes). Without either policy, nothing is granted.
     pub sidecar_policy: bool,
     /// Whether calls share instances ([`Reuse`]; default: never).
     pub reuse: Reuse,
