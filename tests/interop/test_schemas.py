@@ -28,21 +28,13 @@ INSPECT_S = 300
 
 
 #: Component tools' schemas a check is known to fail, by (component, tool,
-#: "input"/"output"), with the checks and why. Each is an expected failure
-#: (strict: once the schema generator is fixed the test fails until the entry
-#: goes). `flags` are `{"type": "array", "uniqueItems": true, ...}`, and
-#: google-genai's `Schema` has no `uniqueItems` field: both Gemini converters
-#: drop it (toolhost's own Gemini dialect check warns the same).
-KNOWN: dict[tuple[str, str, str], tuple[tuple[str, ...], str]] = {
-    ("any-component-js", "stock__items", "output"): (
-        ("genai", "adk_legacy"),
-        "`hazards` (flags): the Gemini converters drop `uniqueItems`",
-    ),
-    ("any-component-py", "convert__show", "input"): (
-        ("genai", "adk_legacy"),
-        "`style` (flags): the Gemini converters drop `uniqueItems`",
-    ),
-}
+#: "input"/"output"), with the checks and why: e.g.
+#: `("any-component-py", "convert__show", "input"): (("genai", "adk_legacy"), "...")`.
+#: Each is an expected failure, strict: once the schema generator
+#: (host/src/plugin/dynamic/schema.rs) is fixed, the test fails until the entry
+#: goes. None now (flags' `uniqueItems`, which both Gemini converters dropped,
+#: is gone: a flag named twice counts once).
+KNOWN: dict[tuple[str, str, str], tuple[tuple[str, ...], str]] = {}
 
 #: Functions each component toolset must list (its WIT: tests/plugins/NAME/wit).
 COMPONENT_TOOLS = {
