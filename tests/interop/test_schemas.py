@@ -38,7 +38,14 @@ KNOWN: dict[tuple[str, str, str], tuple[tuple[str, ...], str]] = {}
 
 #: Functions each component toolset must list (its WIT: tests/plugins/NAME/wit).
 COMPONENT_TOOLS = {
-    "any-component": {"greet", "shapes__translate", "shapes__divide", "shapes__spin"},
+    "any-component": {
+        "greet",
+        "shapes__translate",
+        "shapes__divide",
+        "shapes__spin",
+        "kinds__echo",
+        "kinds__name_shape",
+    },
     "any-component-js": {"about", "stock__items", "stock__adjust", "stock__value"},
     "any-component-py": {"scale", "convert__length", "convert__to_kelvin", "convert__total", "convert__show"},
 }
@@ -139,6 +146,23 @@ BAD: dict[str, tuple[Schema, dict[str, str]]] = {
             "$defs": {"Level": {"type": "string", "enum": ["low", "high"]}},
         },
         {"openai_strict": "cannot be null", "genai": "default", "adk_legacy": "no type"},
+    ),
+    # `option<variant>` as the component toolsets first wrote it: a `null`
+    # branch among three; both Gemini converters keep it as a typeless
+    # `nullable`, so `null` is lost (a nullable first branch is the fix).
+    "null_branch_among_three": (
+        _object(
+            shape={
+                "anyOf": [
+                    {"type": "string", "enum": ["dot"]},
+                    _object(circle={"type": "number"}) | {"required": ["circle"]},
+                    {"type": "null"},
+                ],
+                "description": "A shape, or none.",
+            }
+        )
+        | {"required": ["shape"]},
+        {"openai_strict": None, "genai": 'type="null"', "adk_legacy": 'type="null"'},
     ),
 }
 

@@ -477,6 +477,19 @@ fn gemini_rules(map: &Map<String, Value>, path: &str, position: Position, found:
                 .to_owned(),
         );
     }
+    if let Some(Value::Array(branches)) = map.get("anyOf")
+        && branches.len() > 2
+        && branches
+            .iter()
+            .any(|b| b.as_object().is_some_and(|b| types(b) == ["null"]))
+    {
+        error(
+            "`anyOf` with a `null` branch among more than two: Gemini keeps that branch as a \
+             typeless `nullable`, so `null` is lost; make another branch nullable \
+             (`\"type\": [T, \"null\"]`) instead"
+                .to_owned(),
+        );
+    }
     if position != Position::Part && !typed(map) {
         error("no `type`: Gemini declares it as having none; for any JSON, take JSON text in a string".to_owned());
     }

@@ -188,7 +188,7 @@ pub(super) fn of(
                 // spelled out so the two stay apart.
                 let some =
                     closed_object(Map::from_iter([("some".to_owned(), inner(&ty, "some")?)]));
-                json!({ "anyOf": [some, { "type": "null" }] })
+                or_null(some)
             } else {
                 or_null(inner(&ty, "")?)
             }
@@ -325,13 +325,19 @@ fn cases(cases: Vec<Case<'_>>) -> Value {
 }
 
 /// The schema that also takes `null`: in `type` (and `enum`) where it can
-/// be said there, which every dialect reads as nullable, else as a branch.
+/// be said there, which every dialect reads as nullable; an `anyOf`'s first
+/// branch so; else (no `type`) as a branch.
 fn or_null(mut schema: Value) -> Value {
     let Some(map) = schema.as_object_mut() else {
         return schema;
     };
-    if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
-        branches.push(json!({ "type": "null" }));
+    // A variant (or a result): its first branch made nullable in place. A
+    // `{"type": "null"}` branch of its own would reach Gemini's converters
+    // as a typeless `{"nullable": true}`, losing the null.
+    if let Some(Value::Array(branches)) = map.get_mut("anyOf")
+        && let Some(first) = branches.first_mut()
+    {
+        *first = or_null(first.take());
         return schema;
     }
     if let Some(Value::String(kind)) = map.get("type") {

@@ -230,3 +230,44 @@ fn a_schema_deeper_than_strict_modes_limit_is_refused_without_overflowing() {
     );
     assert!(verdict(&schema, Dialect::Gemini).accepted);
 }
+
+/// google-genai unwraps `anyOf: [X, null]`, but keeps the `null` branch of a
+/// longer `anyOf` as a typeless `nullable`: the null is lost (found by the
+/// interop suite's converters on `option<variant>`). A nullable first branch
+/// says the same and passes.
+#[test]
+fn a_null_branch_among_more_than_two_is_lost_in_gemini() {
+    let branches = |first: Value| {
+        object(
+            json!({"shape": {"anyOf": [
+                first,
+                object(json!({"circle": {"type": "number"}}), &["circle"]),
+                {"type": "null"},
+            ]}}),
+            &["shape"],
+        )
+    };
+    let lost = branches(json!({"type": "string", "enum": ["dot"]}));
+    let found = errors(&lost, Dialect::Gemini);
+    assert!(
+        found
+            .iter()
+            .any(|e| e.starts_with("/properties/shape: `anyOf` with a `null` branch")),
+        "{found:?}"
+    );
+    let two = object(
+        json!({"n": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}),
+        &["n"],
+    );
+    assert!(errors(&two, Dialect::Gemini).is_empty());
+    let kept = object(
+        json!({"shape": {"anyOf": [
+            {"type": ["string", "null"], "enum": ["dot", null]},
+            object(json!({"circle": {"type": "number"}}), &["circle"]),
+        ]}}),
+        &["shape"],
+    );
+    for dialect in Dialect::ALL {
+        assert!(errors(&kept, dialect).is_empty(), "{dialect:?}");
+    }
+}
