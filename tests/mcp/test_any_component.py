@@ -70,6 +70,25 @@ def extra_key(key: str) -> tuple[str, ...]:
 #: host leaves them out.
 INITIALIZERS = {"init", "exports__init"}
 
+#: One of every WIT type `shapes` does not use (geometry.wit's `kinds#sample`),
+#: as JSON: bytes in base64, 64-bit integers at their limits, an
+#: `option<option<u16>>` whose outer value is there and inner is not.
+SAMPLE = {
+    "on": True,
+    "letter": "λ",
+    "data": "AAEC/w==",
+    "color": "green",
+    "access": ["read", "exec"],
+    "shape": {"circle": 1.5},
+    "pair": [7, "seven"],
+    "ratio": 0.5,
+    "maybe": {"some": None},
+    "big": -9223372036854775808,
+    "huge": 18446744073709551615,
+    "small": -32768,
+    "tags": ["a", "b"],
+}
+
 COMPONENTS = {
     "rust": Component(
         file="any_component.wasm",
@@ -80,10 +99,15 @@ COMPONENTS = {
             ("shapes__translate", {"p": {"x": 1, "y": 2}, "dx": 3, "dy": -4}, {"x": 4, "y": -2}),
             ("shapes__divide", {"a": 7, "b": 2}, {"result": 3}),
             ("shapes__spin", {"rounds": 10}, {"result": 10}),
+            # Every other WIT type, through and back (`kinds` in geometry.wit).
+            ("kinds__echo", {"s": SAMPLE}, SAMPLE),
+            ("kinds__name_shape", {"shape": None}, {"result": "none"}),
+            ("kinds__name_shape", {"shape": {"rect": [2.5, 4]}}, {"result": "a 2.5 by 4 rectangle"}),
         ],
         errors=[("shapes__divide", {"a": 7, "b": 0}, {"dividend": 7, "reason": "division by zero"})],
         refusals=[
             ("shapes__translate", {"p": {"x": 1, "y": 2, "z": 3}, "dx": 300, "dy": 0}, ["/dx", "/p"]),
+            ("kinds__echo", {"s": {**SAMPLE, "huge": -1, "shape": "square"}}, ["/s/huge", "/s/shape"]),
         ],
     ),
     "js": Component(

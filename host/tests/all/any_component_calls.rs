@@ -40,6 +40,60 @@ fn stdout_json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Every WIT type `shapes` does not use, through the CLI and back: bool, char,
+/// `list<u8>` (base64), enum, flags (a name twice counts once), option of a
+/// variant, a mixed tuple, f32, `option<option<u16>>`, s64/u64 at their
+/// limits, s16, a list of strings.
+#[test]
+fn the_cli_takes_and_gives_back_every_wit_type() {
+    let dir = geometry_dir();
+    let sample = json!({
+        "on": true, "letter": "λ", "data": "AAEC/w==", "color": "green",
+        "access": ["read", "exec"], "shape": {"rect": [2.5, 4.0]}, "pair": [7, "seven"],
+        "ratio": 0.5, "maybe": {"some": null}, "big": i64::MIN, "huge": u64::MAX,
+        "small": -32768, "tags": ["a", "b"],
+    });
+    let echoed = toolhost(
+        dir.path(),
+        &["call", "kinds__echo", &json!({"s": sample}).to_string()],
+    );
+    assert_eq!(stdout_json(&echoed), sample);
+    let mut twice = sample.clone();
+    twice["access"] = json!(["read", "read", "exec"]);
+    let echoed = toolhost(
+        dir.path(),
+        &["call", "kinds__echo", &json!({"s": twice}).to_string()],
+    );
+    assert_eq!(stdout_json(&echoed), sample);
+    for (shape, named) in [
+        (json!(null), "none"),
+        (json!("dot"), "a dot"),
+        (json!({"circle": 1.5}), "a circle of radius 1.5"),
+    ] {
+        let out = toolhost(
+            dir.path(),
+            &[
+                "call",
+                "kinds__name_shape",
+                &json!({"shape": shape}).to_string(),
+            ],
+        );
+        assert_eq!(stdout_json(&out), json!({"result": named}));
+    }
+    let mut bad = sample.clone();
+    bad["letter"] = json!("ab");
+    bad["color"] = json!("pink");
+    let refused = toolhost(
+        dir.path(),
+        &["call", "kinds__echo", &json!({"s": bad}).to_string()],
+    );
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    for path in ["/s/letter: ", "/s/color: "] {
+        assert!(stderr.contains(path), "{path} in {stderr}");
+    }
+}
+
 #[test]
 fn the_cli_calls_a_components_functions() {
     let dir = geometry_dir();
@@ -49,6 +103,8 @@ fn the_cli_calls_a_components_functions() {
         "shapes__translate",
         "shapes__divide",
         "shapes__spin",
+        "kinds__echo",
+        "kinds__name_shape",
     ] {
         assert!(list.contains(&format!("geometry  {tool} ")), "{list}");
     }

@@ -6,6 +6,7 @@ mod bindings {
     wit_bindgen::generate!({ path: "wit", world: "geometry" });
 }
 
+use bindings::exports::example::geometry::kinds::{self, Sample, Shape};
 use bindings::exports::example::geometry::shapes::{self, DivisionError, Point};
 
 struct Geometry;
@@ -37,6 +38,21 @@ impl shapes::Guest for Geometry {
             count = std::hint::black_box(count.wrapping_add(1));
         }
         count
+    }
+}
+
+impl kinds::Guest for Geometry {
+    fn echo(s: Sample) -> Sample {
+        s
+    }
+
+    fn name_shape(shape: Option<Shape>) -> String {
+        match shape {
+            None => "none".to_owned(),
+            Some(Shape::Dot) => "a dot".to_owned(),
+            Some(Shape::Circle(r)) => format!("a circle of radius {r}"),
+            Some(Shape::Rect((w, h))) => format!("a {w} by {h} rectangle"),
+        }
     }
 }
 
