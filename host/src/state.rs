@@ -94,9 +94,12 @@ impl std::fmt::Debug for StateOptions {
 impl StateOptions {
     /// The Redis server to keep state in (`redis://[user:password@]host:port/db`,
     /// `rediss://` for TLS is not built in); `None` (the default) keeps it in
-    /// this process. The connection is made at first use, on the tokio
-    /// runtime of that use (keep the store on one runtime), and remade by
-    /// itself after a failure.
+    /// this process. Redis 6 or later (the connection speaks RESP3). The
+    /// connection is made at first use, on the tokio runtime of that use
+    /// (keep the store on one runtime), and remade by itself as soon as
+    /// Redis closes it, until Redis answers again: while Redis is down,
+    /// calls that need it fail after the [timeout](Self::timeout), and the
+    /// first one after it is back works.
     pub fn url(&mut self, url: Option<String>) -> &mut Self {
         self.url = url;
         self

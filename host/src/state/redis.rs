@@ -4,6 +4,11 @@
 //! budget and write in one step; used nonces as `PREFIXused:SHA256` keys set
 //! with `NX` and a TTL; tasks in [`tasks`]. Every operation is bounded by
 //! the timeout.
+//!
+//! Every facet (state, used approvals, tasks, the readiness ping) goes
+//! through one [`ConnectionManager`], and so one reconnect policy
+//! ([`manager_config`]): a restarted Redis is used again by the first call
+//! that needs it, whichever facet it is.
 
 mod tasks;
 
@@ -12,7 +17,7 @@ use std::time::Duration;
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::io::tcp::TcpSettings;
-use ::redis::{Client, IntoConnectionInfo as _, RedisError, Script};
+use ::redis::{Client, IntoConnectionInfo as _, ProtocolVersion, RedisError, Script};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::OnceCell;
 
@@ -86,9 +91,13 @@ impl Redis {
         // TCP_NODELAY: without it, a command written while the previous
         // one's packet is unacknowledged waits for the server's delayed ACK
         // (~40 ms on Linux), and every state round trip took that long.
-        let info = url
-            .into_connection_info()
-            .map_err(not_a_url)?
+        let info = url.into_connection_info().map_err(not_a_url)?;
+        // RESP3: the connection tells the manager when Redis closes it, so it
+        // reconnects at once, not on the next call (which would fail on the
+        // dead connection: "broken pipe").
+        let settings = info.redis_settings().clone();
+        let info = info
+            .set_redis_settings(settings.set_protocol(ProtocolVersion::RESP3))
             .set_tcp_settings(TcpSettings::default().set_nodelay(true));
         let client = Client::open(info).map_err(not_a_url)?;
         Ok(Self {
@@ -130,14 +139,10 @@ impl Redis {
             let connection = self
                 .connection
                 .get_or_try_init(|| async {
-                    let config = ConnectionManagerConfig::new()
-                        .set_connection_timeout(Some(limit))
-                        .set_response_timeout(Some(limit))
-                        // Few, quick retries: a call waits at most the
-                        // timeout, and the next call tries again anyway.
-                        .set_number_of_retries(2)
-                        .set_max_delay(Duration::from_millis(200));
-                    ConnectionManager::new_lazy_with_config(self.client.clone(), config)
+                    ConnectionManager::new_lazy_with_config(
+                        self.client.clone(),
+                        manager_config(limit),
+                    )
                 })
                 .await
                 .map_err(|e| unavailable(e, limit))?
@@ -274,6 +279,27 @@ impl Redis {
     }
 }
 
+/// How the one connection is made and remade, `limit` being the timeout of
+/// one operation.
+///
+/// A reconnect never gives up: it tries again every 100-200 ms (plus
+/// jitter) until Redis answers. The manager keeps the outcome of its last
+/// reconnect for the next call; one that gave up while Redis was down
+/// failed the first call after Redis came back ("Connection refused"), and
+/// only that call's failure started a new one. Now the calls made while
+/// Redis is down wait on the live attempt, within their timeout
+/// ([`StateError::Timeout`]), and the first call after it is back finds the
+/// new connection. The attempts stop when one succeeds (one background task
+/// per store, also after the store is dropped).
+fn manager_config(limit: Duration) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(limit))
+        .set_response_timeout(Some(limit))
+        .set_min_delay(Duration::from_millis(100))
+        .set_max_delay(Duration::from_millis(200))
+        .set_number_of_retries(usize::MAX)
+}
+
 fn unavailable(error: RedisError, limit: Duration) -> StateError {
     if error.is_timeout() {
         return StateError::Timeout { limit };
@@ -297,5 +323,7 @@ mod tests {
         // Everything else the URL says is kept.
         assert_eq!(info.redis_settings().db(), 2);
         assert_eq!(info.redis_settings().password(), Some("pw"));
+        // RESP3, so a closed connection is reported and remade at once.
+        assert_eq!(info.redis_settings().protocol(), ProtocolVersion::RESP3);
     }
 }

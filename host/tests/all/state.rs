@@ -2,8 +2,10 @@
 //! Redis see each other's invocation state, keep one byte budget, expire it,
 //! refuse each other's used approvals, and ride out Redis stopping and
 //! coming back. `cargo xtask test` installs `redis-server`; without it these
-//! tests fail, they do not skip. Tasks in the store: [`tasks`].
+//! tests fail, they do not skip. Tasks in the store: [`tasks`]; the first calls
+//! after Redis comes back: [`recovery`].
 
+mod recovery;
 mod tasks;
 
 use std::io::{Read as _, Write as _};

@@ -54,7 +54,7 @@ static TRANSITION: LazyLock<Script> = LazyLock::new(|| {
         "{TERMINAL}{}",
         r"
 local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return false end
+if not status then return nil end
 if terminal[status] then return {0, redis.call('HGETALL', KEYS[1])} end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'last_updated_at', ARGV[2])
 if ARGV[3] == '1' then
@@ -95,7 +95,7 @@ static BEAT: LazyLock<Script> = LazyLock::new(|| {
         "{TERMINAL}{}",
         r"
 local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return false end
+if not status then return nil end
 if terminal[status] then return {status} end
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], redis.call('HGET', KEYS[1], 'ttl_ms'))
