@@ -30,16 +30,7 @@ use crate::hex::hex;
 use crate::tool::ToolSpec;
 use crate::toolset::{CallObserver, CallWatch, Context, Decision, Outcome};
 
-/// Keys whose values an audit record never shows (matched case-insensitively,
-/// as substrings: `api_key`, `X-Auth-Token` and `db_password` are covered).
-pub const REDACTED_KEYS: [&str; 6] = [
-    "password",
-    "token",
-    "secret",
-    "key",
-    "authorization",
-    "credential",
-];
+pub use crate::redact::REDACTED_KEYS;
 
 /// Where audit records go and what they hold.
 #[derive(Debug, Clone)]
@@ -209,24 +200,7 @@ impl AuditLog {
 
     /// `arguments` with the values of secret-looking keys redacted, at any depth.
     fn redacted(&self, arguments: &Value) -> Value {
-        match arguments {
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| {
-                        let lower = k.to_lowercase();
-                        let secret = self.redact.iter().any(|r| lower.contains(r.as_str()));
-                        let v = if secret {
-                            json!("<redacted>")
-                        } else {
-                            self.redacted(v)
-                        };
-                        (k.clone(), v)
-                    })
-                    .collect(),
-            ),
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.redacted(v)).collect()),
-            other => other.clone(),
-        }
+        crate::redact::redact_keys(arguments, &self.redact)
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use tracing::Instrument as _;
 
 mod ask;
 mod call;
@@ -20,6 +21,7 @@ mod report;
 mod serve;
 mod sources;
 mod stderr;
+mod telemetry;
 
 use call::{call_tool, read_arguments};
 use clap::{Parser, Subcommand};
@@ -278,7 +280,6 @@ Logging:
 /// Runs the CLI; prints a one-line error and exits non-zero on failure.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    stderr::init(&cli.command);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -289,7 +290,19 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    // In the runtime: the gRPC exporter's client needs one.
+    let telemetry = match runtime.block_on(async { telemetry::start(&cli) }) {
+        Ok(telemetry) => telemetry,
+        Err(err) => {
+            eprintln!("error: {}", one_line(&err));
+            return ExitCode::FAILURE;
+        }
+    };
+    stderr::init(&cli.command, telemetry.as_ref());
+    let result = runtime.block_on(run(cli));
+    // Exports what waits, while the runtime still runs its client.
+    drop(telemetry);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`toolhost describe x | head -1`): it has
         // what it wanted; end quietly, as a command killed by SIGPIPE would.
@@ -549,7 +562,11 @@ async fn run(cli: Cli) -> Result<()> {
                 cx = cx.with_asker(asker);
             }
             let invocation = cx.invocation_id().to_owned();
-            let result = call_tool(&*tools, cx, tool, arguments, *yes, out_dir.as_deref()).await;
+            // Joins the trace of whoever ran this command (`TRACEPARENT`).
+            let span = toolhost::telemetry::span_from_environment("toolhost call");
+            let result = call_tool(&*tools, cx, tool, arguments, *yes, out_dir.as_deref())
+                .instrument(span)
+                .await;
             engine.end_invocation(&invocation);
             result
         }

@@ -22,6 +22,7 @@ mod layers;
 mod names;
 mod oci;
 mod sources;
+mod telemetry;
 
 pub use crate::error::ConfigError;
 pub use access::AccessConfig;
@@ -31,6 +32,7 @@ pub use layers::Layered;
 pub use names::{NameSource, UnmatchedName};
 pub use oci::OciConfig;
 pub use sources::SourceConfig;
+pub use telemetry::TelemetryConfig;
 
 /// The parsed `toolhost.toml`.
 ///
@@ -121,6 +123,8 @@ pub struct Config {
     pub access: Vec<AccessConfig>,
     /// The audit trail of `toolhost serve` (`[audit]`).
     pub audit: Option<AuditConfig>,
+    /// OpenTelemetry export of traces and metrics (`[telemetry]`).
+    pub telemetry: Option<TelemetryConfig>,
     /// The file this was read from: grants' relative paths are relative to it.
     #[serde(skip)]
     source: Option<PathBuf>,

@@ -49,10 +49,14 @@ mod metrics;
 pub mod oci;
 pub mod plugin;
 pub mod policy;
+mod redact;
 pub mod schema;
 mod sealed;
+pub mod spans;
 pub mod state;
 mod suggest;
+#[cfg(feature = "telemetry")]
+pub mod telemetry;
 mod time;
 pub mod tool;
 pub mod toolset;

@@ -64,6 +64,7 @@ mod http;
 mod revision;
 mod session;
 mod stdio;
+mod trace;
 mod transport;
 
 pub use approval::{ApprovalKeys, KeyRingError};

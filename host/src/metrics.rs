@@ -59,6 +59,8 @@ pub(crate) struct Metrics {
     auth_refusals: Family<RefusalLabels, Counter>,
     stream_resumes: Counter,
     streams_given_up: Counter,
+    /// Follows [`crate::telemetry::dropped_spans`] (read when encoding).
+    spans_dropped: Counter,
     guest_memory: Gauge,
     guest_memory_peak: Gauge,
     guest_memory_budget: Gauge,
@@ -156,6 +158,12 @@ impl Metrics {
             "Dropped request streams nobody resumed in time (a call still running on one is cancelled)",
             streams_given_up.clone(),
         );
+        let spans_dropped = Counter::default();
+        registry.register(
+            "telemetry_spans_dropped",
+            "Spans dropped because the OpenTelemetry export queue was full (the collector slow or away)",
+            spans_dropped.clone(),
+        );
         let guest_memory = Gauge::default();
         registry.register(
             "guest_memory_bytes",
@@ -199,6 +207,7 @@ impl Metrics {
             auth_refusals,
             stream_resumes,
             streams_given_up,
+            spans_dropped,
             guest_memory,
             guest_memory_peak,
             guest_memory_budget,
@@ -261,6 +270,14 @@ impl Metrics {
                 .set(gauge(engine.idle_instances() as u64));
             self.invocation_state
                 .set(gauge(engine.invocation_state_bytes() as u64));
+        }
+        #[cfg(feature = "telemetry")]
+        {
+            let dropped = crate::telemetry::dropped_spans();
+            let counted = self.spans_dropped.get();
+            if dropped > counted {
+                self.spans_dropped.inc_by(dropped - counted);
+            }
         }
         let mut text = String::new();
         // Writing to a String cannot fail.

@@ -36,8 +36,8 @@ use serde_json::Value;
 
 pub use access::{Access, AccessRule};
 pub use alias::{AliasError, Aliases, ToolAliases};
-pub(crate) use call::drive;
 pub use call::{ApproveAll, Approver, NoApprover, Started, call, start, start_prepared};
+pub(crate) use call::{drive, validate};
 pub use catalog::{Prompt, Resource, ResourceTemplate};
 pub use confirm::{Confirm, ConfirmationHint, ConfirmationRequest, DEFAULT_REMEMBERED_DECISIONS};
 pub use context::{Context, Decision, Identity, Principal};

@@ -15,6 +15,7 @@ use crate::workspace::{cargo, run};
 const BENCHES: &[&str] = &[
     "call",
     "dynamic",
+    "telemetry",
     "throughput",
     "startup",
     "mcp",

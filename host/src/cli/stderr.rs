@@ -14,17 +14,23 @@ use tracing_subscriber::layer::{Context, SubscriberExt as _};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
+use toolhost::telemetry::Telemetry;
+
 use super::Command;
 
 /// Installs the log for `command`: `TOOLHOST_LOG`'s filter, else
 /// [`default_filter`]; plain lines for a one-shot command unless
 /// `TOOLHOST_LOG` is set (whoever sets it wants a log, with targets to
 /// write its directives from).
-pub(super) fn init(command: &Command) {
+pub(super) fn init(command: &Command, telemetry: Option<&Telemetry>) {
     use std::io::IsTerminal as _;
     let asked = std::env::var_os("TOOLHOST_LOG").is_some();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+    let mut filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter(command)));
+    // The spans meant for export are no log lines.
+    if let Ok(directive) = NOT_LOGGED.parse() {
+        filter = filter.add_directive(directive);
+    }
     let plain = !asked && !matches!(command, Command::Serve { .. });
     let layer = tracing_subscriber::fmt::layer()
         .fmt_fields(log_fields())
@@ -36,11 +42,16 @@ pub(super) fn init(command: &Command) {
         Box::new(layer)
     };
     tracing_subscriber::registry()
-        .with(ClientMistakes)
-        .with(filter)
-        .with(layer)
+        .with(ClientMistakes.with_filter(
+            tracing_subscriber::filter::Targets::new().with_target("rmcp::service", Level::WARN),
+        ))
+        .with(layer.with_filter(filter))
+        .with(telemetry.map(|telemetry| telemetry.layer()))
         .init();
 }
+
+/// The directive that keeps the exported spans ([`toolhost::spans::TARGET`]) out of the log.
+const NOT_LOGGED: &str = "toolhost::otel=off";
 
 /// The log filter when `TOOLHOST_LOG` is not set: warnings; `serve` also
 /// logs each plugin's load, reload and removal, and one-shot commands leave

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
@@ -17,12 +18,14 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::approval::random_id;
 use super::features::logging::SessionLevel;
 use super::features::resources::Subscriptions;
 use super::features::{self, List};
 use super::revision::Revision;
+use super::trace::{self, Target, Traced};
 use super::{Shared, auth, transport};
 use sha2::{Digest as _, Sha256};
 
@@ -89,6 +92,8 @@ struct SessionState {
     log_level: SessionLevel,
     /// The resources its client subscribed to (`resources/subscribe`).
     subscriptions: Arc<Subscriptions>,
+    /// When the session began (`mcp.server.session.duration`).
+    started: Instant,
 }
 
 impl Drop for SessionState {
@@ -98,6 +103,9 @@ impl Drop for SessionState {
             && *self.invocation_used.get_mut()
         {
             engine.end_invocation(&self.id);
+        }
+        if self.peer.get().is_some() {
+            trace::session_ended(self.started, self.transport);
         }
         tracing::info!(session = %self.id, "MCP session ended");
     }
@@ -119,6 +127,7 @@ impl Session {
             invocation_used: AtomicBool::new(false),
             log_level: SessionLevel::default(),
             subscriptions: Arc::default(),
+            started: Instant::now(),
         };
         Self {
             shared,
@@ -147,6 +156,22 @@ impl Session {
     /// The level of guest log messages its client asked for (`logging/setLevel`).
     pub(super) fn log_level(&self) -> &SessionLevel {
         &self.state.log_level
+    }
+
+    /// Begins tracing a request of `method` on this session (`trace.rs`).
+    fn trace(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: &'static str,
+        target: Target<'_>,
+    ) -> Traced {
+        trace::request(
+            context,
+            method,
+            target,
+            &self.state.id,
+            self.state.transport,
+        )
     }
 
     /// The session's client, once it has initialized (2025-11-25 and before).
@@ -302,10 +327,14 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        let traced = self.trace(&context, "initialize", Target::None);
+        let _entered = traced.span().entered();
         // The session's owner: whoever initialized it.
-        self.owned(&context)?;
-        context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        let result = self.owned(&context).and_then(|_| {
+            context.peer.set_peer_info(request.clone());
+            self.negotiate_initialize(&request)
+        });
+        traced.finish(result, |_| false)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -327,7 +356,11 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        features::tools::list(self, context).await
+        let traced = self.trace(&context, "tools/list", Target::None);
+        let result = features::tools::list(self, context)
+            .instrument(traced.span())
+            .await;
+        traced.finish(result, |_| false)
     }
 
     async fn call_tool(
@@ -335,7 +368,12 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        features::tools::call(self, request, context).await
+        let tool = request.name.clone();
+        let traced = self.trace(&context, "tools/call", Target::Tool(&tool));
+        let result = features::tools::call(self, request, context)
+            .instrument(traced.span())
+            .await;
+        traced.finish(result, |response| matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true)))
     }
 
     async fn list_resources(
@@ -343,7 +381,11 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        features::resources::list(self, context).await
+        let traced = self.trace(&context, "resources/list", Target::None);
+        let result = features::resources::list(self, context)
+            .instrument(traced.span())
+            .await;
+        traced.finish(result, |_| false)
     }
 
     async fn list_resource_templates(
@@ -351,7 +393,11 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        features::resources::templates(self, context).await
+        let traced = self.trace(&context, "resources/templates/list", Target::None);
+        let result = features::resources::templates(self, context)
+            .instrument(traced.span())
+            .await;
+        traced.finish(result, |_| false)
     }
 
     async fn read_resource(
@@ -359,7 +405,12 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        features::resources::read(self, request, context).await
+        let uri = request.uri.clone();
+        let traced = self.trace(&context, "resources/read", Target::Resource(&uri));
+        let result = features::resources::read(self, request, context)
+            .instrument(traced.span())
+            .await;
+        traced.finish(result, |_| false)
     }
 
     async fn list_prompts(
@@ -367,7 +418,11 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        features::prompts::list(self, context).await
+        let traced = self.trace(&context, "prompts/list", Target::None);
+        let result = features::prompts::list(self, context)
+            .instrument(traced.span())
+            .await;
+        traced.finish(result, |_| false)
     }
 
     async fn get_prompt(
@@ -375,7 +430,12 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        features::prompts::get(self, request, context).await
+        let prompt = request.name.clone();
+        let traced = self.trace(&context, "prompts/get", Target::Prompt(&prompt));
+        let result = features::prompts::get(self, request, context)
+            .instrument(traced.span())
+            .await;
+        traced.finish(result, |_| false)
     }
 
     async fn subscribe(
@@ -399,7 +459,11 @@ impl ServerHandler for Session {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        features::completions::complete(self, request, context).await
+        let traced = self.trace(&context, "completion/complete", Target::None);
+        let result = features::completions::complete(self, request, context)
+            .instrument(traced.span())
+            .await;
+        traced.finish(result, |_| false)
     }
 
     #[expect(

@@ -84,6 +84,14 @@ pub(super) fn principal(context: &RequestContext<RoleServer>) -> Option<&Arc<Pri
     attached(context)
 }
 
+/// The headers of the HTTP request that carried this one (`None` on stdio).
+pub(super) fn http_headers(context: &RequestContext<RoleServer>) -> Option<&axum::http::HeaderMap> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .map(|parts| &parts.headers)
+}
+
 /// The request's hangup: it never completes when the transport attached none.
 pub(super) async fn hung_up(context: &RequestContext<RoleServer>) -> &'static str {
     match attached::<Hangup>(context) {

@@ -8,6 +8,7 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use sha2::{Digest as _, Sha256};
+use tracing::Instrument as _;
 
 use crate::oci::answer::{self, MAX_TAGS_SHOWN, Meaning};
 use crate::oci::artifact::config_json;
@@ -298,6 +299,22 @@ impl Client {
     /// [`OciError::DigestMismatch`], [`OciError::NotWasmArtifact`],
     /// [`OciError::TooLarge`], [`OciError::NotComponent`].
     pub async fn pull(
+        &self,
+        reference: &Reference,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<Pulled, OciError> {
+        let span = crate::spans::oci("pull", reference);
+        let pulled = self
+            .pull_now(reference, progress)
+            .instrument(span.clone())
+            .await;
+        if let Err(error) = &pulled {
+            crate::spans::error(&span, "oci", error);
+        }
+        pulled
+    }
+
+    async fn pull_now(
         &self,
         reference: &Reference,
         progress: &mut (dyn FnMut(u64, u64) + Send),

@@ -26,6 +26,7 @@ use p256::ecdsa::{Signature, VerifyingKey};
 use p256::pkcs8::{DecodePrivateKey as _, DecodePublicKey as _, EncodePrivateKey as _};
 use p256::pkcs8::{EncodePublicKey as _, LineEnding};
 use serde::{Deserialize, Serialize};
+use tracing::Instrument as _;
 use zeroize::Zeroizing;
 
 use crate::oci::{Client, Digest, MANIFEST_MEDIA_TYPE, OciError, Reference};
@@ -287,6 +288,22 @@ impl Client {
     /// [`OciError::NotWasmArtifact`] when `reference` has no digest or the
     /// signature image is malformed.
     pub async fn verify_signature(
+        &self,
+        reference: &Reference,
+        keys: &PublicKeys,
+    ) -> Result<Verified, OciError> {
+        let span = crate::spans::oci("verify", reference);
+        let verified = self
+            .verify_now(reference, keys)
+            .instrument(span.clone())
+            .await;
+        if let Err(error) = &verified {
+            crate::spans::error(&span, "oci", error);
+        }
+        verified
+    }
+
+    async fn verify_now(
         &self,
         reference: &Reference,
         keys: &PublicKeys,

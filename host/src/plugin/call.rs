@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tracing::{Instrument as _, Span};
 use wasmtime::component::Instance;
 use wasmtime::{Store, UpdateDeadline};
 
@@ -19,6 +20,7 @@ use crate::engine::Tier;
 use crate::engine::limits::Busy;
 use crate::error::{CallError, Exhausted};
 use crate::policy::CallTag;
+use crate::spans;
 use crate::tool::{
     Asker, Caller, LogSink, Part, ToolCall, ToolOutput, ToolStream, Usage, wrap_result,
 };
@@ -149,7 +151,9 @@ impl Plugin {
         // Only a reused instance is filed under its invocation.
         let invocation_id =
             (self.inner.reuse == Reuse::PerInvocation).then(|| call.invocation_id.clone());
-        let result = timeout(deadline, invoke.call(&mut store, call)).await;
+        let result = timeout(deadline, invoke.call(&mut store, call))
+            .instrument(spans::guest(name))
+            .await;
         let output = self.settle(&mut store, name, result)?;
         let usage = self.usage(&store);
         // The guest returned (a trap or an exhausted budget returned early
@@ -253,7 +257,9 @@ impl Plugin {
         let exports = exports(&code, &mut store, name, &instance)?;
         let deadline = store.data().deadline.clone();
         let call_id = call.call_id.clone();
-        let result = timeout(deadline, exports.invoke_stream(&mut store, call)).await;
+        let result = timeout(deadline, exports.invoke_stream(&mut store, call))
+            .instrument(spans::guest(name))
+            .await;
         let handle = self
             .settle(&mut store, name, result)?
             .map_err(|e| self.tool_error(name, &call_id, e))?;
@@ -279,7 +285,29 @@ impl Plugin {
         invocation_id: &str,
         via: Via<'_>,
     ) -> Result<(Store<PluginState>, Instance, Arc<Linked>), CallError> {
+        let span = spans::instantiate(tool, &self.inner.name);
+        self.instantiate_in(&span, tool, call_id, invocation_id, via)
+            .instrument(span.clone())
+            .await
+    }
+
+    /// [`Plugin::instantiate`], in its span.
+    async fn instantiate_in(
+        &self,
+        span: &Span,
+        tool: &str,
+        call_id: &str,
+        invocation_id: &str,
+        via: Via<'_>,
+    ) -> Result<(Store<PluginState>, Instance, Arc<Linked>), CallError> {
         let code = self.code_for(tool).await?.current();
+        spans::tier(
+            span,
+            match code.tier {
+                Tier::Baseline => "baseline",
+                Tier::Optimized => "optimized",
+            },
+        );
         let engine = &self.inner.engine;
         let state = PluginState::new(
             engine,

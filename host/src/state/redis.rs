@@ -20,6 +20,7 @@ use ::redis::io::tcp::TcpSettings;
 use ::redis::{Client, IntoConnectionInfo as _, ProtocolVersion, RedisError, Script};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::OnceCell;
+use tracing::Instrument as _;
 
 use super::{
     ENTRY_OVERHEAD, MAX_INVOCATION_BYTES, MAX_INVOCATION_KEYS, StateError, StateOptions, redact,
@@ -129,8 +130,25 @@ impl Redis {
         u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Runs `op` on the connection, within the timeout.
-    async fn run<T, F>(&self, op: impl FnOnce(ConnectionManager) -> F) -> Result<T, StateError>
+    /// Runs `op` on the connection, within the timeout, in a span named
+    /// after `operation`.
+    async fn run<T, F>(
+        &self,
+        operation: &'static str,
+        op: impl FnOnce(ConnectionManager) -> F,
+    ) -> Result<T, StateError>
+    where
+        F: Future<Output = Result<T, RedisError>>,
+    {
+        let span = crate::spans::store(operation);
+        let result = self.run_now(op).instrument(span.clone()).await;
+        if let Err(error) = &result {
+            crate::spans::store_failed(&span, error);
+        }
+        result
+    }
+
+    async fn run_now<T, F>(&self, op: impl FnOnce(ConnectionManager) -> F) -> Result<T, StateError>
     where
         F: Future<Output = Result<T, RedisError>>,
     {
@@ -156,16 +174,18 @@ impl Redis {
     }
 
     pub(crate) async fn ping(&self) -> Result<(), StateError> {
-        self.run(|mut c| async move { ::redis::cmd("PING").query_async::<String>(&mut c).await })
-            .await
-            .map(drop)
+        self.run("ping", |mut c| async move {
+            ::redis::cmd("PING").query_async::<String>(&mut c).await
+        })
+        .await
+        .map(drop)
     }
 
     pub(crate) async fn claim_once(&self, nonce: &str) -> Result<bool, StateError> {
         let key = self.nonce_key(nonce);
         let ttl = self.ttl_ms();
         let set: Option<String> = self
-            .run(|mut c| async move {
+            .run("claim", |mut c| async move {
                 ::redis::cmd("SET")
                     .arg(key)
                     .arg(1)
@@ -181,8 +201,10 @@ impl Redis {
 
     pub(crate) async fn is_claimed(&self, nonce: &str) -> Result<bool, StateError> {
         let key = self.nonce_key(nonce);
-        self.run(|mut c| async move { ::redis::cmd("EXISTS").arg(key).query_async(&mut c).await })
-            .await
+        self.run("is_claimed", |mut c| async move {
+            ::redis::cmd("EXISTS").arg(key).query_async(&mut c).await
+        })
+        .await
     }
 
     pub(crate) async fn get(
@@ -192,7 +214,7 @@ impl Redis {
     ) -> Result<Option<String>, StateError> {
         let hash = self.invocation_key(invocation);
         let field = format!("k:{key}");
-        self.run(|mut c| async move {
+        self.run("get", |mut c| async move {
             ::redis::cmd("HGET")
                 .arg(hash)
                 .arg(field)
@@ -211,7 +233,7 @@ impl Redis {
         let hash = self.invocation_key(invocation);
         let ttl = self.ttl_ms();
         let outcome: i64 = self
-            .run(|mut c| async move {
+            .run("set", |mut c| async move {
                 self.set
                     .key(hash)
                     .arg(key)
@@ -238,7 +260,7 @@ impl Redis {
     pub(crate) async fn delete(&self, invocation: &str, key: &str) -> Result<(), StateError> {
         let hash = self.invocation_key(invocation);
         let ttl = self.ttl_ms();
-        self.run(|mut c| async move {
+        self.run("delete", |mut c| async move {
             self.delete
                 .key(hash)
                 .arg(key)
@@ -253,7 +275,7 @@ impl Redis {
 
     pub(crate) async fn end(&self, invocation: &str) -> Result<(), StateError> {
         let hash = self.invocation_key(invocation);
-        self.run(|mut c| async move {
+        self.run("end_invocation", |mut c| async move {
             ::redis::cmd("DEL")
                 .arg(hash)
                 .query_async::<i64>(&mut c)
@@ -269,7 +291,9 @@ impl Redis {
     ) -> Result<HashMap<String, String>, StateError> {
         let hash = self.invocation_key(invocation);
         let all: HashMap<String, String> = self
-            .run(|mut c| async move { ::redis::cmd("HGETALL").arg(hash).query_async(&mut c).await })
+            .run("snapshot", |mut c| async move {
+                ::redis::cmd("HGETALL").arg(hash).query_async(&mut c).await
+            })
             .await?;
         Ok(all
             .into_iter()

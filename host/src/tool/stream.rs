@@ -103,6 +103,18 @@ impl ToolStream {
         )
     }
 
+    /// Calls `on_part` with each part as it is pulled (a span's chunk events).
+    pub(crate) fn on_each(self, on_part: impl FnMut(&Part) + Send + 'static) -> Self {
+        let call_id = self.call_id.clone();
+        Self::from_source(
+            call_id,
+            Box::new(Each {
+                stream: self,
+                on_part: Box::new(on_part),
+            }),
+        )
+    }
+
     /// The next part; `None` once the stream has ended or failed.
     ///
     /// # Errors
@@ -157,6 +169,28 @@ impl PartSource for Watched {
                     Ok(usage) => on_end(Ok(usage)),
                     Err(error) => on_end(Err(error)),
                 }
+            }
+            part
+        })
+    }
+
+    fn usage(&self) -> Usage {
+        self.stream.usage()
+    }
+}
+
+/// A stream whose parts are shown to a callback as they pass.
+struct Each {
+    stream: ToolStream,
+    on_part: Box<dyn FnMut(&Part) + Send>,
+}
+
+impl PartSource for Each {
+    fn next(&mut self) -> NextPart<'_> {
+        Box::pin(async move {
+            let part = self.stream.next().await;
+            if let Some(Ok(part)) = &part {
+                (self.on_part)(part);
             }
             part
         })

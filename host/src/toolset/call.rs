@@ -12,10 +12,12 @@
 //! [`Started::collect`] gathers a stream into one output.
 
 use serde_json::Value;
+use tracing::{Instrument as _, Span};
 
-use super::observe::Watches;
+use super::observe::{Outcome, Watches, when_ended};
 use super::{BoxFuture, ConfirmationRequest, Context, Decision, Tool};
 use crate::error::CallError;
+use crate::spans;
 use crate::tool::{Prepared, ToolOutput, ToolStream};
 
 /// Who decides a call that needs a human's approval: a terminal prompt, an
@@ -125,7 +127,9 @@ pub async fn start(
     arguments: Value,
     approver: &dyn Approver,
 ) -> Result<Started, CallError> {
-    drive(tool, cx, tool.prepare(cx, arguments), approver).await
+    let span = spans::call(tool.spec(), cx.call_id(), cx.invocation_id());
+    let prepared = span.in_scope(|| validate(tool, cx, arguments));
+    drive_in(span, tool, cx, prepared, approver).await
 }
 
 /// As [`start`], with arguments already prepared by `tool` (a front end
@@ -150,16 +154,83 @@ pub(crate) async fn drive(
     arguments: Result<Prepared, CallError>,
     approver: &dyn Approver,
 ) -> Result<Started, CallError> {
+    drive_in(
+        spans::call(tool.spec(), cx.call_id(), cx.invocation_id()),
+        tool,
+        cx,
+        arguments,
+        approver,
+    )
+    .await
+}
+
+/// [`Tool::prepare`] in its span (`toolhost.validate`), for a front end that
+/// needs the prepared arguments before it drives the call.
+pub(crate) fn validate(
+    tool: &dyn Tool,
+    cx: &Context,
+    arguments: Value,
+) -> Result<Prepared, CallError> {
+    let span = spans::validate();
+    let _entered = span.enter();
+    let prepared = tool.prepare(cx, arguments);
+    if let Err(error) = &prepared {
+        span.record("error.type", error.kind());
+    }
+    prepared
+}
+
+/// [`drive`] in the call's span (`span`), which ends with the call.
+async fn drive_in(
+    span: Span,
+    tool: &dyn Tool,
+    cx: &Context,
+    arguments: Result<Prepared, CallError>,
+    approver: &dyn Approver,
+) -> Result<Started, CallError> {
+    if let Ok(arguments) = &arguments {
+        spans::arguments(&span, arguments.arguments());
+    }
     let watches = Watches::begin(
         cx,
         tool.spec(),
         arguments.as_ref().ok().map(Prepared::arguments),
     );
     let result = match arguments {
-        Ok(arguments) => run(tool, cx, arguments, approver).await,
+        Ok(arguments) => {
+            run(tool, cx, arguments, approver)
+                .instrument(span.clone())
+                .await
+        }
         Err(error) => Err(error),
     };
-    watches.finish(result)
+    watches.finish(traced(span, result))
+}
+
+/// Records how the call ends on its span, which closes then (for a
+/// stream, at its end).
+fn traced(span: Span, result: Result<Started, CallError>) -> Result<Started, CallError> {
+    if span.is_disabled() {
+        return result;
+    }
+    let result = match result {
+        Ok(Started::Output(output)) => {
+            spans::result(&span, output.result.as_ref());
+            Ok(Started::Output(output))
+        }
+        Ok(Started::Stream(stream)) => {
+            let chunks = span.clone();
+            Ok(Started::Stream(
+                stream.on_each(move |part| spans::chunk(&chunks, part)),
+            ))
+        }
+        other => other,
+    };
+    when_ended(result, move |outcome| match outcome {
+        Outcome::Succeeded(usage) => spans::succeeded(&span, usage),
+        Outcome::Failed(error) => spans::failed(&span, error),
+        Outcome::Paused(_) => spans::paused(&span),
+    })
 }
 
 async fn run(
@@ -170,7 +241,19 @@ async fn run(
 ) -> Result<Started, CallError> {
     match tool.run(cx, arguments).await? {
         Started::NeedsApproval(request) => {
-            let Some(decision) = approver.decide(cx, &request).await? else {
+            let span = spans::approval();
+            let decision = approver.decide(cx, &request).instrument(span.clone()).await;
+            spans::approval_answered(
+                &span,
+                match &decision {
+                    Ok(Some(Decision::Approve { .. })) => "approved",
+                    Ok(Some(Decision::Reject { .. })) => "rejected",
+                    Ok(None) => "deferred",
+                    Err(_) => "unavailable",
+                },
+            );
+            drop(span);
+            let Some(decision) = decision? else {
                 return Ok(Started::NeedsApproval(request));
             };
             // Only the confirmation layer makes a request (it cannot be built

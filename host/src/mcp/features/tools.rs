@@ -108,7 +108,7 @@ pub(in crate::mcp) async fn call(
     let arguments = Value::Object(request.arguments.take().unwrap_or_default());
     // Prepared once: a resumed approval or question is checked against
     // them, and they run.
-    let arguments = tool.prepare(&cx, arguments);
+    let arguments = crate::toolset::validate(&*tool, &cx, arguments);
     // A 2026-07-28 retry after an approval or a tool's question resumes
     // that call.
     let (cx, round) = if revision.asks_by_retry() {

@@ -5,6 +5,7 @@
 //! wasmtime's dynamic API, and its result converted back to JSON.
 
 use serde_json::Value;
+use tracing::Instrument as _;
 use wasmtime::AsContextMut;
 use wasmtime::component::{Func, Instance, Val};
 
@@ -45,6 +46,7 @@ impl Plugin {
             deadline,
             func.call_async(&mut store, &arguments, &mut results),
         )
+        .instrument(crate::spans::guest(name))
         .await;
         self.settle(&mut store, name, called)?;
         let usage = self.usage(&store);

@@ -133,7 +133,7 @@ impl Redis {
         }
         let ttl = record.ttl_ms;
         let stored: i64 = self
-            .run(|mut c| async move {
+            .run("create_task", |mut c| async move {
                 let mut invocation = CREATE.key(hash);
                 invocation.arg(ttl);
                 for (name, value) in fields {
@@ -154,7 +154,9 @@ impl Redis {
     pub(crate) async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StateError> {
         let hash = self.task_key(id);
         let fields: HashMap<String, String> = self
-            .run(|mut c| async move { ::redis::cmd("HGETALL").arg(hash).query_async(&mut c).await })
+            .run("get_task", |mut c| async move {
+                ::redis::cmd("HGETALL").arg(hash).query_async(&mut c).await
+            })
             .await?;
         if fields.is_empty() {
             return Ok(None);
@@ -170,7 +172,7 @@ impl Redis {
         let hash = self.task_key(id);
         let flag = |present: bool| if present { "1" } else { "0" };
         let outcome: Option<(i64, HashMap<String, String>)> = self
-            .run(|mut c| async move {
+            .run("transition_task", |mut c| async move {
                 TRANSITION
                     .key(hash)
                     .arg(change.to.as_str())
@@ -193,7 +195,9 @@ impl Redis {
     pub(crate) async fn respond_task(&self, id: &str, responses: &str) -> Result<bool, StateError> {
         let hash = self.task_key(id);
         let stored: i64 = self
-            .run(|mut c| async move { RESPOND.key(hash).arg(responses).invoke_async(&mut c).await })
+            .run("respond_task", |mut c| async move {
+                RESPOND.key(hash).arg(responses).invoke_async(&mut c).await
+            })
             .await?;
         Ok(stored == 1)
     }
@@ -205,7 +209,9 @@ impl Redis {
     ) -> Result<Option<Beat>, StateError> {
         let hash = self.task_key(id);
         let answer: Option<Vec<String>> = self
-            .run(|mut c| async move { BEAT.key(hash).arg(now_ms).invoke_async(&mut c).await })
+            .run("beat_task", |mut c| async move {
+                BEAT.key(hash).arg(now_ms).invoke_async(&mut c).await
+            })
             .await?;
         let Some(mut answer) = answer else {
             return Ok(None);

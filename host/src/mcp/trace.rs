@@ -1,0 +1,288 @@
+//! The MCP server's span per request and its duration metric, per the
+//! OpenTelemetry MCP conventions: a server span `{mcp.method.name}
+//! {target}` (the tool or prompt name), its parent the trace context of the
+//! request's `params._meta` (`traceparent`, `tracestate`, `baggage`), else
+//! of its HTTP request's headers (then a link when both are there), else a
+//! new trace; `mcp.server.operation.duration` in seconds.
+//!
+//! The call's own spans ([`crate::spans`]) nest beneath. With telemetry off
+//! the span is disabled and nothing here costs more than that check.
+
+use std::fmt;
+use std::sync::LazyLock;
+use std::time::Instant;
+
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::Histogram;
+use opentelemetry::propagation::Extractor;
+use opentelemetry::trace::TraceContextExt as _;
+use rmcp::RoleServer;
+use rmcp::model::{ErrorData, MetaObject};
+use rmcp::service::RequestContext;
+use tracing::Span;
+use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+use crate::spans::TARGET;
+
+/// The convention's bucket boundaries, in seconds.
+const BOUNDARIES: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+static OPERATION_DURATION: LazyLock<Histogram<f64>> = LazyLock::new(|| {
+    opentelemetry::global::meter("toolhost")
+        .f64_histogram("mcp.server.operation.duration")
+        .with_unit("s")
+        .with_description("The duration of an MCP request as the server saw it")
+        .with_boundaries(BOUNDARIES.to_vec())
+        .build()
+});
+
+static SESSION_DURATION: LazyLock<Histogram<f64>> = LazyLock::new(|| {
+    opentelemetry::global::meter("toolhost")
+        .f64_histogram("mcp.server.session.duration")
+        .with_unit("s")
+        .with_description("The duration of an MCP session as the server saw it")
+        .with_boundaries(BOUNDARIES.to_vec())
+        .build()
+});
+
+/// What a request names: the low-cardinality target of its span's name.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Target<'a> {
+    /// No target: the span is named after the method.
+    None,
+    /// `tools/call`: the tool.
+    Tool(&'a str),
+    /// `prompts/get`: the prompt.
+    Prompt(&'a str),
+    /// `resources/read`: the resource (an attribute, not in the name).
+    Resource(&'a str),
+}
+
+/// `{method} {target}`, computed only when the span is enabled.
+struct SpanName<'a>(&'static str, Target<'a>);
+
+impl fmt::Display for SpanName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            Target::Tool(name) | Target::Prompt(name) => write!(f, "{} {name}", self.0),
+            Target::None | Target::Resource(_) => f.write_str(self.0),
+        }
+    }
+}
+
+/// One request being traced: its span, and what its duration is recorded
+/// with.
+pub(super) struct Traced {
+    span: Span,
+    started: Instant,
+    attributes: Vec<KeyValue>,
+}
+
+/// `network.transport` for a transport name: `pipe` (stdio) or `tcp`.
+fn network_transport(transport: &str) -> &'static str {
+    if transport == "stdio" { "pipe" } else { "tcp" }
+}
+
+/// Begins tracing a request of `method` on `session` (its ID) over
+/// `transport` (`stdio` or `http`).
+pub(super) fn request(
+    context: &RequestContext<RoleServer>,
+    method: &'static str,
+    target: Target<'_>,
+    session: &str,
+    transport: &'static str,
+) -> Traced {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "mcp.server",
+        otel.name = %SpanName(method, target),
+        otel.kind = "server",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        mcp.method.name = method,
+        mcp.protocol.version = Empty,
+        mcp.session.id = Empty,
+        mcp.resource.uri = Empty,
+        jsonrpc.request.id = %context.id,
+        gen_ai.tool.name = Empty,
+        gen_ai.prompt.name = Empty,
+        gen_ai.operation.name = Empty,
+        network.transport = network_transport(transport),
+        network.protocol.name = Empty,
+        error.type = Empty,
+    );
+    let mut traced = Traced {
+        span,
+        started: Instant::now(),
+        attributes: Vec::new(),
+    };
+    if traced.span.is_disabled() {
+        return traced;
+    }
+    let span = &traced.span;
+    let version = context.protocol_version().map(|v| v.as_str().to_owned());
+    if let Some(version) = &version {
+        span.record("mcp.protocol.version", version.as_str());
+    }
+    // A 2026-07-28 request has no session; its `session` is the request's own.
+    if version.as_deref() < Some(rmcp::model::ProtocolVersion::V_2026_07_28.as_str()) {
+        span.record("mcp.session.id", session);
+    }
+    match target {
+        Target::Tool(name) => {
+            span.record("gen_ai.tool.name", name);
+            span.record("gen_ai.operation.name", "execute_tool");
+        }
+        Target::Prompt(name) => {
+            span.record("gen_ai.prompt.name", name);
+        }
+        Target::Resource(uri) => {
+            span.record("mcp.resource.uri", uri);
+        }
+        Target::None => {}
+    }
+    let headers = super::transport::http_headers(context);
+    if headers.is_some() {
+        span.record("network.protocol.name", "http");
+    }
+    join(span, &context.meta, headers);
+    traced.attributes = [
+        Some(KeyValue::new("mcp.method.name", method)),
+        Some(KeyValue::new(
+            "network.transport",
+            network_transport(transport),
+        )),
+        version.map(|v| KeyValue::new("mcp.protocol.version", v)),
+        match target {
+            Target::Tool(name) => Some(KeyValue::new("gen_ai.tool.name", name.to_owned())),
+            Target::Prompt(name) => Some(KeyValue::new("gen_ai.prompt.name", name.to_owned())),
+            Target::None | Target::Resource(_) => None,
+        },
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    traced
+}
+
+/// Makes the request's trace context the span's parent: `_meta`'s, else the
+/// HTTP request's; the HTTP one is a link when both are there.
+fn join(span: &Span, meta: &MetaObject, headers: Option<&axum::http::HeaderMap>) {
+    let extract = |carrier: &dyn Extractor| {
+        let cx = opentelemetry::global::get_text_map_propagator(|p| p.extract(carrier));
+        cx.span().span_context().is_valid().then_some(cx)
+    };
+    let from_meta = extract(&Meta(meta));
+    let from_http = headers.and_then(|headers| extract(&Headers(headers)));
+    match (from_meta, from_http) {
+        (Some(parent), http) => {
+            let _ = span.set_parent(parent);
+            if let Some(http) = http {
+                span.add_link(http.span().span_context().clone());
+            }
+        }
+        (None, Some(parent)) => {
+            let _ = span.set_parent(parent);
+        }
+        (None, None) => {}
+    }
+}
+
+impl Traced {
+    /// The request's span, for its work to run in.
+    pub(super) fn span(&self) -> Span {
+        self.span.clone()
+    }
+
+    /// Ends the request with its `result`, which it gives back: failed with
+    /// a JSON-RPC error, or a tool's error (`tool_error` says whether the
+    /// answer is one: a result with `isError`), or succeeded.
+    pub(super) fn finish<T>(
+        self,
+        result: Result<T, ErrorData>,
+        tool_error: impl FnOnce(&T) -> bool,
+    ) -> Result<T, ErrorData> {
+        if !self.span.is_disabled() {
+            match &result {
+                Ok(answer) => {
+                    let failed = tool_error(answer);
+                    self.end(None, failed);
+                }
+                Err(error) => self.end(Some(error), false),
+            }
+        }
+        result
+    }
+
+    fn end(mut self, error: Option<&ErrorData>, tool_error: bool) {
+        if self.span.is_disabled() {
+            return;
+        }
+        let kind = match error {
+            Some(error) => Some(error.code.0.to_string()),
+            None if tool_error => Some("tool_error".to_owned()),
+            None => None,
+        };
+        if let Some(kind) = &kind {
+            self.span.record("error.type", kind.as_str());
+            self.span.record("otel.status_code", "error");
+            if let Some(error) = error {
+                self.span
+                    .record("otel.status_description", error.message.as_ref());
+            }
+            self.attributes
+                .push(KeyValue::new("error.type", kind.clone()));
+        }
+        OPERATION_DURATION.record(self.started.elapsed().as_secs_f64(), &self.attributes);
+    }
+}
+
+/// Records a session's duration (a 2025-11-25 session that initialized)
+/// when it ends.
+pub(super) fn session_ended(started: Instant, transport: &'static str) {
+    if !tracing::enabled!(target: TARGET, tracing::Level::INFO) {
+        return;
+    }
+    let attributes = [KeyValue::new(
+        "network.transport",
+        network_transport(transport),
+    )];
+    SESSION_DURATION.record(started.elapsed().as_secs_f64(), &attributes);
+}
+
+/// `_meta`'s trace context keys.
+struct Meta<'a>(&'a MetaObject);
+
+impl Extractor for Meta<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => self.0.get_traceparent(),
+            "tracestate" => self.0.get_tracestate(),
+            "baggage" => self.0.get_baggage(),
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        ["traceparent", "tracestate", "baggage"]
+            .into_iter()
+            .filter(|key| self.get(key).is_some())
+            .collect()
+    }
+}
+
+/// An HTTP request's headers.
+struct Headers<'a>(&'a axum::http::HeaderMap);
+
+impl Extractor for Headers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(axum::http::HeaderName::as_str).collect()
+    }
+}
