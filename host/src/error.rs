@@ -203,6 +203,23 @@ pub enum StateError {
         /// The timeout.
         limit: Duration,
     },
+    /// The nonce was claimed by an attempt that failed (the store did not
+    /// answer in time) and that claim is still being undone: nothing used the
+    /// nonce, and a claim shortly after can succeed.
+    #[error(
+        "an earlier attempt of this call could not be recorded (the store did not answer in time) and is still being undone; it did not run"
+    )]
+    Undoing,
+    /// An approval could not be recorded as used, so the approved call did
+    /// not run; the approval stays valid (the record is undone if it reached
+    /// the store), and a retry of the same approved call runs it once.
+    #[error(
+        "the approval could not be recorded ({reason}), so the tool did not run and the approval stays valid"
+    )]
+    Unrecorded {
+        /// Why the store could not record it.
+        reason: Box<StateError>,
+    },
     /// A task with this id exists already (ids must be fresh random values).
     #[error("task `{id}` exists already")]
     TaskExists {

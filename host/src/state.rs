@@ -236,12 +236,15 @@ impl StateStore {
     }
 
     /// Records `nonce` as used: true the first time, false if it already was
-    /// (in Redis: `SET PREFIXused:HASH 1 NX PX TTL`, on any replica). Nonces
-    /// are hashed; any string will do.
+    /// (in Redis: `SET PREFIXused:HASH TOKEN NX PX TTL`, on any replica).
+    /// Nonces are hashed; any string will do.
     ///
     /// # Errors
-    /// [`StateError::Unavailable`] or [`StateError::Timeout`]: then nothing is
-    /// known, and the caller must not act as if the nonce were new.
+    /// [`StateError::Unavailable`] or [`StateError::Timeout`]: then the caller
+    /// must not act as if the nonce were its own, and the nonce stays unused:
+    /// a claim that reached Redis all the same is undone in the background,
+    /// so a later claim can succeed. [`StateError::Undoing`] when a failed
+    /// claim of this nonce is still being undone: try again shortly.
     pub async fn claim_once(&self, nonce: &str) -> Result<bool, StateError> {
         match &self.repr {
             Repr::Embedded(embedded) => Ok(embedded.claim_once(nonce)),

@@ -1,15 +1,15 @@
 //! The Redis store: one hash per invocation (`PREFIXinv:ID`, the guest's keys
 //! as fields `k:KEY` beside a byte counter `#bytes`, so one key carries the
 //! whole invocation and its TTL), written by Lua scripts that check the
-//! budget and write in one step; used nonces as `PREFIXused:SHA256` keys set
-//! with `NX` and a TTL; tasks in [`tasks`]. Every operation is bounded by
-//! the timeout.
+//! budget and write in one step; used nonces in [`claims`]; tasks in
+//! [`tasks`]. Every operation is bounded by the timeout.
 //!
 //! Every facet (state, used approvals, tasks, the readiness ping) goes
 //! through one [`ConnectionManager`], and so one reconnect policy
 //! ([`manager_config`]): a restarted Redis is used again by the first call
 //! that needs it, whichever facet it is.
 
+mod claims;
 mod tasks;
 
 use std::collections::HashMap;
@@ -78,6 +78,8 @@ pub(crate) struct Redis {
     timeout: Duration,
     set: Script,
     delete: Script,
+    /// The failed claims being undone ([`claims`]).
+    undoing: claims::Undoing,
 }
 
 impl Redis {
@@ -110,6 +112,7 @@ impl Redis {
             timeout: options.timeout,
             set: Script::new(SET),
             delete: Script::new(DELETE),
+            undoing: claims::Undoing::default(),
         })
     }
 
@@ -179,32 +182,6 @@ impl Redis {
         })
         .await
         .map(drop)
-    }
-
-    pub(crate) async fn claim_once(&self, nonce: &str) -> Result<bool, StateError> {
-        let key = self.nonce_key(nonce);
-        let ttl = self.ttl_ms();
-        let set: Option<String> = self
-            .run("claim", |mut c| async move {
-                ::redis::cmd("SET")
-                    .arg(key)
-                    .arg(1)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(ttl)
-                    .query_async(&mut c)
-                    .await
-            })
-            .await?;
-        Ok(set.is_some())
-    }
-
-    pub(crate) async fn is_claimed(&self, nonce: &str) -> Result<bool, StateError> {
-        let key = self.nonce_key(nonce);
-        self.run("is_claimed", |mut c| async move {
-            ::redis::cmd("EXISTS").arg(key).query_async(&mut c).await
-        })
-        .await
     }
 
     pub(crate) async fn get(

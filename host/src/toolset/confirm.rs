@@ -133,8 +133,11 @@ pub const DEFAULT_REMEMBERED_DECISIONS: usize = crate::state::DEFAULT_EMBEDDED_N
 /// the last [`DEFAULT_REMEMBERED_DECISIONS`] call IDs it ran or rejected, 8
 /// bytes each; see [`Confirm::remember_decisions`]). Layers given one shared
 /// store ([`Confirm::with_store`], Redis) refuse each other's used approvals,
-/// so an approval runs once across replicas; if that store cannot be reached,
-/// an approved call does not run and ends with [`CallError::State`].
+/// so an approval runs once across replicas; if that store cannot be reached
+/// or does not answer in time, an approved call does not run and ends with
+/// [`CallError::State`] ([`StateError::Unrecorded`]): the approval stays
+/// valid (a record that reached the store late is undone), so a retry of the
+/// same approved call runs it once.
 ///
 /// The wrapped tool, and so the guest, is never entered before approval. The
 /// wrapper is the only path to the inner tool in the layered set, and decisions
@@ -436,11 +439,18 @@ impl Confirmed {
                 }
                 // Check and mark in one step (in Redis, `SET NX`), so two
                 // racing replays cannot both run, even on two replicas.
-                if self.mark_decided(call_id).await.map_err(unavailable)? {
-                    Ok(None)
-                } else {
-                    Err(already())
-                }
+                let recorded = self
+                    .mark_decided(call_id)
+                    .await
+                    .map_err(|reason| match reason {
+                        StateError::Unavailable { .. } | StateError::Timeout { .. } => {
+                            unavailable(StateError::Unrecorded {
+                                reason: Box::new(reason),
+                            })
+                        }
+                        other => unavailable(other),
+                    })?;
+                if recorded { Ok(None) } else { Err(already()) }
             }
         }
     }

@@ -3,9 +3,11 @@
 //! refuse each other's used approvals, and ride out Redis stopping and
 //! coming back. `cargo xtask test` installs `redis-server`; without it these
 //! tests fail, they do not skip. Tasks in the store: [`tasks`]; the first calls
-//! after Redis comes back: [`recovery`].
+//! after Redis comes back: [`recovery`]; approvals while Redis answers late:
+//! [`slow`].
 
 mod recovery;
+mod slow;
 mod tasks;
 
 use std::io::{Read as _, Write as _};
@@ -193,9 +195,14 @@ async fn replica(redis: &Redis, prefix: &str, ttl: Duration) -> Replica {
 }
 
 async fn replica_with(redis: &Redis, prefix: &str, ttl: Duration, timeout: Duration) -> Replica {
+    replica_at(redis.url(), prefix, ttl, timeout).await
+}
+
+/// A replica of the Redis at `url` (one behind a proxy).
+async fn replica_at(url: String, prefix: &str, ttl: Duration, timeout: Duration) -> Replica {
     let mut state = StateOptions::default();
     state
-        .url(Some(redis.url()))
+        .url(Some(url))
         .prefix(prefix)
         .ttl(ttl)
         .timeout(timeout);

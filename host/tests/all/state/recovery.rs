@@ -15,20 +15,23 @@ use toolhost::{CallError, Context, ToolsetExt as _};
 use super::{HOUR, Redis, Replica, approve, refused_as_used, replica};
 
 /// `add` behind a `Confirm` layer keeping approvals in the engine's store.
-fn confirmed(replica: &Replica) -> Confirm<SinglePlugin> {
+pub(super) fn confirmed(replica: &Replica) -> Confirm<SinglePlugin> {
     Confirm::new(SinglePlugin::new(replica.echo.clone()))
         .require("add")
         .with_store(replica.engine.state().clone())
 }
 
 /// The sum `add` answered.
-fn sum(output: Result<toolhost::ToolOutput, CallError>) -> i64 {
+pub(super) fn sum(output: Result<toolhost::ToolOutput, CallError>) -> i64 {
     let output = output.unwrap();
     output.result.unwrap()["result"].as_i64().unwrap()
 }
 
 /// A retry of call `id` carrying its approval (the model's round trip).
-async fn approved_retry(replica: &Replica, id: &str) -> Result<toolhost::ToolOutput, CallError> {
+pub(super) async fn approved_retry(
+    replica: &Replica,
+    id: &str,
+) -> Result<toolhost::ToolOutput, CallError> {
     let args = json!({"a": 2, "b": 3});
     let cx = Context::new()
         .with_call_id(id)
@@ -37,7 +40,10 @@ async fn approved_retry(replica: &Replica, id: &str) -> Result<toolhost::ToolOut
 }
 
 /// Call `id` approved while it waits (an elicitation answered yes).
-async fn approved_at_once(replica: &Replica, id: &str) -> Result<toolhost::ToolOutput, CallError> {
+pub(super) async fn approved_at_once(
+    replica: &Replica,
+    id: &str,
+) -> Result<toolhost::ToolOutput, CallError> {
     let cx = Context::new().with_call_id(id);
     call(
         &confirmed(replica),
