@@ -46,7 +46,8 @@ CALL_S = 30.0
 REPLICA = "x-toolhost-replica"
 
 #: What `toolhost serve --http` prints once it listens.
-SERVING = re.compile(r"toolhost: serving MCP at (http://\S+)")
+# The whole line: a log file read while it is written may hold part of it.
+SERVING = re.compile(r"toolhost: serving MCP at (http://\S+)\n")
 
 #: The key ring every replica shares (approval states sealed by one open on all).
 KEYS = "cluster-1 " + "c1" * 20

@@ -167,12 +167,11 @@ impl Server {
         let started = Instant::now();
         loop {
             let text = std::fs::read_to_string(log).unwrap_or_default();
-            if let Some(at) = text.find(SERVING) {
-                let url = text[at + SERVING.len()..]
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or_default();
-                return Ok(url.to_owned());
+            // The whole line: a log read while it is written may hold part of it.
+            if let Some(at) = text.find(SERVING)
+                && let Some((url, _)) = text[at + SERVING.len()..].split_once('\n')
+            {
+                return Ok(url.trim().to_owned());
             }
             if let Some(status) = self.child.try_wait()? {
                 bail!("toolhost serve --http exited with {status}:\n{text}");

@@ -201,7 +201,9 @@ pub(super) async fn serve(
     #[cfg(unix)]
     let mut terminate =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    eprintln!("toolhost: serving MCP at http://{local}/mcp");
+    // One write: whoever reads the log as it grows sees the line whole.
+    let line = format!("toolhost: serving MCP at http://{local}/mcp\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     let shutdown = async move {
         #[cfg(unix)]
         let signal = async {
