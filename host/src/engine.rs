@@ -108,6 +108,16 @@ pub enum Tier {
     Optimized,
 }
 
+impl Tier {
+    /// Its name: `baseline` or `optimized`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Baseline => "baseline",
+            Self::Optimized => "optimized",
+        }
+    }
+}
+
 /// What loading a plugin may take: the time its guest code may run at load
 /// (instantiating it and reading its declarations) and the size of what it
 /// declares. Checked before any schema is compiled, for declarations read from

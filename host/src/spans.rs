@@ -14,8 +14,8 @@
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use tracing::Span;
 use tracing::field::Empty;
+use tracing::{Instrument as _, Span};
 
 use crate::error::CallError;
 use crate::tool::{ToolSpec, Usage};
@@ -121,14 +121,9 @@ pub(crate) fn succeeded(span: &Span, usage: &Usage) {
 
 /// Records a failed call on its span: status error, `error.type` the
 /// failure's kind ([`CallError::kind`]).
-pub(crate) fn failed(span: &Span, error: &CallError) {
-    if span.is_disabled() {
-        return;
-    }
+pub(crate) fn failed(span: &Span, failure: &CallError) {
     span.record("toolhost.outcome", "failed");
-    span.record("error.type", error.kind());
-    span.record("otel.status_code", "error");
-    span.record("otel.status_description", error.to_string());
+    error(span, failure.kind(), failure);
 }
 
 /// Records a call that paused for a human's approval.
@@ -225,20 +220,8 @@ pub(crate) fn store(operation: &'static str) -> Span {
         db.operation.name = operation,
         error.type = Empty,
         otel.status_code = Empty,
+        otel.status_description = Empty,
     )
-}
-
-/// Records a failed state store round trip: `timeout` or `unavailable`.
-pub(crate) fn store_failed(span: &Span, error: &crate::error::StateError) {
-    if span.is_disabled() {
-        return;
-    }
-    let kind = match error {
-        crate::error::StateError::Timeout { .. } => "timeout",
-        _ => "unavailable",
-    };
-    span.record("error.type", kind);
-    span.record("otel.status_code", "error");
 }
 
 /// The span of an OCI registry operation (`pull`, `verify`) on `reference`.
@@ -257,13 +240,27 @@ pub(crate) fn oci(operation: &'static str, reference: &dyn std::fmt::Display) ->
 
 /// Records on `span` that its operation failed: status error, `error.type`
 /// `kind`, the error's text as the status description.
-pub(crate) fn error(span: &Span, kind: &str, error: &dyn std::fmt::Display) {
+fn error(span: &Span, kind: &str, error: &dyn std::fmt::Display) {
     if span.is_disabled() {
         return;
     }
     span.record("error.type", kind);
     span.record("otel.status_code", "error");
     span.record("otel.status_description", error.to_string());
+}
+
+/// Runs `work` in `span`, and records its error if it fails, of the kind
+/// `kind` says (an OCI operation, a state store round trip).
+pub(crate) async fn within<T, E: std::fmt::Display>(
+    span: Span,
+    work: impl Future<Output = Result<T, E>>,
+    kind: impl FnOnce(&E) -> &'static str,
+) -> Result<T, E> {
+    let result = work.instrument(span.clone()).await;
+    if let Err(failure) = &result {
+        error(&span, kind(failure), failure);
+    }
+    result
 }
 
 #[cfg(test)]

@@ -152,9 +152,13 @@ impl fmt::Debug for Telemetry {
     }
 }
 
+/// Whether the variable `name` is set to something.
+fn set(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.trim().is_empty())
+}
+
 /// Whether the environment asks for (or forbids) an export.
 fn environment_says() -> Option<bool> {
-    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
     if std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true")) {
         return Some(false);
     }
@@ -217,9 +221,7 @@ impl Telemetry {
         };
         let endpoint = |path: &str| {
             // The variables win; an endpoint from the options is a base URL.
-            let from_env = ["OTEL_EXPORTER_OTLP_ENDPOINT", path_variable(path)]
-                .iter()
-                .any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty()));
+            let from_env = set("OTEL_EXPORTER_OTLP_ENDPOINT") || set(path_variable(path));
             match (&options.endpoint, from_env, transport) {
                 (Some(base), false, Transport::HttpProtobuf) => {
                     Some(format!("{}{path}", base.trim_end_matches('/')))
@@ -382,7 +384,7 @@ fn path_variable(path: &str) -> &'static str {
 /// The process's resource: the variables' (`OTEL_SERVICE_NAME`,
 /// `OTEL_RESOURCE_ATTRIBUTES`), else the options', then `toolhost`'s.
 fn resource(options: &TelemetryOptions) -> Resource {
-    let named = std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.trim().is_empty())
+    let named = set("OTEL_SERVICE_NAME")
         || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|v| v.contains("service.name="));
     let mut builder = Resource::builder();
     if !named {

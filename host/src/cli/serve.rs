@@ -13,6 +13,16 @@ use toolhost::{Config, Engine, McpServer, PluginDir};
 use super::{Cli, layered, options, unmatched, warn_unmatched};
 
 /// `toolhost serve`: the plugins directory, layered as configured, over MCP.
+/// This replica's name: `$TOOLHOST_REPLICA`, else `[serve] replica_name`;
+/// trimmed, and none when blank.
+pub(super) fn replica_name(settings: &ServeConfig) -> Option<String> {
+    std::env::var("TOOLHOST_REPLICA")
+        .ok()
+        .filter(|name| !name.trim().is_empty())
+        .or_else(|| settings.replica_name.clone())
+        .map(|name| name.trim().to_owned())
+}
+
 pub(super) async fn serve(
     cli: &Cli,
     config: &Config,
@@ -78,12 +88,9 @@ pub(super) async fn serve(
     if let Some(secs) = settings.approval_ttl_secs {
         server = server.with_approval_ttl(Duration::from_secs(secs));
     }
-    let replica = std::env::var("TOOLHOST_REPLICA")
-        .ok()
-        .filter(|name| !name.trim().is_empty())
-        .or_else(|| settings.replica_name.clone());
+    let replica = replica_name(settings);
     if let Some(audit) = &config.audit {
-        let options = audit.options(replica.as_deref().map(str::trim));
+        let options = audit.options(replica.as_deref());
         let log = toolhost::audit::AuditLog::open(&options).context("[audit]")?;
         server = server.with_observer(std::sync::Arc::new(log));
     }
@@ -147,8 +154,8 @@ pub(super) async fn serve(
     if let Some(ms) = settings.stream_close_after_ms {
         options.stream_close_after(Some(Duration::from_millis(ms)));
     }
-    if let Some(replica) = replica {
-        options.replica_name(replica.trim());
+    if let Some(replica) = &replica {
+        options.replica_name(replica);
     }
     if let Some(ms) = settings.drain_timeout_ms {
         options.drain_timeout(Duration::from_millis(ms));

@@ -19,12 +19,8 @@ pub(super) fn start(cli: &Cli) -> Result<Option<Telemetry>> {
     let Ok(config) = super::config(cli) else {
         return Ok(None);
     };
-    // As `serve` names its replica: `$TOOLHOST_REPLICA` wins.
-    let replica = std::env::var("TOOLHOST_REPLICA")
-        .ok()
-        .filter(|name| !name.trim().is_empty())
-        .or_else(|| config.serve.replica_name.clone());
-    let replica = replica.as_deref().map(str::trim);
+    let replica = super::serve::replica_name(&config.serve);
+    let replica = replica.as_deref();
     let options = match &config.telemetry {
         Some(section) => section.options(replica)?,
         None => {

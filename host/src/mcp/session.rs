@@ -18,7 +18,6 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
 use super::approval::random_id;
 use super::features::logging::SessionLevel;
@@ -61,6 +60,11 @@ fn named_invocation(meta: &RequestMetaObject) -> Result<Option<String>, ErrorDat
         ));
     }
     Ok(Some(name.to_owned()))
+}
+
+/// Whether a call's answer is a tool's error (a result with `isError`).
+fn is_tool_error(response: &CallToolResponse) -> bool {
+    matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true))
 }
 
 /// One MCP session: one client connection (stdio) or `Mcp-Session-Id` (HTTP).
@@ -327,14 +331,15 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        let traced = self.trace(&context, "initialize", Target::None);
-        let _entered = traced.span().entered();
-        // The session's owner: whoever initialized it.
-        let result = self.owned(&context).and_then(|_| {
+        let initialize = async {
+            // The session's owner: whoever initialized it.
+            self.owned(&context)?;
             context.peer.set_peer_info(request.clone());
             self.negotiate_initialize(&request)
-        });
-        traced.finish(result, |_| false)
+        };
+        self.trace(&context, "initialize", Target::None)
+            .run(initialize, |_| false)
+            .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -356,11 +361,9 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let traced = self.trace(&context, "tools/list", Target::None);
-        let result = features::tools::list(self, context)
-            .instrument(traced.span())
-            .await;
-        traced.finish(result, |_| false)
+        self.trace(&context, "tools/list", Target::None)
+            .run(features::tools::list(self, context), |_| false)
+            .await
     }
 
     async fn call_tool(
@@ -368,12 +371,9 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let tool = request.name.clone();
-        let traced = self.trace(&context, "tools/call", Target::Tool(&tool));
-        let result = features::tools::call(self, request, context)
-            .instrument(traced.span())
-            .await;
-        traced.finish(result, |response| matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true)))
+        self.trace(&context, "tools/call", Target::Tool(&request.name))
+            .run(features::tools::call(self, request, context), is_tool_error)
+            .await
     }
 
     async fn list_resources(
@@ -381,11 +381,9 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let traced = self.trace(&context, "resources/list", Target::None);
-        let result = features::resources::list(self, context)
-            .instrument(traced.span())
-            .await;
-        traced.finish(result, |_| false)
+        self.trace(&context, "resources/list", Target::None)
+            .run(features::resources::list(self, context), |_| false)
+            .await
     }
 
     async fn list_resource_templates(
@@ -393,11 +391,9 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let traced = self.trace(&context, "resources/templates/list", Target::None);
-        let result = features::resources::templates(self, context)
-            .instrument(traced.span())
-            .await;
-        traced.finish(result, |_| false)
+        self.trace(&context, "resources/templates/list", Target::None)
+            .run(features::resources::templates(self, context), |_| false)
+            .await
     }
 
     async fn read_resource(
@@ -405,12 +401,9 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let uri = request.uri.clone();
-        let traced = self.trace(&context, "resources/read", Target::Resource(&uri));
-        let result = features::resources::read(self, request, context)
-            .instrument(traced.span())
-            .await;
-        traced.finish(result, |_| false)
+        self.trace(&context, "resources/read", Target::Resource(&request.uri))
+            .run(features::resources::read(self, request, context), |_| false)
+            .await
     }
 
     async fn list_prompts(
@@ -418,11 +411,9 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let traced = self.trace(&context, "prompts/list", Target::None);
-        let result = features::prompts::list(self, context)
-            .instrument(traced.span())
-            .await;
-        traced.finish(result, |_| false)
+        self.trace(&context, "prompts/list", Target::None)
+            .run(features::prompts::list(self, context), |_| false)
+            .await
     }
 
     async fn get_prompt(
@@ -430,12 +421,9 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let prompt = request.name.clone();
-        let traced = self.trace(&context, "prompts/get", Target::Prompt(&prompt));
-        let result = features::prompts::get(self, request, context)
-            .instrument(traced.span())
-            .await;
-        traced.finish(result, |_| false)
+        self.trace(&context, "prompts/get", Target::Prompt(&request.name))
+            .run(features::prompts::get(self, request, context), |_| false)
+            .await
     }
 
     async fn subscribe(
@@ -459,11 +447,12 @@ impl ServerHandler for Session {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let traced = self.trace(&context, "completion/complete", Target::None);
-        let result = features::completions::complete(self, request, context)
-            .instrument(traced.span())
-            .await;
-        traced.finish(result, |_| false)
+        self.trace(&context, "completion/complete", Target::None)
+            .run(
+                features::completions::complete(self, request, context),
+                |_| false,
+            )
+            .await
     }
 
     #[expect(

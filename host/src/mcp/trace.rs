@@ -19,8 +19,8 @@ use opentelemetry::trace::TraceContextExt as _;
 use rmcp::RoleServer;
 use rmcp::model::{ErrorData, MetaObject};
 use rmcp::service::RequestContext;
-use tracing::Span;
 use tracing::field::Empty;
+use tracing::{Instrument as _, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use crate::spans::TARGET;
@@ -192,15 +192,21 @@ fn join(span: &Span, meta: &MetaObject, headers: Option<&axum::http::HeaderMap>)
 }
 
 impl Traced {
-    /// The request's span, for its work to run in.
-    pub(super) fn span(&self) -> Span {
-        self.span.clone()
+    /// Runs the request's `work` in its span, and ends the request with its
+    /// result (see [`Traced::finish`]).
+    pub(super) async fn run<T>(
+        self,
+        work: impl Future<Output = Result<T, ErrorData>>,
+        tool_error: impl FnOnce(&T) -> bool,
+    ) -> Result<T, ErrorData> {
+        let result = work.instrument(self.span.clone()).await;
+        self.finish(result, tool_error)
     }
 
     /// Ends the request with its `result`, which it gives back: failed with
     /// a JSON-RPC error, or a tool's error (`tool_error` says whether the
     /// answer is one: a result with `isError`), or succeeded.
-    pub(super) fn finish<T>(
+    fn finish<T>(
         self,
         result: Result<T, ErrorData>,
         tool_error: impl FnOnce(&T) -> bool,

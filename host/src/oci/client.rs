@@ -8,7 +8,6 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use sha2::{Digest as _, Sha256};
-use tracing::Instrument as _;
 
 use crate::oci::answer::{self, MAX_TAGS_SHOWN, Meaning};
 use crate::oci::artifact::config_json;
@@ -304,14 +303,7 @@ impl Client {
         progress: &mut (dyn FnMut(u64, u64) + Send),
     ) -> Result<Pulled, OciError> {
         let span = crate::spans::oci("pull", reference);
-        let pulled = self
-            .pull_now(reference, progress)
-            .instrument(span.clone())
-            .await;
-        if let Err(error) = &pulled {
-            crate::spans::error(&span, "oci", error);
-        }
-        pulled
+        crate::spans::within(span, self.pull_now(reference, progress), |_| "oci").await
     }
 
     async fn pull_now(

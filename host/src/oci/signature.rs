@@ -26,7 +26,6 @@ use p256::ecdsa::{Signature, VerifyingKey};
 use p256::pkcs8::{DecodePrivateKey as _, DecodePublicKey as _, EncodePrivateKey as _};
 use p256::pkcs8::{EncodePublicKey as _, LineEnding};
 use serde::{Deserialize, Serialize};
-use tracing::Instrument as _;
 use zeroize::Zeroizing;
 
 use crate::oci::{Client, Digest, MANIFEST_MEDIA_TYPE, OciError, Reference};
@@ -293,14 +292,7 @@ impl Client {
         keys: &PublicKeys,
     ) -> Result<Verified, OciError> {
         let span = crate::spans::oci("verify", reference);
-        let verified = self
-            .verify_now(reference, keys)
-            .instrument(span.clone())
-            .await;
-        if let Err(error) = &verified {
-            crate::spans::error(&span, "oci", error);
-        }
-        verified
+        crate::spans::within(span, self.verify_now(reference, keys), |_| "oci").await
     }
 
     async fn verify_now(

@@ -301,13 +301,7 @@ impl Plugin {
         via: Via<'_>,
     ) -> Result<(Store<PluginState>, Instance, Arc<Linked>), CallError> {
         let code = self.code_for(tool).await?.current();
-        spans::tier(
-            span,
-            match code.tier {
-                Tier::Baseline => "baseline",
-                Tier::Optimized => "optimized",
-            },
-        );
+        spans::tier(span, code.tier.as_str());
         let engine = &self.inner.engine;
         let state = PluginState::new(
             engine,

@@ -20,7 +20,6 @@ use ::redis::io::tcp::TcpSettings;
 use ::redis::{Client, IntoConnectionInfo as _, ProtocolVersion, RedisError, Script};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::OnceCell;
-use tracing::Instrument as _;
 
 use super::{
     ENTRY_OVERHEAD, MAX_INVOCATION_BYTES, MAX_INVOCATION_KEYS, StateError, StateOptions, redact,
@@ -143,12 +142,11 @@ impl Redis {
     where
         F: Future<Output = Result<T, RedisError>>,
     {
-        let span = crate::spans::store(operation);
-        let result = self.run_now(op).instrument(span.clone()).await;
-        if let Err(error) = &result {
-            crate::spans::store_failed(&span, error);
-        }
-        result
+        let kind = |error: &StateError| match error {
+            StateError::Timeout { .. } => "timeout",
+            _ => "unavailable",
+        };
+        crate::spans::within(crate::spans::store(operation), self.run_now(op), kind).await
     }
 
     async fn run_now<T, F>(&self, op: impl FnOnce(ConnectionManager) -> F) -> Result<T, StateError>

@@ -98,6 +98,7 @@ impl ToolStream {
             call_id,
             Box::new(Watched {
                 stream: self,
+                on_part: None,
                 on_end: Some(Box::new(on_end)),
             }),
         )
@@ -108,9 +109,10 @@ impl ToolStream {
         let call_id = self.call_id.clone();
         Self::from_source(
             call_id,
-            Box::new(Each {
+            Box::new(Watched {
                 stream: self,
-                on_part: Box::new(on_part),
+                on_part: Some(Box::new(on_part)),
+                on_end: None,
             }),
         )
     }
@@ -147,9 +149,13 @@ impl ToolStream {
 /// What [`ToolStream::on_end`] calls.
 type OnEnd = Box<dyn FnOnce(Result<&Usage, &CallError>) + Send>;
 
-/// A stream watched for its end.
+/// What [`ToolStream::on_each`] calls.
+type OnPart = Box<dyn FnMut(&Part) + Send>;
+
+/// A stream watched part by part, or for its end.
 struct Watched {
     stream: ToolStream,
+    on_part: Option<OnPart>,
     on_end: Option<OnEnd>,
 }
 
@@ -160,7 +166,12 @@ impl PartSource for Watched {
             let ended = match &part {
                 None => Some(Ok(self.stream.usage())),
                 Some(Err(error)) => Some(Err(error)),
-                Some(Ok(_)) => None,
+                Some(Ok(part)) => {
+                    if let Some(on_part) = &mut self.on_part {
+                        on_part(part);
+                    }
+                    None
+                }
             };
             if let Some(outcome) = ended
                 && let Some(on_end) = self.on_end.take()
@@ -169,28 +180,6 @@ impl PartSource for Watched {
                     Ok(usage) => on_end(Ok(usage)),
                     Err(error) => on_end(Err(error)),
                 }
-            }
-            part
-        })
-    }
-
-    fn usage(&self) -> Usage {
-        self.stream.usage()
-    }
-}
-
-/// A stream whose parts are shown to a callback as they pass.
-struct Each {
-    stream: ToolStream,
-    on_part: Box<dyn FnMut(&Part) + Send>,
-}
-
-impl PartSource for Each {
-    fn next(&mut self) -> NextPart<'_> {
-        Box::pin(async move {
-            let part = self.stream.next().await;
-            if let Some(Ok(part)) = &part {
-                (self.on_part)(part);
             }
             part
         })

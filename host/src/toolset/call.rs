@@ -14,7 +14,7 @@
 use serde_json::Value;
 use tracing::{Instrument as _, Span};
 
-use super::observe::{Outcome, Watches, when_ended};
+use super::observe::Watches;
 use super::{BoxFuture, ConfirmationRequest, Context, Decision, Tool};
 use crate::error::CallError;
 use crate::spans;
@@ -195,7 +195,8 @@ async fn drive_in(
         cx,
         tool.spec(),
         arguments.as_ref().ok().map(Prepared::arguments),
-    );
+    )
+    .with_span(&span);
     let result = match arguments {
         Ok(arguments) => {
             run(tool, cx, arguments, approver)
@@ -204,18 +205,18 @@ async fn drive_in(
         }
         Err(error) => Err(error),
     };
-    watches.finish(traced(span, result))
+    watches.finish(content(&span, result))
 }
 
-/// Records how the call ends on its span, which closes then (for a
-/// stream, at its end).
-fn traced(span: Span, result: Result<Started, CallError>) -> Result<Started, CallError> {
+/// Records a whole output's result on the call's span, and a stream's parts
+/// as its events, when the span is enabled.
+fn content(span: &Span, result: Result<Started, CallError>) -> Result<Started, CallError> {
     if span.is_disabled() {
         return result;
     }
-    let result = match result {
+    match result {
         Ok(Started::Output(output)) => {
-            spans::result(&span, output.result.as_ref());
+            spans::result(span, output.result.as_ref());
             Ok(Started::Output(output))
         }
         Ok(Started::Stream(stream)) => {
@@ -225,12 +226,7 @@ fn traced(span: Span, result: Result<Started, CallError>) -> Result<Started, Cal
             ))
         }
         other => other,
-    };
-    when_ended(result, move |outcome| match outcome {
-        Outcome::Succeeded(usage) => spans::succeeded(&span, usage),
-        Outcome::Failed(error) => spans::failed(&span, error),
-        Outcome::Paused(_) => spans::paused(&span),
-    })
+    }
 }
 
 async fn run(

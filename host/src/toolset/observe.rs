@@ -8,9 +8,12 @@
 //! too), or paused for an approval. A watch dropped without being told
 //! belongs to a call that was cancelled.
 
+use tracing::Span;
+
 use super::{ConfirmationRequest, Context, Started};
 use crate::Engine;
 use crate::error::CallError;
+use crate::spans;
 use crate::tool::{ToolSpec, Usage};
 
 /// How a call ended, as an observer is told.
@@ -69,6 +72,15 @@ impl Watches {
         )
     }
 
+    /// Adds the call's span ([`crate::spans::call`]), told how the call ends
+    /// like the observers' watches, unless it is disabled (telemetry off).
+    pub(super) fn with_span(mut self, span: &Span) -> Self {
+        if !span.is_disabled() {
+            self.0.push(Box::new(SpanWatch(span.clone())));
+        }
+        self
+    }
+
     fn ended(self, outcome: Outcome<'_>) {
         for watch in self.0 {
             watch.ended(outcome);
@@ -81,6 +93,19 @@ impl Watches {
             return result;
         }
         when_ended(result, move |outcome| self.ended(outcome))
+    }
+}
+
+/// The call's span, which records how the call ended and closes then.
+struct SpanWatch(Span);
+
+impl CallWatch for SpanWatch {
+    fn ended(self: Box<Self>, outcome: Outcome<'_>) {
+        match outcome {
+            Outcome::Succeeded(usage) => spans::succeeded(&self.0, usage),
+            Outcome::Failed(error) => spans::failed(&self.0, error),
+            Outcome::Paused(_) => spans::paused(&self.0),
+        }
     }
 }
 
