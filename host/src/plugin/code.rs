@@ -29,6 +29,9 @@ struct Tiers {
     current: RwLock<Arc<Linked>>,
     /// True once no other code is coming: optimized, or it could not be.
     settled: tokio::sync::watch::Sender<bool>,
+    /// What optimizing needs, from a tiered load of baseline code until
+    /// [`Code::optimize`] starts it (once the plugin is known to load).
+    pending: std::sync::Mutex<Option<(Unit, bytes::Bytes)>>,
 }
 
 /// One tier's code, compiled and linked against its engine's linker.
@@ -55,6 +58,7 @@ impl Code {
         let code = Self(Arc::new(Tiers {
             current: RwLock::new(Arc::new(linked)),
             settled: tokio::sync::watch::Sender::new(settled),
+            pending: std::sync::Mutex::new(None),
         }));
         Ok((code, imports))
     }
@@ -62,7 +66,8 @@ impl Code {
     /// Compiles and links a component's bytes on a loader thread: optimized
     /// code when the engine compiles only that or the cache holds it, else
     /// baseline code, with optimized code compiled in the background when
-    /// the engine tiers (see [`Code::current`]). With a cache directory,
+    /// the engine tiers, once [`Code::optimize`] says the plugin loaded (see
+    /// [`Code::current`]). With a cache directory,
     /// `key` is the component's content key (see `ManifestKey`), what its
     /// code is cached under.
     pub(super) async fn load(
@@ -87,11 +92,31 @@ impl Code {
         if code.current().tier == Tier::Baseline
             && engine.config().compilation == Compilation::Tiered
         {
-            code.optimize_later(engine, unit, bytes);
+            *code.lock_pending() = Some((unit, bytes));
         } else {
             code.0.settled.send_replace(true);
         }
         Ok((code, imports))
+    }
+
+    /// Starts compiling the optimized code of a tiered load, now that its
+    /// plugin loaded: a plugin that fails after its code is linked (a bad
+    /// schema, nothing that can be a tool) never costs the optimizing
+    /// compiler's time, nor leaves its optimized code in the cache. Does
+    /// nothing for code that is optimized already, or the second time.
+    pub(super) fn optimize(&self, engine: &Engine) {
+        let pending = self.lock_pending().take();
+        if let Some((unit, bytes)) = pending {
+            self.optimize_later(engine, unit, bytes);
+        }
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Option<(Unit, bytes::Bytes)>> {
+        // Only ever replaced whole: a poisoned lock holds a usable value.
+        self.0
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The code new calls run: the optimized code once it is ready.

@@ -132,7 +132,13 @@ impl Plugin {
         let loaded = match Code::load(engine, (&name, &path), bytes, content).await {
             Ok((code, imports)) => {
                 let cache = (key.as_ref(), Some(source));
-                Self::from_code(engine, path, code, imports, options, grants, cache).await
+                let loaded =
+                    Self::from_code(engine, path, code.clone(), imports, options, grants, cache)
+                        .await;
+                if loaded.is_ok() {
+                    code.optimize(engine);
+                }
+                loaded
             }
             Err(e) => Err(e),
         };
@@ -384,6 +390,9 @@ impl Plugin {
             Ok((code, imports)) => self.reconcile(code, imports).await,
             Err(e) => Err(e),
         };
+        if let Ok(code) = &loaded {
+            code.optimize(engine);
+        }
         *self.lock_source() = None;
         self.inner.code_state.send_replace(match &loaded {
             Ok(_) => CodeState::Loaded,

@@ -208,17 +208,22 @@ fn snapshot(cache: &Path) -> BTreeMap<PathBuf, (u64, u64)> {
 
 /// Waits until the cache holds files of exactly these names (the background
 /// optimization writes the last of them). Hang guard: two minutes.
-fn settled(cache: &Path, names: &[PathBuf]) {
+fn settled(server: &mut Server, cache: &Path, names: &[PathBuf]) {
     let give_up = Instant::now() + Duration::from_secs(120);
     loop {
         let now: Vec<PathBuf> = snapshot(cache).into_keys().collect();
         if now == names {
             return;
         }
-        assert!(
-            Instant::now() < give_up,
-            "the cache never settled: {now:#?}, not {names:#?}"
-        );
+        if Instant::now() >= give_up {
+            while let Ok(line) = server.stderr.try_recv() {
+                server.log.push(line);
+            }
+            panic!(
+                "the cache never settled: {now:#?}, not {names:#?}; the server's log: {:#?}",
+                server.log
+            );
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -232,7 +237,7 @@ fn start(
 ) -> (Value, Vec<String>) {
     let mut server = Server::start(plugins, cache, transport);
     let answers = server.answers();
-    settled(cache, names);
+    settled(&mut server, cache, names);
     (answers, server.stop())
 }
 

@@ -12,7 +12,8 @@ use toolhost::plugin::Reuse;
 use toolhost::tool::ToolCall;
 use toolhost::{CallError, Engine, EngineConfig, Plugin, PluginOptions};
 use toolhost_test_plugins::{
-    CONFORMANCE_C, CONFORMANCE_GO, CONFORMANCE_JS, CONFORMANCE_PY, ECHO, HOSTILE,
+    BAD_SCHEMA, CONFORMANCE_C, CONFORMANCE_GO, CONFORMANCE_JS, CONFORMANCE_PY, ECHO, HOSTILE,
+    OTHER_WORLD,
 };
 
 fn engine(compilation: Compilation, cache: Option<&std::path::Path>) -> Engine {
@@ -70,6 +71,48 @@ async fn a_cold_plugin_answers_on_baseline_code_then_switches_to_optimized() {
     plugin.ready().await.unwrap();
     assert_eq!(plugin.tier(), Some(Tier::Optimized));
     assert_eq!(add(&plugin).await, json!({"result": 5}));
+}
+
+/// The names of the files in a cache's compiled code.
+fn compiled(cache: &std::path::Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(cache.join("compiled"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_plugin_that_fails_after_its_code_links_is_never_optimized() {
+    // Its baseline code, as an engine that compiles nothing else caches it.
+    let baseline = tempfile::tempdir().unwrap();
+    let only = engine(Compilation::Baseline, Some(baseline.path()));
+    for failing in [BAD_SCHEMA, OTHER_WORLD] {
+        Plugin::load(&only, failing, &PluginOptions::default())
+            .await
+            .unwrap_err();
+    }
+    let expected = compiled(baseline.path());
+    assert_eq!(expected.len(), 2, "{expected:?}");
+    // A tiered engine: the failing plugins' code links (a bad schema, or no
+    // function that can be a tool, is found after), then a good plugin is
+    // optimized; optimizing is one plugin at a time, in turn, so once its
+    // code settled nothing else is compiling. The failing plugins kept
+    // their baseline code: nothing optimized them, nor dropped it.
+    let cache = tempfile::tempdir().unwrap();
+    let tiered = engine(Compilation::Tiered, Some(cache.path()));
+    for failing in [BAD_SCHEMA, OTHER_WORLD] {
+        Plugin::load(&tiered, failing, &PluginOptions::default())
+            .await
+            .unwrap_err();
+    }
+    let echo = Plugin::load(&tiered, ECHO, &PluginOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(echo.settled().await.unwrap(), Tier::Optimized);
+    let cached = compiled(cache.path());
+    assert_eq!(cached.len(), 3, "{cached:?}");
+    assert!(cached.is_superset(&expected), "{cached:?}, {expected:?}");
 }
 
 #[tokio::test]
