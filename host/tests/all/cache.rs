@@ -181,7 +181,15 @@ impl Server {
         while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(10)) {
             self.log.push(line);
         }
-        self.log
+        std::mem::take(&mut self.log)
+    }
+}
+
+impl Drop for Server {
+    /// A test that fails midway leaves no server running.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
