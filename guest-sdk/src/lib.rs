@@ -42,6 +42,9 @@
 //! - **Asking.** A tool may ask its user a question in the middle of a call
 //!   ([`Context::ask`], MCP elicitation) and tell the host that a resource it
 //!   offers changed ([`Context::resource_updated`]).
+//! - **Tracing.** A tool may add its own spans and events to its call's
+//!   trace ([`trace::span`], [`trace::event`]); they appear beneath toolhost's
+//!   span of the call when the operator exports telemetry.
 //!
 //! # Example
 //!
@@ -160,6 +163,7 @@ mod export;
 mod output;
 mod schema;
 mod tool;
+pub mod trace;
 
 pub use ask::{Answer, AskError};
 pub use catalog::{

@@ -14,6 +14,7 @@ mod call;
 mod code;
 mod declarations;
 mod dynamic;
+pub mod guest_spans;
 mod items;
 mod load;
 mod manifest;

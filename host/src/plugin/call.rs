@@ -151,9 +151,12 @@ impl Plugin {
         // Only a reused instance is filed under its invocation.
         let invocation_id =
             (self.inner.reuse == Reuse::PerInvocation).then(|| call.invocation_id.clone());
+        let guest = spans::guest(name);
         let result = timeout(deadline, invoke.call(&mut store, call))
-            .instrument(spans::guest(name))
+            .instrument(guest.clone())
             .await;
+        store.data().guest_spans.count_dropped(&guest);
+        drop(guest); // The guest's run is over.
         let output = self.settle(&mut store, name, result)?;
         let usage = self.usage(&store);
         // The guest returned (a trap or an exhausted budget returned early
@@ -257,9 +260,12 @@ impl Plugin {
         let exports = exports(&code, &mut store, name, &instance)?;
         let deadline = store.data().deadline.clone();
         let call_id = call.call_id.clone();
+        let guest = spans::guest(name);
         let result = timeout(deadline, exports.invoke_stream(&mut store, call))
-            .instrument(spans::guest(name))
+            .instrument(guest.clone())
             .await;
+        store.data().guest_spans.count_dropped(&guest);
+        drop(guest); // The guest's run is over.
         let handle = self
             .settle(&mut store, name, result)?
             .map_err(|e| self.tool_error(name, &call_id, e))?;
@@ -392,6 +398,7 @@ impl Plugin {
         state.call = call;
         state.panic_message = None;
         state.asked = 0;
+        state.guest_spans.reset();
         self.arm(store, tool)
     }
 

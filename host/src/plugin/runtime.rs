@@ -76,5 +76,6 @@ fn new_linker(wasm: &wasmtime::Engine) -> wasmtime::Result<Linker<PluginState>> 
     let mut linker = Linker::new(wasm);
     crate::policy::add_to_linker(&mut linker)?;
     super::abi::add_to_linker(&mut linker)?;
+    super::guest_spans::add_to_linker(&mut linker)?;
     Ok(linker)
 }

@@ -47,6 +47,8 @@ pub(crate) struct PluginState {
     pub(crate) updates: Option<Updates>,
     /// How many questions the call asked its user so far.
     pub(crate) asked: u32,
+    /// The spans and events the guest added to the call's trace.
+    pub(crate) guest_spans: super::guest_spans::GuestSpans,
 }
 
 /// A call's way to say its plugin's resources changed.
@@ -94,6 +96,7 @@ impl PluginState {
             baseline_slot: None,
             updates: None,
             asked: 0,
+            guest_spans: super::guest_spans::GuestSpans::default(),
         })
     }
 }

@@ -42,12 +42,15 @@ impl Plugin {
         let func = self.func(&mut store, &instance, name, function)?;
         let mut results = vec![Val::Bool(false); usize::from(function.signature.result.is_some())];
         let deadline = store.data().deadline.clone();
+        let guest = crate::spans::guest(name);
         let called = timeout(
             deadline,
             func.call_async(&mut store, &arguments, &mut results),
         )
-        .instrument(crate::spans::guest(name))
+        .instrument(guest.clone())
         .await;
+        store.data().guest_spans.count_dropped(&guest);
+        drop(guest); // The guest's run is over.
         self.settle(&mut store, name, called)?;
         let usage = self.usage(&store);
         let returned = value::returned(function.signature.result.as_ref(), results.first())
