@@ -1,15 +1,26 @@
 //! What the MCP server counts, for `GET /metrics`: calls, errors by kind,
-//! durations, fuel and peak memory per call, calls in flight, toolset
-//! changes, and the engine's guest memory and idle instances. Recorded in
-//! one place per call (see [`Metrics::call`]) and encoded in the Prometheus
-//! (OpenMetrics) text format by the official `prometheus-client` crate.
+//! durations, fuel and peak memory per call, the duration of each MCP
+//! request and session, calls in flight, toolset changes, and the engine's
+//! guest memory and idle instances. Recorded in one place per call (see
+//! [`Metrics::call`]) and per request ([`Metrics::request_ended`]), and
+//! encoded in the Prometheus (OpenMetrics) text format by the official
+//! `prometheus-client` crate.
+//!
+//! The same measurements feed the OpenTelemetry export when it is on
+//! ([`crate::telemetry`]): `mcp.server.operation.duration` and
+//! `mcp.server.session.duration` as the MCP conventions name them, and
+//! `toolhost.tool.call.duration`, `.fuel` and `.memory.peak` per call; one
+//! clock read per measurement, given to both. With telemetry off the
+//! OpenTelemetry side is a cached flag's check.
 //!
 //! The `tool` label is the tool's name as the toolset lists it; names that
 //! resolve to no tool are not recorded (a client chooses them, and each would
 //! be a new series).
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
+
+use opentelemetry::KeyValue;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -42,6 +53,16 @@ struct RefusalLabels {
     reason: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabels {
+    method: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransportLabels {
+    transport: &'static str,
+}
+
 type Histograms = Family<ToolLabels, Histogram, fn() -> Histogram>;
 
 /// The metrics of one MCP server.
@@ -61,6 +82,8 @@ pub(crate) struct Metrics {
     streams_given_up: Counter,
     /// Follows [`crate::telemetry::dropped_spans`] (read when encoding).
     spans_dropped: Counter,
+    requests: Family<MethodLabels, Histogram, fn() -> Histogram>,
+    sessions: Family<TransportLabels, Histogram, fn() -> Histogram>,
     guest_memory: Gauge,
     guest_memory_peak: Gauge,
     guest_memory_budget: Gauge,
@@ -85,6 +108,16 @@ fn fuel_buckets() -> Histogram {
 }
 
 /// Bytes of linear memory: 64 KiB (one wasm page) to 4 GiB, ×4.
+/// The MCP conventions' bucket boundaries for request and session
+/// durations, in seconds (OpenTelemetry's and Prometheus's alike).
+const DURATION_BOUNDARIES: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+fn request_buckets() -> Histogram {
+    Histogram::new(DURATION_BOUNDARIES)
+}
+
 fn memory_buckets() -> Histogram {
     Histogram::new(exponential_buckets(65_536.0, 4.0, 9))
 }
@@ -164,6 +197,22 @@ impl Metrics {
             "Spans dropped because the OpenTelemetry export queue was full (the collector slow or away)",
             spans_dropped.clone(),
         );
+        let requests = Family::<MethodLabels, _, _>::new_with_constructor(
+            request_buckets as fn() -> Histogram,
+        );
+        registry.register(
+            "mcp_request_duration_seconds",
+            "How long MCP requests took, as the server saw them, by JSON-RPC method",
+            requests.clone(),
+        );
+        let sessions = Family::<TransportLabels, _, _>::new_with_constructor(
+            request_buckets as fn() -> Histogram,
+        );
+        registry.register(
+            "mcp_session_duration_seconds",
+            "How long MCP sessions (2025-11-25, initialized) lasted, by transport",
+            sessions.clone(),
+        );
         let guest_memory = Gauge::default();
         registry.register(
             "guest_memory_bytes",
@@ -208,6 +257,8 @@ impl Metrics {
             stream_resumes,
             streams_given_up,
             spans_dropped,
+            requests,
+            sessions,
             guest_memory,
             guest_memory_peak,
             guest_memory_budget,
@@ -252,6 +303,37 @@ impl Metrics {
         self.streams_given_up.inc();
     }
 
+    /// Records an MCP request of `method` that took `seconds`; `exported`,
+    /// the request's OpenTelemetry attributes when telemetry traces it.
+    pub(crate) fn request_ended(
+        &self,
+        method: &'static str,
+        seconds: f64,
+        exported: Option<&[KeyValue]>,
+    ) {
+        self.requests
+            .get_or_create(&MethodLabels { method })
+            .observe(seconds);
+        if let Some(attributes) = exported {
+            EXPORTED.operation.record(seconds, attributes);
+        }
+    }
+
+    /// Records a 2025-11-25 session over `transport` (`stdio` or `http`)
+    /// that lasted `seconds`.
+    pub(crate) fn session_ended(&self, transport: &'static str, seconds: f64) {
+        self.sessions
+            .get_or_create(&TransportLabels { transport })
+            .observe(seconds);
+        if exporting() {
+            let attributes = [KeyValue::new(
+                "network.transport",
+                network_transport(transport),
+            )];
+            EXPORTED.session.record(seconds, &attributes);
+        }
+    }
+
     /// Counts changes missed (a lagging receiver).
     pub(crate) fn missed_changes(&self, n: u64) {
         self.changes.inc_by(n);
@@ -286,11 +368,13 @@ impl Metrics {
     }
 
     fn record(&self, tool: String, start: Instant, outcome: Result<&Usage, &'static str>) {
+        let seconds = start.elapsed().as_secs_f64();
+        if exporting() {
+            EXPORTED.call(&tool, seconds, outcome);
+        }
         let labels = ToolLabels { tool };
         self.calls.get_or_create(&labels).inc();
-        self.duration
-            .get_or_create(&labels)
-            .observe(start.elapsed().as_secs_f64());
+        self.duration.get_or_create(&labels).observe(seconds);
         match outcome {
             Ok(usage) => {
                 self.fuel.get_or_create(&labels).observe(usage.fuel as f64);
@@ -304,6 +388,86 @@ impl Metrics {
                     kind,
                 };
                 self.errors.get_or_create(&labels).inc();
+            }
+        }
+    }
+}
+
+/// Whether the OpenTelemetry export is on (its layer wants the spans'
+/// target): a cached flag's check.
+fn exporting() -> bool {
+    tracing::enabled!(target: crate::spans::TARGET, tracing::Level::INFO)
+}
+
+/// `network.transport` for a transport name: `pipe` (stdio) or `tcp`.
+pub(crate) fn network_transport(transport: &str) -> &'static str {
+    if transport == "stdio" { "pipe" } else { "tcp" }
+}
+
+/// The OpenTelemetry instruments, made on first use (after the export set
+/// its meter provider up).
+static EXPORTED: LazyLock<Exported> = LazyLock::new(Exported::new);
+
+/// The OpenTelemetry side of the measurements.
+struct Exported {
+    operation: opentelemetry::metrics::Histogram<f64>,
+    session: opentelemetry::metrics::Histogram<f64>,
+    call_duration: opentelemetry::metrics::Histogram<f64>,
+    call_fuel: opentelemetry::metrics::Histogram<u64>,
+    call_memory: opentelemetry::metrics::Histogram<u64>,
+}
+
+impl Exported {
+    fn new() -> Self {
+        let meter = opentelemetry::global::meter("toolhost");
+        let seconds = |name: &'static str, description: &'static str| {
+            meter
+                .f64_histogram(name)
+                .with_unit("s")
+                .with_description(description)
+                .with_boundaries(DURATION_BOUNDARIES.to_vec())
+                .build()
+        };
+        Self {
+            operation: seconds(
+                "mcp.server.operation.duration",
+                "The duration of an MCP request as the server saw it",
+            ),
+            session: seconds(
+                "mcp.server.session.duration",
+                "The duration of an MCP session as the server saw it",
+            ),
+            call_duration: seconds(
+                "toolhost.tool.call.duration",
+                "The duration of a tool call, from its start to its result",
+            ),
+            call_fuel: meter
+                .u64_histogram("toolhost.tool.call.fuel")
+                .with_unit("{instruction}")
+                .with_description("The fuel a successful tool call used")
+                .build(),
+            call_memory: meter
+                .u64_histogram("toolhost.tool.call.memory.peak")
+                .with_unit("By")
+                .with_description("The most guest memory a successful tool call held")
+                .build(),
+        }
+    }
+
+    /// One call of `tool`, as Prometheus records it too.
+    fn call(&self, tool: &str, seconds: f64, outcome: Result<&Usage, &'static str>) {
+        let name = KeyValue::new("gen_ai.tool.name", tool.to_owned());
+        match outcome {
+            Ok(usage) => {
+                let attributes = [name];
+                self.call_duration.record(seconds, &attributes);
+                self.call_fuel.record(usage.fuel, &attributes);
+                self.call_memory
+                    .record(usage.peak_memory_bytes, &attributes);
+            }
+            Err(kind) => {
+                let attributes = [name, KeyValue::new("error.type", kind)];
+                self.call_duration.record(seconds, &attributes);
             }
         }
     }
@@ -391,6 +555,9 @@ mod tests {
             problems: vec!["missing `message`".into()],
         });
         drop(metrics.call("spin"));
+        metrics.request_ended("tools/call", 0.03, None);
+        metrics.request_ended("tools/call", 7.0, None);
+        metrics.session_ended("http", 90.0);
         let text = metrics.encode(2, None);
         for line in [
             "toolhost_tool_calls_total{tool=\"echo\"} 2",
@@ -402,6 +569,10 @@ mod tests {
             "toolhost_tool_call_fuel_sum{tool=\"echo\"} 50000.0",
             "toolhost_tool_call_peak_memory_bytes_count{tool=\"echo\"} 1",
             "toolhost_tool_calls_in_flight 2",
+            "toolhost_mcp_request_duration_seconds_count{method=\"tools/call\"} 2",
+            "toolhost_mcp_request_duration_seconds_bucket{le=\"0.05\",method=\"tools/call\"} 1",
+            "toolhost_mcp_request_duration_seconds_bucket{le=\"10.0\",method=\"tools/call\"} 2",
+            "toolhost_mcp_session_duration_seconds_count{transport=\"http\"} 1",
             "# EOF",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");

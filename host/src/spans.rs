@@ -49,16 +49,22 @@ pub fn record_content(redact: impl IntoIterator<Item = impl Into<String>>) {
 /// serialized, cut to [`MAX_CONTENT_BYTES`].
 fn content(value: &Value) -> Option<String> {
     let keys = CONTENT.get()?;
-    let mut text = crate::redact::redact_keys(value, keys).to_string();
-    if text.len() > MAX_CONTENT_BYTES {
-        let mut end = MAX_CONTENT_BYTES;
+    let text = crate::redact::redact_keys(value, keys).to_string();
+    Some(cut(text, MAX_CONTENT_BYTES))
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, marked `…`:
+/// what a span keeps of a long value.
+pub(crate) fn cut(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
         while !text.is_char_boundary(end) {
             end -= 1;
         }
         text.truncate(end);
         text.push('…');
     }
-    Some(text)
+    text
 }
 
 /// The span of one call of `spec`, `call_id` of `invocation`:
@@ -198,13 +204,15 @@ pub(crate) fn tier(span: &Span, tier: &'static str) {
 }
 
 /// The span of the guest's run of `tool` (for a stream: until its first
-/// answer).
+/// answer); the guest's own spans and events go beneath
+/// ([`crate::plugin::guest_spans`]), and what it had dropped is counted here.
 pub(crate) fn guest(tool: &str) -> Span {
     tracing::info_span!(
         target: TARGET,
         "guest",
         otel.name = "toolhost.guest",
         gen_ai.tool.name = tool,
+        toolhost.guest.dropped = Empty,
     )
 }
 

@@ -181,8 +181,10 @@ def _start_redis(root: Path, processes: list[Process]) -> int:
     return port
 
 
-def _start_replica(name: str, root: Path, plugins: Path, config: Path, processes: list[Process]) -> Replica:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLHOST_")}
+def _start_replica(
+    name: str, root: Path, plugins: Path, config: Path, processes: list[Process], extra: dict[str, str]
+) -> Replica:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLHOST_")} | extra
     env |= {
         "TOOLHOST_REPLICA": name,
         "TOOLHOST_STATE_KEYS": KEYS,
@@ -268,14 +270,17 @@ global:
 
 
 @contextmanager
-def running_cluster(root: Path, *, config: str = "", nginx_port: int | None = None) -> Iterator[Cluster]:
+def running_cluster(
+    root: Path, *, config: str = "", nginx_port: int | None = None, env: dict[str, str] | None = None
+) -> Iterator[Cluster]:
     """Starts the cluster in `root` and stops it on exit, also on failure (then
     printing every service's log, which pytest shows for a failing test).
 
     `config`: TOML appended to the replicas' `CONFIG` (after its tables, so it
     may only add tables). `nginx_port`: the port nginx listens on, for a config
     that must name the URL clients reach (`[serve.auth] resource`) before the
-    replicas start [default: a free one chosen after they are ready].
+    replicas start [default: a free one chosen after they are ready]. `env`:
+    more of the replicas' environment (`OTEL_*`, say).
     """
     guests = Path(os.environ["TOOLHOST_GUESTS"])
     plugins = root / "plugins"
@@ -288,9 +293,10 @@ def running_cluster(root: Path, *, config: str = "", nginx_port: int | None = No
         config_file = root / "toolhost.toml"
         config_file.write_text(CONFIG.format(redis=redis_port) + ("\n" + config if config else ""))
         # The first replica compiles the plugins into the shared cache alone.
-        replicas = [_start_replica("replica-1", root, plugins, config_file, processes)]
+        extra = env or {}
+        replicas = [_start_replica("replica-1", root, plugins, config_file, processes, extra)]
         _wait_ready(replicas[0])
-        replicas += [_start_replica(f"replica-{n}", root, plugins, config_file, processes) for n in (2, 3)]
+        replicas += [_start_replica(f"replica-{n}", root, plugins, config_file, processes, extra) for n in (2, 3)]
         for replica in replicas:
             _wait_ready(replica)
 

@@ -21,7 +21,10 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -164,8 +167,35 @@ def component_tools() -> dict[str, tuple[types.Tool, ...]]:
     return tools
 
 
+#: A snippet: its `<!-- interop: NAME -->` mark, then a ```python fence.
+SNIPPET = re.compile(r"^<!-- interop: (\S+) -->\n```python\n(.*?)^```", re.M | re.S)
+
+#: A hang guard only: the first snippet may compile every plugin.
+SNIPPET_S = 300
+
+
+def snippets(page: Path) -> dict[str, str]:
+    """A docs page's marked Python snippets, by name."""
+    return dict(SNIPPET.findall(page.read_text()))
+
+
+def run_snippet(code: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Runs a snippet as a reader would (`python -c`, in the scratch directory, with
+    `snippet_env()` and `env` on top); gives what it did and a report of it."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=scratch(),
+        env={**snippet_env(), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=SNIPPET_S,
+    )
+    report = f"exit {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr[-4000:]}"
+    return done, report
+
+
 def snippet_env() -> dict[str, str]:
-    """The environment a docs/frameworks.md snippet runs in."""
+    """The environment a docs snippet runs in."""
     env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
     return {
         **env,

@@ -13,40 +13,19 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from conftest import LEGACY, MODERN, Launch, PluginsFactory, server_env
-from otlp import SERVER, STATUS_ERROR, Receiver, Span
-from scenarios import error, ok
+from otlp import AGENT_SPANS, SERVER, STATUS_ERROR, Receiver, Span, agent_tracing, receiver  # noqa: F401 (fixtures)
+from scenarios import CONFIRM_ECHO, error, ok
+from test_modern import KEYS, answer, ask, by_hand
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("agent_tracing")]
 
-#: The agent's own spans (the SDK's client spans among them), kept in memory.
-AGENT_SPANS = InMemorySpanExporter()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def agent_tracing() -> None:
-    """The test process traces as an agent would (once: the provider is process-wide)."""
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(AGENT_SPANS))
-        trace.set_tracer_provider(provider)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    got = Receiver().start()
-    yield got
-    got.stop()
 
 
 @pytest.fixture(params=[LEGACY, MODERN])
@@ -149,6 +128,20 @@ async def test_a_call_joins_the_agents_trace(
                 and p.count >= 1
             ],
         )
+        # The call's own measurements, the same that Prometheus gets.
+        for metric, unit in [
+            ("toolhost.tool.call.duration", "s"),
+            ("toolhost.tool.call.fuel", "{instruction}"),
+            ("toolhost.tool.call.memory.peak", "By"),
+        ]:
+            receiver.wait_for(
+                f"{metric} of the call",
+                lambda r, metric=metric, unit=unit: [
+                    p
+                    for p in r.points
+                    if p.metric == metric and p.unit == unit and p.attributes.get("gen_ai.tool.name") == "echo"
+                ],
+            )
 
 
 async def test_failures_say_what_failed(
@@ -190,6 +183,93 @@ async def test_content_is_recorded_when_asked_and_redacted(
         assert result["repeat"] == 2 and result["message"] == "<redacted>"
 
 
+@pytest.mark.parametrize("protocol", [MODERN])
+async def test_an_approval_answered_on_another_replica_links_to_where_it_was_asked(
+    launch: Launch, make_plugins: PluginsFactory, receiver: Receiver
+) -> None:
+    # Two replicas with the same keys; the agent asks on one, in one trace, and
+    # answers on the other, in another (a new agent turn): the answer's server
+    # span links to the asking one, and both calls carry the same call ID.
+    tracer = trace.get_tracer("agent")
+    plugins = make_plugins("echo")
+    env = {**exporting_to(receiver), "TOOLHOST_STATE_KEYS": KEYS}
+    args = {"message": "approved elsewhere"}
+    async with (
+        launch(plugins, config=CONFIRM_ECHO, env=env) as first,
+        launch(plugins, config=CONFIRM_ECHO, env=env) as second,
+        first.connect(by_hand) as one,
+        second.connect(by_hand) as two,
+    ):
+        with tracer.start_as_current_span("turn 1"):
+            asked = await ask(one, "echo", args)
+        with tracer.start_as_current_span("turn 2"):
+            assert ok(await answer(two, "echo", args, asked.request_state))["message"] == "approved elsewhere"
+    calls = receiver.wait_for("both requests", lambda r: len(r.named("tools/call echo")) == 2 and r.named("tools/call echo"))
+    [asking] = [s for s in calls if not s.links]
+    [answering] = [s for s in calls if s.links]
+    assert answering.trace_id != asking.trace_id
+    assert answering.links == [(asking.trace_id, asking.span_id)]
+    paused = child(receiver, asking, "execute_tool echo")
+    assert paused.attributes["toolhost.outcome"] == "paused"
+    ran = child(receiver, answering, "execute_tool echo")
+    assert ran.attributes["toolhost.outcome"] == "succeeded"
+    assert ran.attributes["gen_ai.tool.call.id"] == paused.attributes["gen_ai.tool.call.id"]
+
+
+async def test_spans_and_metrics_reach_a_grpc_collector(launch_http: Launch, make_plugins: PluginsFactory) -> None:
+    receiver = Receiver("grpc").start()
+    try:
+        env = {**exporting_to(receiver), "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+        async with launch_http(make_plugins("echo"), env=env) as server, server.connect() as client:
+            assert ok(await client.call("echo", {"message": "over grpc"}))["message"] == "over grpc"
+            [call] = receiver.wait_for("the server span", lambda r: r.named("tools/call echo"))
+            child(receiver, call, "execute_tool echo")
+            receiver.wait_for(
+                "mcp.server.operation.duration",
+                lambda r: [p for p in r.points if p.metric == "mcp.server.operation.duration" and p.count >= 1],
+            )
+    finally:
+        receiver.stop()
+
+
+async def test_a_guests_own_spans_and_events_are_beneath_its_run(
+    launch_stdio: Launch, make_plugins: PluginsFactory, receiver: Receiver
+) -> None:
+    async with (
+        launch_stdio(make_plugins("traced"), env=exporting_to(receiver)) as server,
+        server.connect() as client,
+    ):
+        assert ok(await client.call("lookup", {"key": "u42"})) == {"result": "u42"}
+        [call] = receiver.wait_for("the call", lambda r: r.named("tools/call lookup"))
+        guest = child(receiver, child(receiver, call, "execute_tool lookup"), "toolhost.guest")
+        lookup = child(receiver, guest, "lookup")
+        assert lookup.attributes["table"] == "users"
+        assert lookup.events == ["cache miss"]
+        child(receiver, lookup, "parse")
+        assert "toolhost.guest.dropped" not in guest.attributes
+
+        # Past every bound: 100 events and 100 spans, each with 20 long attributes
+        # and a long name. 64 records are kept, cut; the rest is counted.
+        assert ok(await client.call("flood", {"count": 100})) == {"result": 100}
+        [call] = receiver.wait_for("the flood", lambda r: r.named("tools/call flood"))
+        guest = child(receiver, child(receiver, call, "execute_tool flood"), "toolhost.guest")
+        name = "n" * 128 + "…"
+        spans = receiver.wait_for(
+            "the flood's spans",
+            lambda r: (found := [s for s in r.spans if s.parent_span_id == guest.span_id])
+            and len(found) + len(guest.events) >= 64
+            and found,
+        )
+        assert {s.name for s in spans} == {name}
+        assert len(guest.events) + len(spans) == 64, (len(guest.events), len(spans))
+        assert set(guest.events) == {name}
+        for span in spans:
+            assert len(span.attributes) == 16, span.attributes
+            assert all(len(v) == 1024 + len("…") for v in span.attributes.values())
+        # 136 records past the 64, and 4 attributes past the 16 of each kept one.
+        assert guest.attributes["toolhost.guest.dropped"] == 136 + 64 * 4
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -204,7 +284,18 @@ async def test_a_dead_collector_changes_no_answer(launch: Launch, make_plugins: 
         assert "panicked" not in server.stderr()
 
 
+@pytest.mark.parametrize("otlp", ["http/protobuf", "grpc"])
 def test_the_cli_joins_the_trace_in_its_environment(
+    toolhost_bin: Path, guests_dir: Path, cache_dir: Path, tmp_path: Path, otlp: str
+) -> None:
+    receiver = Receiver(otlp).start()
+    try:
+        cli_joins_the_trace(toolhost_bin, guests_dir, cache_dir, tmp_path, receiver)
+    finally:
+        receiver.stop()
+
+
+def cli_joins_the_trace(
     toolhost_bin: Path, guests_dir: Path, cache_dir: Path, tmp_path: Path, receiver: Receiver
 ) -> None:
     plugins = tmp_path / "plugins"
@@ -212,6 +303,7 @@ def test_the_cli_joins_the_trace_in_its_environment(
     (plugins / "echo.wasm").write_bytes((guests_dir / "echo.wasm").read_bytes())
     trace_id, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     env = server_env(cache_dir, exporting_to(receiver))
+    env["OTEL_EXPORTER_OTLP_PROTOCOL"] = receiver.protocol
     env["TRACEPARENT"] = f"00-{trace_id}-{parent}-01"
     run = subprocess.run(
         [str(toolhost_bin), "--plugins", str(plugins), "call", "echo", '{"message": "from a script"}'],

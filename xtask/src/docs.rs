@@ -22,7 +22,8 @@
 //!   blocks are doc tests of the `toolhost` crate; blocks marked
 //!   `<!-- new-test: … -->` (the tool-writing pages) are run by
 //!   `cargo xtask new-test`, in a `toolhost new` project; `python` blocks
-//!   marked `<!-- interop: … -->` (`docs/frameworks.md`) by
+//!   marked `<!-- interop: … -->` (`docs/frameworks.md`,
+//!   `docs/observability.md`) by
 //!   `cargo xtask interop-test`.
 //!
 //! An HTML comment on the line before a fence changes that block:

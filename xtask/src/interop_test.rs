@@ -3,8 +3,9 @@
 //! Google ADK, LangChain's MCP adapters, the OpenAI Agents SDK) on the example
 //! plugins: their schema converters on every tool's `inputSchema` (and on the
 //! component toolsets' `outputSchema`s, issue 34), and the snippets of
-//! `docs/frameworks.md` against `toolhost serve`. Offline; extra arguments go
-//! to pytest.
+//! `docs/frameworks.md` against `toolhost serve`, and ADK's trace with
+//! toolhost's spans in it (`docs/observability.md`'s snippet, exporting to a
+//! loopback OTLP receiver). Offline; extra arguments go to pytest.
 
 use anyhow::Result;
 

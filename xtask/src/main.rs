@@ -37,7 +37,8 @@
 //! - `interop-test`: the interop tests (`tests/interop`): the agent frameworks'
 //!   own code from PyPI (google-genai, Google ADK, LangChain's MCP adapters, the
 //!   OpenAI Agents SDK) converts every example tool's schema and runs the
-//!   snippets of `docs/frameworks.md`. Extra arguments go to pytest.
+//!   snippets of `docs/frameworks.md` and `docs/observability.md`. Extra
+//!   arguments go to pytest.
 //! - `bench [NAME...]`: every performance figure in one run: builds the Python and
 //!   JavaScript guests, installs the pinned Node MCP server the `mcp` bench compares
 //!   against (`npm ci` of `host/benches/node/` into `<target>/bench-node`), then runs

@@ -162,6 +162,10 @@ struct Sealed {
     /// The key of the principal that was asked: only it may answer.
     #[serde(default)]
     owner: String,
+    /// The asking request's span (a `traceparent`), with telemetry on: the
+    /// retry's span links to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asked_in: Option<String>,
 }
 
 /// Asks and resumes approvals for one server.
@@ -204,6 +208,7 @@ impl Approvals {
             args: digest(&ask.arguments),
             call: ask.call_id.clone(),
             owner: owner.to_owned(),
+            asked_in: super::trace::traceparent(),
         };
         let options = SealOptions::new().associated_data(PURPOSE).ttl(self.ttl);
         let state = self
@@ -293,6 +298,7 @@ impl Approvals {
             ));
         };
         let decision = decide(answer, arguments);
+        super::trace::link_to_asker(sealed.asked_in.as_deref());
         Ok(Resumed {
             call_id: sealed.call,
             decision,

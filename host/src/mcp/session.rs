@@ -98,6 +98,8 @@ struct SessionState {
     subscriptions: Arc<Subscriptions>,
     /// When the session began (`mcp.server.session.duration`).
     started: Instant,
+    /// Where its duration is recorded.
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Drop for SessionState {
@@ -109,7 +111,8 @@ impl Drop for SessionState {
             engine.end_invocation(&self.id);
         }
         if self.peer.get().is_some() {
-            trace::session_ended(self.started, self.transport);
+            let seconds = self.started.elapsed().as_secs_f64();
+            self.metrics.session_ended(self.transport, seconds);
         }
         tracing::info!(session = %self.id, "MCP session ended");
     }
@@ -132,6 +135,7 @@ impl Session {
             log_level: SessionLevel::default(),
             subscriptions: Arc::default(),
             started: Instant::now(),
+            metrics: Arc::clone(&shared.metrics),
         };
         Self {
             shared,
@@ -171,10 +175,10 @@ impl Session {
     ) -> Traced {
         trace::request(
             context,
-            method,
-            target,
+            (method, target),
             &self.state.id,
             self.state.transport,
+            &self.shared.metrics,
         )
     }
 

@@ -3,17 +3,19 @@
 //! {target}` (the tool or prompt name), its parent the trace context of the
 //! request's `params._meta` (`traceparent`, `tracestate`, `baggage`), else
 //! of its HTTP request's headers (then a link when both are there), else a
-//! new trace; `mcp.server.operation.duration` in seconds.
+//! new trace. Its duration goes to [`Metrics::request_ended`], which
+//! records it for Prometheus and, as `mcp.server.operation.duration`, for
+//! OpenTelemetry.
 //!
 //! The call's own spans ([`crate::spans`]) nest beneath. With telemetry off
-//! the span is disabled and nothing here costs more than that check.
+//! the span is disabled and nothing here costs more than that check and the
+//! request's clock reads.
 
 use std::fmt;
-use std::sync::LazyLock;
+use std::sync::Arc;
 use std::time::Instant;
 
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::Histogram;
 use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::TraceContextExt as _;
 use rmcp::RoleServer;
@@ -23,30 +25,8 @@ use tracing::field::Empty;
 use tracing::{Instrument as _, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
+use crate::metrics::{Metrics, network_transport};
 use crate::spans::TARGET;
-
-/// The convention's bucket boundaries, in seconds.
-const BOUNDARIES: [f64; 14] = [
-    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
-];
-
-static OPERATION_DURATION: LazyLock<Histogram<f64>> = LazyLock::new(|| {
-    opentelemetry::global::meter("toolhost")
-        .f64_histogram("mcp.server.operation.duration")
-        .with_unit("s")
-        .with_description("The duration of an MCP request as the server saw it")
-        .with_boundaries(BOUNDARIES.to_vec())
-        .build()
-});
-
-static SESSION_DURATION: LazyLock<Histogram<f64>> = LazyLock::new(|| {
-    opentelemetry::global::meter("toolhost")
-        .f64_histogram("mcp.server.session.duration")
-        .with_unit("s")
-        .with_description("The duration of an MCP session as the server saw it")
-        .with_boundaries(BOUNDARIES.to_vec())
-        .build()
-});
 
 /// What a request names: the low-cardinality target of its span's name.
 #[derive(Debug, Clone, Copy)]
@@ -74,26 +54,23 @@ impl fmt::Display for SpanName<'_> {
 }
 
 /// One request being traced: its span, and what its duration is recorded
-/// with.
+/// with and in.
 pub(super) struct Traced {
     span: Span,
+    method: &'static str,
     started: Instant,
     attributes: Vec<KeyValue>,
-}
-
-/// `network.transport` for a transport name: `pipe` (stdio) or `tcp`.
-fn network_transport(transport: &str) -> &'static str {
-    if transport == "stdio" { "pipe" } else { "tcp" }
+    metrics: Arc<Metrics>,
 }
 
 /// Begins tracing a request of `method` on `session` (its ID) over
-/// `transport` (`stdio` or `http`).
+/// `transport` (`stdio` or `http`); its duration is recorded in `metrics`.
 pub(super) fn request(
     context: &RequestContext<RoleServer>,
-    method: &'static str,
-    target: Target<'_>,
+    (method, target): (&'static str, Target<'_>),
     session: &str,
     transport: &'static str,
+    metrics: &Arc<Metrics>,
 ) -> Traced {
     let span = tracing::info_span!(
         target: TARGET,
@@ -116,8 +93,10 @@ pub(super) fn request(
     );
     let mut traced = Traced {
         span,
+        method,
         started: Instant::now(),
         attributes: Vec::new(),
+        metrics: Arc::clone(metrics),
     };
     if traced.span.is_disabled() {
         return traced;
@@ -211,22 +190,24 @@ impl Traced {
         result: Result<T, ErrorData>,
         tool_error: impl FnOnce(&T) -> bool,
     ) -> Result<T, ErrorData> {
-        if !self.span.is_disabled() {
-            match &result {
-                Ok(answer) => {
-                    let failed = tool_error(answer);
-                    self.end(None, failed);
-                }
-                Err(error) => self.end(Some(error), false),
+        if self.span.is_disabled() {
+            let seconds = self.started.elapsed().as_secs_f64();
+            self.metrics.request_ended(self.method, seconds, None);
+            return result;
+        }
+        match &result {
+            Ok(answer) => {
+                let failed = tool_error(answer);
+                self.end(None, failed);
             }
+            Err(error) => self.end(Some(error), false),
         }
         result
     }
 
+    /// Ends a traced request: its span's status, and its duration recorded
+    /// with its attributes.
     fn end(mut self, error: Option<&ErrorData>, tool_error: bool) {
-        if self.span.is_disabled() {
-            return;
-        }
         let kind = match error {
             Some(error) => Some(error.code.0.to_string()),
             None if tool_error => Some("tool_error".to_owned()),
@@ -242,21 +223,50 @@ impl Traced {
             self.attributes
                 .push(KeyValue::new("error.type", kind.clone()));
         }
-        OPERATION_DURATION.record(self.started.elapsed().as_secs_f64(), &self.attributes);
+        let seconds = self.started.elapsed().as_secs_f64();
+        self.metrics
+            .request_ended(self.method, seconds, Some(&self.attributes));
     }
 }
 
-/// Records a session's duration (a 2025-11-25 session that initialized)
-/// when it ends.
-pub(super) fn session_ended(started: Instant, transport: &'static str) {
-    if !tracing::enabled!(target: TARGET, tracing::Level::INFO) {
+/// The current span's trace context as a W3C `traceparent`, when telemetry
+/// records it: what a sealed approval or question state keeps of the request
+/// that asked, so the retry that answers it (maybe on another replica, in
+/// another trace) links back to it.
+pub(super) fn traceparent() -> Option<String> {
+    let span = Span::current();
+    if span.is_disabled() {
+        return None;
+    }
+    let cx = span.context();
+    let asked = cx.span().span_context().clone();
+    asked.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            asked.trace_id(),
+            asked.span_id(),
+            asked.trace_flags().to_u8()
+        )
+    })
+}
+
+/// Links the current span (a retry's request) to the request whose
+/// `traceparent` a sealed state kept: the approval or question it answers.
+pub(super) fn link_to_asker(traceparent: Option<&str>) {
+    let Some(traceparent) = traceparent else {
+        return;
+    };
+    let span = Span::current();
+    if span.is_disabled() {
         return;
     }
-    let attributes = [KeyValue::new(
-        "network.transport",
-        network_transport(transport),
-    )];
-    SESSION_DURATION.record(started.elapsed().as_secs_f64(), &attributes);
+    let carrier =
+        std::collections::HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    let cx = opentelemetry::global::get_text_map_propagator(|p| p.extract(&carrier));
+    let asked = cx.span().span_context().clone();
+    if asked.is_valid() {
+        span.add_link(asked);
+    }
 }
 
 /// `_meta`'s trace context keys.

@@ -62,6 +62,10 @@ struct Sealed {
     answers: Vec<SealedAnswer>,
     /// The digest of the question asked.
     asked: String,
+    /// The asking request's span (a `traceparent`), with telemetry on: the
+    /// retry's span links to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asked_in: Option<String>,
 }
 
 /// One answer as a state keeps it.
@@ -207,6 +211,7 @@ impl<'a> Questions<'a> {
             approved: round.approved,
             answers: input.answers.iter().map(SealedAnswer::of).collect(),
             asked: input.question.digest(),
+            asked_in: crate::mcp::trace::traceparent(),
         };
         let options = SealOptions::new().associated_data(PURPOSE).ttl(self.ttl);
         let state = self
@@ -281,6 +286,7 @@ impl<'a> Questions<'a> {
             )));
         };
         let answer = read_answer(response).map_err(refused)?;
+        crate::mcp::trace::link_to_asker(sealed.asked_in.as_deref());
         let mut answers: Vec<Replayed> = sealed
             .answers
             .into_iter()
