@@ -88,6 +88,7 @@ pub(crate) fn call(spec: &ToolSpec, call_id: &str, invocation: &str) -> Span {
         toolhost.outcome = Empty,
         toolhost.fuel_used = Empty,
         toolhost.memory.peak_bytes = Empty,
+        toolhost.output.bytes = Empty,
     )
 }
 
@@ -101,14 +102,46 @@ pub(crate) fn arguments(span: &Span, arguments: &Value) {
     }
 }
 
-/// Records a whole output's JSON result on the call's span, if the operator
-/// opted in.
-pub(crate) fn result(span: &Span, result: Option<&Value>) {
+/// Records a whole output on the call's span: its size in bytes (text and
+/// blobs as they are, JSON as serialized), and its JSON result if the
+/// operator opted in. A stream's parts are its events instead ([`chunk`]).
+pub(crate) fn output(span: &Span, output: &crate::tool::ToolOutput) {
     if span.is_disabled() {
         return;
     }
-    if let Some(text) = result.and_then(content) {
+    let json = |value: &Value| {
+        let mut counted = Counted(0);
+        // Writing to a counter cannot fail.
+        let _ = serde_json::to_writer(&mut counted, value);
+        counted.0
+    };
+    let parts: usize = output
+        .parts
+        .iter()
+        .map(|part| match part {
+            crate::tool::Part::Text(text) => text.len(),
+            crate::tool::Part::Json(value) => json(value),
+            crate::tool::Part::Blob { data, .. } => data.len(),
+        })
+        .sum();
+    let bytes = output.result.as_ref().map_or(0, json) + parts;
+    span.record("toolhost.output.bytes", int(bytes));
+    if let Some(text) = output.result.as_ref().and_then(content) {
         span.record("gen_ai.tool.call.result", text);
+    }
+}
+
+/// Counts the bytes written to it.
+struct Counted(usize);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -155,6 +188,24 @@ pub(crate) fn chunk(span: &Span, part: &crate::tool::Part) {
             "chunk"
         );
     });
+}
+
+/// The span of the access rules' decision on a call of `tool` (who may call
+/// what); [`access_decided`] records it.
+pub(crate) fn access(tool: &str) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "access",
+        otel.name = "toolhost.access",
+        gen_ai.tool.name = tool,
+        toolhost.access.decision = Empty,
+    )
+}
+
+/// Records the access rules' decision: `granted` or `forbidden`.
+pub(crate) fn access_decided(span: &Span, granted: bool) {
+    let decision = if granted { "granted" } else { "forbidden" };
+    span.record("toolhost.access.decision", decision);
 }
 
 /// The span of the arguments' check (aliases, hooks, coercion, the schema).

@@ -22,6 +22,9 @@ from conftest import CALL_S, Cluster, connect, running_cluster
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
 from otlp import AGENT_SPANS, SERVER, Receiver, agent_tracing, receiver  # noqa: E402, F401 (fixtures)
 
+#: The `_meta` key naming an agent invocation (its scratch state lives in Redis).
+INVOCATION = "dev.toolhost/invocation"
+
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("agent_tracing")]
 
 @pytest.fixture
@@ -68,6 +71,21 @@ async def test_every_replica_answers_in_the_agents_trace_and_an_approval_links_a
     assert {s.parent_span_id for s in calls} == sent
     answered_by = {s.resource.get("service.instance.id") for s in calls}
     assert answered_by == {r.name for r in traced.replicas} == set(seen.of("tools/call")), answered_by
+
+    # The state store's round trips (Redis) are spans of their own, beneath the call.
+    async with connect(traced.url, never_asked) as (client, _):
+        with tracer.start_as_current_span("invoke_agent: state") as agent, anyio.fail_after(CALL_S):
+            stored = await client.call_tool("remember", {"key": "k", "value": "v"}, meta={INVOCATION: "traced-run"})
+        assert stored.structured_content == {"stored": "k"}, stored
+    trace_id = format(agent.get_span_context().trace_id, "032x")
+    [execute] = receiver.wait_for(
+        "the remember call", lambda r: [s for s in r.named("execute_tool remember") if s.trace_id == trace_id]
+    )
+    stores = receiver.wait_for(
+        "a state store span beneath it",
+        lambda r: [s for s in r.spans if s.name.startswith("toolhost.state ") and execute in r.ancestors(s)],
+    )
+    assert all(s.attributes["db.system.name"] == "redis" and s.within(execute) for s in stores), stores
 
     # An approval: asked on one replica, answered on another (round robin; ask
     # again until they differ), each in a turn of its own.

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import MCPError
 from opentelemetry import trace
 
 from conftest import LEGACY, MODERN, Launch, PluginsFactory, server_env
@@ -76,7 +77,8 @@ async def test_a_call_joins_the_agents_trace(
     AGENT_SPANS.clear()
     async with launch(make_plugins("echo"), env=exporting_to(receiver)) as server, server.connect() as client:
         with tracer.start_as_current_span("invoke_agent"):
-            assert ok(await client.call("echo", {"message": "traced"}))["message"] == "traced"
+            answered = ok(await client.call("echo", {"message": "traced"}))
+            assert answered["message"] == "traced"
         transport = "pipe" if server.transport == "stdio" else "tcp"
         caller = agent_client_span("echo")
         trace_id = format(caller.context.trace_id, "032x")
@@ -104,6 +106,8 @@ async def test_a_call_joins_the_agents_trace(
         assert execute.attributes["toolhost.outcome"] == "succeeded"
         assert execute.attributes["toolhost.fuel_used"] > 0
         assert execute.attributes["toolhost.memory.peak_bytes"] > 0
+        # The output's size: here its JSON result alone, as serialized.
+        assert execute.attributes["toolhost.output.bytes"] == len(json.dumps(answered, separators=(",", ":")))
         # Arguments and results are recorded only when the operator opts in.
         assert "gen_ai.tool.call.arguments" not in execute.attributes
         # The server checks the arguments before it drives the call.
@@ -165,6 +169,30 @@ async def test_failures_say_what_failed(
         assert failed.attributes["error.type"] == "tool_error"
         execute = child(receiver, failed, "execute_tool fail")
         assert execute.attributes["error.type"] == "failed"
+
+
+async def test_the_access_rules_decision_is_a_span(
+    launch: Launch, make_plugins: PluginsFactory, receiver: Receiver, protocol: str
+) -> None:
+    config = '[[access]]\nname = "everyone"\nallow = ["echo"]\n'
+    async with (
+        launch(make_plugins("echo"), config=config, env=exporting_to(receiver)) as server,
+        server.connect() as client,
+    ):
+        assert ok(await client.call("echo", {"message": "mine"}))["message"] == "mine"
+        with pytest.raises(MCPError) as caught:
+            await client.call("add", {"a": 1, "b": 2})
+        assert caught.value.code == -32602, caught.value
+        [granted] = receiver.wait_for("the granted call", lambda r: r.named("tools/call echo"))
+        decision = child(receiver, granted, "toolhost.access")
+        assert decision.attributes["toolhost.access.decision"] == "granted"
+        assert decision.end <= child(receiver, granted, "execute_tool echo").start
+        # A forbidden call never runs: its decision, and its refusal.
+        [refused] = receiver.wait_for("the refused call", lambda r: r.named("tools/call add"))
+        assert refused.attributes["error.type"] == "-32602"
+        decision = child(receiver, refused, "toolhost.access")
+        assert decision.attributes["toolhost.access.decision"] == "forbidden"
+        assert decision.attributes["gen_ai.tool.name"] == "add"
 
 
 async def test_content_is_recorded_when_asked_and_redacted(

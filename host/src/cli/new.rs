@@ -26,6 +26,9 @@ pub(crate) enum Lang {
 
 const WIT: &str = include_str!("../../../wit/plugin.wit");
 
+/// The guest-trace package (`toolhost_guest::trace` binds it).
+const TRACE_WIT: &str = include_str!("../../../wit/trace/trace.wit");
+
 /// The WASI preview-1 reactor adapter of our wasmtime version: C and Go
 /// projects build wasip1 modules and adapt them into components with it.
 const ADAPTER: &[u8] =
@@ -197,6 +200,11 @@ fn files(lang: Lang) -> Result<Vec<File>> {
                 "toolhost-guest/src/tool.rs",
                 include_str!("../../../guest-sdk/src/tool.rs"),
             ),
+            file(
+                "toolhost-guest/src/trace.rs",
+                include_str!("../../../guest-sdk/src/trace.rs"),
+            ),
+            file("wit/trace/trace.wit", TRACE_WIT),
             file(".gitignore", "/target\n*.wasm\n"),
         ]),
         Lang::Python => files.extend([

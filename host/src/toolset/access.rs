@@ -112,7 +112,10 @@ impl<T: Toolset> Toolset for Access<T> {
         // set's) could straddle a plugin's load and find a tool that just
         // appeared forbidden.
         let tool = self.granted.inner().lookup(cx, name)?;
-        if self.granted.admits(cx, Item::Tool(tool.spec())) {
+        let decision = crate::spans::access(&tool.spec().name);
+        let granted = decision.in_scope(|| self.granted.admits(cx, Item::Tool(tool.spec())));
+        crate::spans::access_decided(&decision, granted);
+        if granted {
             return Some(tool);
         }
         // A tool this caller may not call: found, so that the call is

@@ -216,7 +216,7 @@ fn content(span: &Span, result: Result<Started, CallError>) -> Result<Started, C
     }
     match result {
         Ok(Started::Output(output)) => {
-            spans::result(span, output.result.as_ref());
+            spans::output(span, &output);
             Ok(Started::Output(output))
         }
         Ok(Started::Stream(stream)) => {

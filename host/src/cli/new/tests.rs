@@ -39,6 +39,37 @@ fn go_package_names_are_mapped_or_refused() {
 }
 
 #[test]
+fn the_rust_project_vendors_every_file_of_the_sdk() {
+    // A file of guest-sdk/src the project lacks breaks its build (`mod x;`).
+    let sdk = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk/src");
+    let vendored: Vec<&str> = files(Lang::Rust)
+        .unwrap()
+        .iter()
+        .map(|file| file.path)
+        .collect();
+    let mut dirs = vec![sdk.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let inside = path.strip_prefix(&sdk).unwrap().to_string_lossy();
+            let wanted = format!("toolhost-guest/src/{inside}");
+            assert!(
+                vendored.contains(&wanted.as_str()),
+                "{wanted} is not vendored"
+            );
+        }
+    }
+    // And the WIT its bindings are generated from.
+    for wit in ["wit/plugin.wit", "wit/trace/trace.wit"] {
+        assert!(vendored.contains(&wit), "{wit} is not vendored");
+    }
+}
+
+#[test]
 fn every_language_writes_a_filled_in_project() {
     let scratch = std::env::temp_dir().join(format!("toolhost-new-{}", std::process::id()));
     for lang in Lang::value_variants().iter().copied() {
