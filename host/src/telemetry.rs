@@ -143,7 +143,8 @@ pub enum TelemetryError {
 /// flushes what waits (for a few seconds at most) and stops.
 pub struct Telemetry {
     tracer: SdkTracerProvider,
-    meter: SdkMeterProvider,
+    /// `None` when only a traces endpoint was given (see [`exports_metrics`]).
+    meter: Option<SdkMeterProvider>,
 }
 
 impl fmt::Debug for Telemetry {
@@ -155,6 +156,18 @@ impl fmt::Debug for Telemetry {
 /// Whether the variable `name` is set to something.
 fn set(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| !v.trim().is_empty())
+}
+
+/// Whether metrics are exported: unless the only endpoint given is a traces
+/// one (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` alone, as for a traces-only
+/// backend such as Langfuse), where they would go to the default collector
+/// address and fail there every interval. `in_options`: `[telemetry]`
+/// names an endpoint; `set`: whether a variable is set.
+fn exports_metrics(in_options: bool, set: impl Fn(&str) -> bool) -> bool {
+    in_options
+        || set("OTEL_EXPORTER_OTLP_ENDPOINT")
+        || set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+        || !set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 }
 
 /// Whether the environment asks for (or forbids) an export.
@@ -257,16 +270,22 @@ impl Telemetry {
             .with_resource(resource.clone())
             .build();
 
-        let metrics = exporter!(
-            MetricExporter,
-            "metrics",
-            transport,
-            endpoint("/v1/metrics")
-        )?;
-        let meter = SdkMeterProvider::builder()
-            .with_reader(PeriodicReader::builder(metrics).build())
-            .with_resource(resource)
-            .build();
+        let meter = if exports_metrics(options.endpoint.is_some(), set) {
+            let metrics = exporter!(
+                MetricExporter,
+                "metrics",
+                transport,
+                endpoint("/v1/metrics")
+            )?;
+            let meter = SdkMeterProvider::builder()
+                .with_reader(PeriodicReader::builder(metrics).build())
+                .with_resource(resource)
+                .build();
+            opentelemetry::global::set_meter_provider(meter.clone());
+            Some(meter)
+        } else {
+            None
+        };
 
         opentelemetry::global::set_text_map_propagator(
             opentelemetry::propagation::TextMapCompositePropagator::new(vec![
@@ -274,7 +293,6 @@ impl Telemetry {
                 Box::new(BaggagePropagator::new()),
             ]),
         );
-        opentelemetry::global::set_meter_provider(meter.clone());
         if options.record_content {
             crate::spans::record_content(options.redact.iter().cloned());
         }
@@ -310,7 +328,9 @@ impl Drop for Telemetry {
         if let Err(error) = self.tracer.shutdown_with_timeout(limit) {
             tracing::debug!(%error, "telemetry: spans not all exported at exit");
         }
-        if let Err(error) = self.meter.shutdown_with_timeout(limit) {
+        if let Some(meter) = &self.meter
+            && let Err(error) = meter.shutdown_with_timeout(limit)
+        {
             tracing::debug!(%error, "telemetry: metrics not all exported at exit");
         }
         let dropped = dropped_spans();
@@ -472,6 +492,32 @@ impl<E: SpanExporter> SpanExporter for Counted<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_traces_only_endpoint_exports_no_metrics() {
+        let with = |names: &'static [&'static str]| move |name: &str| names.contains(&name);
+        assert!(!exports_metrics(
+            false,
+            with(&["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])
+        ));
+        assert!(exports_metrics(
+            true,
+            with(&["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])
+        ));
+        assert!(exports_metrics(
+            false,
+            with(&["OTEL_EXPORTER_OTLP_ENDPOINT"])
+        ));
+        assert!(exports_metrics(
+            false,
+            with(&[
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
+            ])
+        ));
+        // `[telemetry]` with no endpoint anywhere: the default collector, both.
+        assert!(exports_metrics(false, with(&[])));
+    }
 
     #[test]
     fn transports_are_named_as_the_variables_name_them() {
