@@ -107,7 +107,6 @@ fn fuel_buckets() -> Histogram {
     Histogram::new(exponential_buckets(1e4, 10.0, 10))
 }
 
-/// Bytes of linear memory: 64 KiB (one wasm page) to 4 GiB, ×4.
 /// The MCP conventions' bucket boundaries for request and session
 /// durations, in seconds (OpenTelemetry's and Prometheus's alike).
 const DURATION_BOUNDARIES: [f64; 14] = [
@@ -118,6 +117,7 @@ fn request_buckets() -> Histogram {
     Histogram::new(DURATION_BOUNDARIES)
 }
 
+/// Bytes of linear memory: 64 KiB (one wasm page) to 4 GiB, ×4.
 fn memory_buckets() -> Histogram {
     Histogram::new(exponential_buckets(65_536.0, 4.0, 9))
 }

@@ -172,7 +172,7 @@ impl Session {
         context: &RequestContext<RoleServer>,
         method: &'static str,
         target: Target<'_>,
-    ) -> Traced {
+    ) -> Traced<'_> {
         trace::request(
             context,
             (method, target),

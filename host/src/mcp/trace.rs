@@ -11,8 +11,8 @@
 //! the span is disabled and nothing here costs more than that check and the
 //! request's clock reads.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
 use std::time::Instant;
 
 use opentelemetry::KeyValue;
@@ -55,23 +55,23 @@ impl fmt::Display for SpanName<'_> {
 
 /// One request being traced: its span, and what its duration is recorded
 /// with and in.
-pub(super) struct Traced {
+pub(super) struct Traced<'a> {
     span: Span,
     method: &'static str,
     started: Instant,
     attributes: Vec<KeyValue>,
-    metrics: Arc<Metrics>,
+    metrics: &'a Metrics,
 }
 
 /// Begins tracing a request of `method` on `session` (its ID) over
 /// `transport` (`stdio` or `http`); its duration is recorded in `metrics`.
-pub(super) fn request(
+pub(super) fn request<'a>(
     context: &RequestContext<RoleServer>,
     (method, target): (&'static str, Target<'_>),
     session: &str,
     transport: &'static str,
-    metrics: &Arc<Metrics>,
-) -> Traced {
+    metrics: &'a Metrics,
+) -> Traced<'a> {
     let span = tracing::info_span!(
         target: TARGET,
         "mcp.server",
@@ -96,7 +96,7 @@ pub(super) fn request(
         method,
         started: Instant::now(),
         attributes: Vec::new(),
-        metrics: Arc::clone(metrics),
+        metrics,
     };
     if traced.span.is_disabled() {
         return traced;
@@ -170,7 +170,7 @@ fn join(span: &Span, meta: &MetaObject, headers: Option<&axum::http::HeaderMap>)
     }
 }
 
-impl Traced {
+impl Traced<'_> {
     /// Runs the request's `work` in its span, and ends the request with its
     /// result (see [`Traced::finish`]).
     pub(super) async fn run<T>(
@@ -184,48 +184,44 @@ impl Traced {
 
     /// Ends the request with its `result`, which it gives back: failed with
     /// a JSON-RPC error, or a tool's error (`tool_error` says whether the
-    /// answer is one: a result with `isError`), or succeeded.
+    /// answer is one: a result with `isError`), or succeeded. Its duration is
+    /// recorded, with its attributes when it is traced.
     fn finish<T>(
-        self,
+        mut self,
         result: Result<T, ErrorData>,
         tool_error: impl FnOnce(&T) -> bool,
     ) -> Result<T, ErrorData> {
-        if self.span.is_disabled() {
-            let seconds = self.started.elapsed().as_secs_f64();
-            self.metrics.request_ended(self.method, seconds, None);
-            return result;
-        }
-        match &result {
-            Ok(answer) => {
-                let failed = tool_error(answer);
-                self.end(None, failed);
+        let seconds = self.started.elapsed().as_secs_f64();
+        let traced = !self.span.is_disabled();
+        if traced {
+            match &result {
+                Ok(answer) => {
+                    let failed = tool_error(answer);
+                    self.failed(None, failed);
+                }
+                Err(error) => self.failed(Some(error), false),
             }
-            Err(error) => self.end(Some(error), false),
         }
+        let exported = traced.then_some(self.attributes.as_slice());
+        self.metrics.request_ended(self.method, seconds, exported);
         result
     }
 
-    /// Ends a traced request: its span's status, and its duration recorded
-    /// with its attributes.
-    fn end(mut self, error: Option<&ErrorData>, tool_error: bool) {
+    /// Records on a traced request's span and attributes how it failed, if
+    /// it did.
+    fn failed(&mut self, error: Option<&ErrorData>, tool_error: bool) {
         let kind = match error {
-            Some(error) => Some(error.code.0.to_string()),
-            None if tool_error => Some("tool_error".to_owned()),
-            None => None,
+            Some(error) => error.code.0.to_string(),
+            None if tool_error => "tool_error".to_owned(),
+            None => return,
         };
-        if let Some(kind) = &kind {
-            self.span.record("error.type", kind.as_str());
-            self.span.record("otel.status_code", "error");
-            if let Some(error) = error {
-                self.span
-                    .record("otel.status_description", error.message.as_ref());
-            }
-            self.attributes
-                .push(KeyValue::new("error.type", kind.clone()));
+        self.span.record("error.type", kind.as_str());
+        self.span.record("otel.status_code", "error");
+        if let Some(error) = error {
+            self.span
+                .record("otel.status_description", error.message.as_ref());
         }
-        let seconds = self.started.elapsed().as_secs_f64();
-        self.metrics
-            .request_ended(self.method, seconds, Some(&self.attributes));
+        self.attributes.push(KeyValue::new("error.type", kind));
     }
 }
 
@@ -238,16 +234,11 @@ pub(super) fn traceparent() -> Option<String> {
     if span.is_disabled() {
         return None;
     }
-    let cx = span.context();
-    let asked = cx.span().span_context().clone();
-    asked.is_valid().then(|| {
-        format!(
-            "00-{}-{}-{:02x}",
-            asked.trace_id(),
-            asked.span_id(),
-            asked.trace_flags().to_u8()
-        )
-    })
+    let mut carrier = HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|p| {
+        p.inject_context(&span.context(), &mut carrier);
+    });
+    carrier.remove("traceparent")
 }
 
 /// Links the current span (a retry's request) to the request whose
@@ -260,8 +251,7 @@ pub(super) fn link_to_asker(traceparent: Option<&str>) {
     if span.is_disabled() {
         return;
     }
-    let carrier =
-        std::collections::HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
     let cx = opentelemetry::global::get_text_map_propagator(|p| p.extract(&carrier));
     let asked = cx.span().span_context().clone();
     if asked.is_valid() {

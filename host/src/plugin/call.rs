@@ -155,8 +155,7 @@ impl Plugin {
         let result = timeout(deadline, invoke.call(&mut store, call))
             .instrument(guest.clone())
             .await;
-        store.data().guest_spans.count_dropped(&guest);
-        drop(guest); // The guest's run is over.
+        store.data().guest_spans.close(guest);
         let output = self.settle(&mut store, name, result)?;
         let usage = self.usage(&store);
         // The guest returned (a trap or an exhausted budget returned early
@@ -264,8 +263,7 @@ impl Plugin {
         let result = timeout(deadline, exports.invoke_stream(&mut store, call))
             .instrument(guest.clone())
             .await;
-        store.data().guest_spans.count_dropped(&guest);
-        drop(guest); // The guest's run is over.
+        store.data().guest_spans.close(guest);
         let handle = self
             .settle(&mut store, name, result)?
             .map_err(|e| self.tool_error(name, &call_id, e))?;

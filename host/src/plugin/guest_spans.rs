@@ -71,10 +71,10 @@ impl GuestSpans {
         false
     }
 
-    /// Records on the guest's run (`guest`, its `toolhost.guest` span) what
-    /// the guest had dropped, if anything: once, when the run is over (each
+    /// Ends the guest's run (`guest`, its `toolhost.guest` span), recording
+    /// on it what the guest had dropped, if anything: once, at the end (each
     /// record of a field would be an attribute more on the span).
-    pub(crate) fn count_dropped(&self, guest: &Span) {
+    pub(crate) fn close(&self, guest: Span) {
         if self.dropped > 0 {
             // An i64: the OpenTelemetry bridge records a u64 as text.
             let dropped = i64::try_from(self.dropped).unwrap_or(i64::MAX);

@@ -82,16 +82,22 @@ fn compiled(cache: &std::path::Path) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// Loads two plugins whose code links but that fail after: a bad schema,
+/// and a component with no function that can be a tool.
+async fn load_the_failing(engine: &Engine) {
+    for failing in [BAD_SCHEMA, OTHER_WORLD] {
+        Plugin::load(engine, failing, &PluginOptions::default())
+            .await
+            .unwrap_err();
+    }
+}
+
 #[tokio::test]
 async fn a_plugin_that_fails_after_its_code_links_is_never_optimized() {
     // Its baseline code, as an engine that compiles nothing else caches it.
     let baseline = tempfile::tempdir().unwrap();
     let only = engine(Compilation::Baseline, Some(baseline.path()));
-    for failing in [BAD_SCHEMA, OTHER_WORLD] {
-        Plugin::load(&only, failing, &PluginOptions::default())
-            .await
-            .unwrap_err();
-    }
+    load_the_failing(&only).await;
     let expected = compiled(baseline.path());
     assert_eq!(expected.len(), 2, "{expected:?}");
     // A tiered engine: the failing plugins' code links (a bad schema, or no
@@ -101,11 +107,7 @@ async fn a_plugin_that_fails_after_its_code_links_is_never_optimized() {
     // their baseline code: nothing optimized them, nor dropped it.
     let cache = tempfile::tempdir().unwrap();
     let tiered = engine(Compilation::Tiered, Some(cache.path()));
-    for failing in [BAD_SCHEMA, OTHER_WORLD] {
-        Plugin::load(&tiered, failing, &PluginOptions::default())
-            .await
-            .unwrap_err();
-    }
+    load_the_failing(&tiered).await;
     let echo = Plugin::load(&tiered, ECHO, &PluginOptions::default())
         .await
         .unwrap();

@@ -49,8 +49,7 @@ impl Plugin {
         )
         .instrument(guest.clone())
         .await;
-        store.data().guest_spans.count_dropped(&guest);
-        drop(guest); // The guest's run is over.
+        store.data().guest_spans.close(guest);
         self.settle(&mut store, name, called)?;
         let usage = self.usage(&store);
         let returned = value::returned(function.signature.result.as_ref(), results.first())
