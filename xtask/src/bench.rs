@@ -19,6 +19,7 @@ const BENCHES: &[&str] = &[
     "throughput",
     "startup",
     "mcp",
+    "mcp-http",
     "auth",
     "cluster",
     "reload",
@@ -57,7 +58,7 @@ pub(crate) fn measure(names: &[String]) -> Result<()> {
         }
         crate::plugins::build(true)?;
     }
-    if selected.contains(&"mcp")
+    if selected.iter().any(|b| ["mcp", "mcp-http"].contains(b))
         && let Err(err) = bench_node()
     {
         eprintln!("xtask: warning: the Node MCP server did not install: {err:#}");
