@@ -61,6 +61,7 @@ mod calls;
 mod convert;
 mod features;
 mod http;
+mod request;
 mod revision;
 mod session;
 mod stdio;
@@ -164,6 +165,8 @@ struct Shared {
     observers: Arc<[Arc<dyn crate::toolset::CallObserver>]>,
     /// Long-running calls run as tasks, and where their records live.
     tasks: tasks::Tasks,
+    /// The HTTP sessions whose calls can run directly.
+    direct: http::direct::Sessions,
 }
 
 impl Shared {
@@ -259,6 +262,7 @@ impl McpServer {
                 metrics: Arc::clone(&metrics),
                 observers: Arc::new([Arc::new(crate::metrics::Observer(metrics)) as _]),
                 tasks: tasks::Tasks::new(crate::state::StateStore::embedded().tasks()),
+                direct: http::direct::Sessions::default(),
             }),
         }
     }
@@ -480,21 +484,22 @@ impl McpServer {
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
             .with_allowed_origins(origins)
-            .with_cancellation_token(stop.child_token());
+            .with_cancellation_token(stop.child_token())
+            // A stateless (2026-07-28) request answered in one message gets
+            // it as a JSON body, not an SSE stream of one event (the spec
+            // lets the server choose); one that sends more streams them.
+            .with_json_response(true);
         let shared = self.shared.clone();
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(options.session_idle_timeout);
         // Every request stream opens with a priming event whose ID names it.
         sessions.session_config.sse_retry = Some(http::resume::RETRY);
         let streams = Arc::new(http::resume::Streams::new(self.shared.metrics.clone()));
-        let sessions = http::resume::Resumable::new(
-            sessions,
-            streams.clone(),
-            http::resume::ResumeOptions {
-                window: options.stream_resume,
-                close_after: options.stream_close_after,
-            },
-        );
+        let resume = http::resume::ResumeOptions {
+            window: options.stream_resume,
+            close_after: options.stream_close_after,
+        };
+        let sessions = http::resume::Resumable::new(sessions, streams.clone(), resume);
         let service = StreamableHttpService::new(
             move || Ok(Session::new(shared.clone(), "http")),
             Arc::new(sessions),
@@ -535,12 +540,21 @@ impl McpServer {
             }
         }
         let metrics = self.shared.clone();
+        let direct = self.shared.clone();
+        let direct_options = http::direct::Options {
+            streams: streams.clone(),
+            resume,
+            session_idle_timeout: options.session_idle_timeout,
+        };
         let app = axum::Router::new()
             .nest_service("/mcp", service)
             .route(
                 "/metrics",
                 axum::routing::get(move || std::future::ready(http::metrics(&metrics))),
             )
+            .layer(axum::middleware::from_fn(move |request, next| {
+                http::direct::serve(direct.clone(), direct_options.clone(), request, next)
+            }))
             .layer(axum::middleware::from_fn(move |request, next| {
                 http::watch_disconnect(answers.clone(), streams.clone(), request, next)
             }))

@@ -4,6 +4,7 @@
 //! connection its answer was to go on has dropped. A stop drains: calls
 //! still running may finish (bounded) before the sessions end.
 
+pub(super) mod direct;
 pub(super) mod options;
 pub(super) mod resume;
 

@@ -3,7 +3,7 @@
 //! client of list changes.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use rmcp::model::{
@@ -72,6 +72,27 @@ fn is_tool_error(response: &CallToolResponse) -> bool {
 pub(super) struct Session {
     shared: Arc<Shared>,
     state: Arc<SessionState>,
+}
+
+/// A [`Session`] that may have ended.
+pub(super) struct WeakSession {
+    shared: Weak<Shared>,
+    state: Weak<SessionState>,
+}
+
+impl WeakSession {
+    /// The session, unless it ended.
+    pub(super) fn upgrade(&self) -> Option<Session> {
+        Some(Session {
+            shared: self.shared.upgrade()?,
+            state: self.state.upgrade()?,
+        })
+    }
+
+    /// Whether the session has not ended.
+    pub(super) fn is_alive(&self) -> bool {
+        self.state.strong_count() > 0
+    }
 }
 
 struct SessionState {
@@ -185,6 +206,14 @@ impl Session {
     /// The session's client, once it has initialized (2025-11-25 and before).
     pub(super) fn peer(&self) -> Option<&Peer<RoleServer>> {
         self.state.peer.get()
+    }
+
+    /// A handle that does not keep the session alive.
+    pub(super) fn downgrade(&self) -> WeakSession {
+        WeakSession {
+            shared: Arc::downgrade(&self.shared),
+            state: Arc::downgrade(&self.state),
+        }
     }
 
     /// The identity calls carry: set once the client has initialized
@@ -356,6 +385,10 @@ impl ServerHandler for Session {
         // Set once; a second initialized notification changes nothing.
         let _ = self.state.identity.set(identity);
         let _ = self.state.peer.set(context.peer.clone());
+        // An HTTP session's `tools/call`s may run without rmcp's hops.
+        if let Some(id) = transport::http_session_id(&context.extensions) {
+            self.shared.direct.register(id, self);
+        }
         tracing::info!(session = %self.state.id, client = client.as_deref().unwrap_or("?"), "MCP session initialized");
         self.forward_changes(context.peer.clone());
     }

@@ -92,6 +92,17 @@ pub(super) fn http_headers(context: &RequestContext<RoleServer>) -> Option<&axum
         .map(|parts| &parts.headers)
 }
 
+/// The HTTP session a message came in (its `Mcp-Session-Id`), from the
+/// extensions rmcp hands a handler (`None` on stdio).
+pub(super) fn http_session_id(extensions: &rmcp::model::Extensions) -> Option<&str> {
+    extensions
+        .get::<axum::http::request::Parts>()?
+        .headers
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()
+}
+
 /// The request's hangup: it never completes when the transport attached none.
 pub(super) async fn hung_up(context: &RequestContext<RoleServer>) -> &'static str {
     match attached::<Hangup>(context) {

@@ -69,7 +69,7 @@ pub(in crate::mcp) struct ResumeOptions {
 }
 
 /// A stream's key: its session, and rmcp's number for the HTTP request.
-type Key = (SessionId, u64);
+pub(in crate::mcp) type Key = (SessionId, u64);
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -140,37 +140,32 @@ impl SessionManager for Resumable {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         if self.options.window.is_zero() {
             let stream = self.inner.create_stream(id, message).await?;
-            return Ok(Either::Right(stream));
+            return Ok(Either::Right(Either::Right(stream)));
         }
-        let (hangup, owner) = take_over(&mut message);
+        let (hangup, owner) = match &mut message {
+            ClientJsonRpcMessage::Request(request) => request
+                .request
+                .extensions_mut()
+                .get_mut::<axum::http::request::Parts>()
+                .map(take_over)
+                .unwrap_or_default(),
+            _ => (None, None),
+        };
         let mut inner = Box::pin(self.inner.create_stream(id, message).await?);
         // The priming event, already sent: its ID names the HTTP request.
-        let first = inner.next().await;
+        let Some(first) = inner.next().await else {
+            return Ok(Either::Right(Either::Left(futures_util::stream::empty())));
+        };
         let request = first
-            .as_ref()
-            .and_then(|event| event.event_id.as_deref())
+            .event_id
+            .as_deref()
             .and_then(parse_event_id)
             .and_then(|(_, request)| request);
         let key = request.map(|request| (id.clone(), request));
-        let replay = Arc::new(Replay::new(key.clone(), hangup, owner));
-        if let Some(event) = first {
-            replay.push(event);
-        }
-        if let Some(key) = key {
-            self.streams.insert(key, replay.clone());
-        }
-        tokio::spawn(forward(
-            self.streams.clone(),
-            replay.clone(),
-            inner,
-            self.options.window,
-        ));
-        Ok(Either::Left(Reader::attach(
-            replay,
-            self.streams.clone(),
-            0,
-            self.options.close_after,
-        )))
+        let reader = self
+            .streams
+            .keep_stream(key, hangup, owner, first, inner, self.options);
+        Ok(Either::Left(reader))
     }
 
     async fn accept_message(
@@ -223,18 +218,11 @@ impl SessionManager for Resumable {
 
 /// Takes the decision of when the client has hung up from the transport
 /// (the request's stream can be resumed, so its dropping is no hangup by
-/// itself), and reads who made the request.
-fn take_over(message: &mut ClientJsonRpcMessage) -> (Option<Hangup>, Option<(String, String)>) {
-    let ClientJsonRpcMessage::Request(request) = message else {
-        return (None, None);
-    };
-    let Some(parts) = request
-        .request
-        .extensions_mut()
-        .get_mut::<axum::http::request::Parts>()
-    else {
-        return (None, None);
-    };
+/// itself), and reads who made the request, from the parts of its HTTP
+/// request.
+pub(in crate::mcp) fn take_over(
+    parts: &mut axum::http::request::Parts,
+) -> (Option<Hangup>, Option<(String, String)>) {
     let owner = parts
         .extensions
         .get::<Arc<Principal>>()
@@ -304,6 +292,45 @@ impl Streams {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<Key, Arc<Replay>>> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Keeps a request's stream, opened by `priming` (whose ID names it) and
+    /// then `events`, so that it can be resumed under `key`: read to its end
+    /// by a task of its own, whoever reads it; the reader returned is the
+    /// client's first. `hangup`: cancelled when the stream is given up.
+    pub(in crate::mcp) fn keep(
+        self: &Arc<Self>,
+        key: Key,
+        hangup: Option<Hangup>,
+        owner: Option<(String, String)>,
+        priming: ServerSseMessage,
+        events: impl Stream<Item = ServerSseMessage> + Send + 'static,
+        options: ResumeOptions,
+    ) -> Reader {
+        self.keep_stream(Some(key), hangup, owner, priming, Box::pin(events), options)
+    }
+
+    fn keep_stream(
+        self: &Arc<Self>,
+        key: Option<Key>,
+        hangup: Option<Hangup>,
+        owner: Option<(String, String)>,
+        first: ServerSseMessage,
+        events: Pin<Box<impl Stream<Item = ServerSseMessage> + Send + 'static>>,
+        options: ResumeOptions,
+    ) -> Reader {
+        let replay = Arc::new(Replay::new(key.clone(), hangup, owner));
+        replay.push(first);
+        if let Some(key) = key {
+            self.insert(key, replay.clone());
+        }
+        tokio::spawn(forward(
+            self.clone(),
+            replay.clone(),
+            events,
+            options.window,
+        ));
+        Reader::attach(replay, self.clone(), 0, options.close_after)
     }
 
     fn get(&self, key: &Key) -> Option<Arc<Replay>> {

@@ -1,4 +1,5 @@
 use super::*;
+use rmcp::model::RequestMetaObject;
 
 fn answer(line: &str) -> Value {
     match check_line(line.as_bytes()) {

@@ -1,0 +1,111 @@
+"""Direct calls of `toolhost serve --http` (host/src/mcp/http/direct.rs): a plain
+`tools/call` in an initialized 2025-11-25 session runs without rmcp's session
+hops and is answered as one JSON body when it finishes at once; a call that
+could send more than its answer (progress, a client that can be asked things)
+is left to rmcp and streamed. Either way the session behaves the same: it does
+not expire while direct calls keep it busy, and a direct call still running is
+cancelled by `notifications/cancelled`."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import httpx2
+import pytest
+
+from conftest import CALL_S, Launch, PluginsFactory
+from test_http import BASE, INITIALIZE, LONG, _call, open_session
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def launch(launch_http: Launch) -> Launch:
+    return launch_http
+
+
+def _add(id: int, meta: dict[str, object] | None = None) -> dict[str, object]:
+    call = {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+    if meta is not None:
+        call["params"]["_meta"] = meta  # type: ignore[index]
+    return call
+
+
+async def test_plain_calls_are_answered_directly_and_the_rest_streamed(
+    launch: Launch, make_plugins: PluginsFactory
+) -> None:
+    async with launch(make_plugins("echo")) as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            headers = await open_session(http, server)
+            response = await http.post(server.url, json=_add(2), headers=headers)
+            assert response.status_code == 200, response.text
+            assert response.headers["content-type"] == "application/json", response.headers
+            answer = response.json()
+            assert answer["id"] == 2 and answer["result"]["structuredContent"] == {"result": 3}, answer
+            # A call that wants progress may get more than its answer: rmcp streams it.
+            response = await http.post(server.url, json=_add(3, {"progressToken": "p"}), headers=headers)
+            assert response.headers["content-type"].startswith("text/event-stream"), response.headers
+            assert '"structuredContent":{"result":3}' in response.text, response.text
+            # Headers that disagree with the session are rmcp's to refuse.
+            wrong = headers | {"mcp-protocol-version": "1999-01-01"}
+            response = await http.post(server.url, json=_add(4), headers=wrong)
+            assert response.status_code == 400, (response.status_code, response.text)
+
+            # A client that can be asked things (a gated tool's approval, a
+            # guest's question) gets every call streamed, by rmcp.
+            asking = {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {"elicitation": {}}}}  # type: ignore[dict-item]
+            response = await http.post(server.url, json=asking, headers=BASE)
+            session = response.headers["mcp-session-id"]
+            their = BASE | {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await http.post(server.url, json=initialized, headers=their)).status_code == 202
+            response = await http.post(server.url, json=_add(2), headers=their)
+            assert response.headers["content-type"].startswith("text/event-stream"), response.headers
+            assert '"structuredContent":{"result":3}' in response.text, response.text
+
+
+async def test_a_session_busy_with_direct_calls_does_not_expire(
+    launch: Launch, make_plugins: PluginsFactory
+) -> None:
+    """rmcp ends a session none of whose messages it saw for the idle timeout;
+    direct calls bypass it, so one is left to rmcp now and then to keep the
+    session alive while its client uses it."""
+    async with launch(make_plugins("echo"), config="[serve]\nsession_idle_timeout_ms = 1000\n") as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            headers = await open_session(http, server)
+            end = time.monotonic() + 3.5
+            id = 2
+            while time.monotonic() < end:
+                response = await http.post(server.url, json=_add(id), headers=headers)
+                assert response.status_code == 200, (id, response.status_code, response.text)
+                assert '"structuredContent":{"result":3}' in response.text, response.text
+                id += 1
+                await anyio.sleep(0.1)
+            assert "MCP session ended" not in server.stderr(), server.stderr()
+            # Once its client stops, it expires as before.
+            with anyio.fail_after(CALL_S):
+                while "MCP session ended" not in server.stderr():
+                    await anyio.sleep(0.1)
+            response = await http.post(server.url, json=_add(id), headers=headers)
+            assert response.status_code == 404, response.status_code
+
+
+async def test_a_running_direct_call_is_cancelled_by_its_client(
+    launch: Launch, make_plugins: PluginsFactory
+) -> None:
+    async with launch(make_plugins("hostile"), flags=LONG) as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            headers = await open_session(http, server)
+            async with http.stream("POST", server.url, json=_call(2, "sleep_forever"), headers=headers) as response:
+                assert response.status_code == 200, response.status_code
+                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "no"}}
+                assert (await http.post(server.url, json=cancel, headers=headers)).status_code == 202
+                await server.wait_for_log(
+                    lambda line: "the client cancelled it" in line and "tool=sleep_forever" in line,
+                    "the cancelled call",
+                )
+                # Its stream ends without an answer, as rmcp ends a cancelled call's.
+                with anyio.fail_after(CALL_S):
+                    body = (await response.aread()).decode()
+            assert '"id":2' not in body, body
