@@ -20,7 +20,9 @@
 //! of the median round and CPU per call over all rounds.
 //!
 //! Run: `cargo xtask bench mcp-http` (or `cargo bench -p toolhost --bench
-//! mcp_http`; `BENCH_ITERS` sets the sequential count per target).
+//! mcp-http`; `BENCH_ITERS` sets the sequential count per target,
+//! `BENCH_ROUND` the calls of a throughput round, `BENCH_TARGETS=s,h` runs
+//! only those targets, e.g. under `perf record -p`).
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener};
@@ -48,7 +50,7 @@ use stats::{Stats, cpu_time, stats, us};
 /// Requests in flight in the throughput rounds.
 const IN_FLIGHT: usize = 32;
 /// Sequential calls per block; blocks of the targets alternate.
-const BLOCK: u64 = 100;
+const BLOCK: u64 = 500;
 /// What a server gets to start (a hang guard, not a measurement).
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -429,7 +431,7 @@ async fn main() -> Result<()> {
     let iters: u64 = std::env::var("BENCH_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+        .unwrap_or(10_000);
     let dir = tempfile::tempdir()?;
     let plugins = dir.path().join("plugins");
     std::fs::create_dir(&plugins)?;
@@ -510,6 +512,10 @@ async fn main() -> Result<()> {
         ),
     }
 
+    // For profiling one target: `BENCH_TARGETS=h` (letters, comma-separated).
+    if let Ok(only) = std::env::var("BENCH_TARGETS") {
+        targets.retain(|(name, _)| only.split(',').any(|l| name.starts_with(&format!("({l})"))));
+    }
     println!(
         "MCP over streamable HTTP and stdio: tools/call of a trivial tool, {iters} sequential calls each in blocks of {BLOCK}, interleaved"
     );
@@ -525,7 +531,10 @@ async fn main() -> Result<()> {
             target.block(BLOCK, figures).await?;
         }
     }
-    let total = (iters * 2).max(IN_FLIGHT as u64 * 100);
+    let total = std::env::var("BENCH_ROUND")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or((iters * 2).max(IN_FLIGHT as u64 * 100));
     for _ in 0..3 {
         for ((_, target), figures) in targets.iter_mut().zip(&mut figures) {
             target.round(total, figures).await?;
