@@ -361,6 +361,33 @@ async def serves(server: OAuthServer, token: str, message: str = "still here") -
             assert ok(await client.call("echo", {"message": message}))["message"] == message
 
 
+async def test_a_session_is_its_openers_alone(
+    launch_oauth: LaunchOAuth, make_plugins: PluginsFactory, auth: AuthServer
+) -> None:
+    """Another caller who learns a 2025-11-25 session's ID can neither call in it
+    (its direct calls included) nor end it; its opener can do both."""
+    async with launch_oauth(make_plugins("echo"), auth) as server:
+        alice = bearer(auth.token(server.resource, sub="alice"))
+        bob = bearer(auth.token(server.resource, sub="bob"))
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "hi"}}}
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            with anyio.fail_after(CALL_S):
+                response = await http.post(server.url, json=INITIALIZE, headers=BASE | alice)
+                assert response.status_code == 200, response.text
+                session = BASE | {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": LEGACY}
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                assert (await http.post(server.url, json=initialized, headers=session | alice)).status_code == 202
+                theirs = await http.post(server.url, json=call, headers=session | bob)
+                assert "another caller" in theirs.text and '"hi"' not in theirs.text, theirs.text
+                ended = await http.delete(server.url, headers=session | bob)
+                assert ended.status_code == 404, (ended.status_code, ended.text)
+                mine = await http.post(server.url, json=call, headers=session | alice)
+                assert '"message":"hi"' in mine.text, mine.text
+                ended = await http.delete(server.url, headers=session | alice)
+                assert ended.status_code in (200, 204), (ended.status_code, ended.text)
+        assert "refused to end an MCP session another caller opened" in server.stderr(), server.stderr()
+
+
 # --- a. the SDK's OAuth client, end to end ----------------------------------------------
 
 

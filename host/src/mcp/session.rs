@@ -208,6 +208,14 @@ impl Session {
         self.state.peer.get()
     }
 
+    /// Whether `principal` may act on this session: it opened it (or nobody
+    /// has claimed it yet).
+    pub(super) fn is_owned_by(&self, principal: &crate::toolset::Principal) -> bool {
+        self.state.owner.get().is_none_or(|(issuer, subject)| {
+            *issuer == principal.issuer && *subject == principal.subject
+        })
+    }
+
     /// A handle that does not keep the session alive.
     pub(super) fn downgrade(&self) -> WeakSession {
         WeakSession {

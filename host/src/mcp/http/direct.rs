@@ -18,7 +18,8 @@
 //! question), one that names its protocol version in `_meta`, and any request
 //! whose headers rmcp would check beyond what is checked here. A
 //! `notifications/cancelled` for a direct call cancels it (and still goes to
-//! rmcp). rmcp's session ends when no message reaches it for the session
+//! rmcp); a `DELETE` ends them, and only the session's own caller may send
+//! one. rmcp's session ends when no message reaches it for the session
 //! idle timeout: a call is left to rmcp when rmcp has seen none of the
 //! session's requests for half of it.
 
@@ -49,6 +50,7 @@ use tokio_util::sync::CancellationToken;
 use super::resume::{self, ResumeOptions, Streams};
 use crate::mcp::Shared;
 use crate::mcp::session::{Session, WeakSession};
+use crate::toolset::Principal;
 
 /// The largest body read here (rmcp's own limit).
 const MAX_BODY: usize = 4 << 20;
@@ -153,6 +155,21 @@ pub(in crate::mcp) async fn serve(
     if request.method() == Method::DELETE
         && let Some(id) = session_id
     {
+        // Only its caller ends a session (rmcp would end anyone's).
+        let principal = request.extensions().get::<Arc<Principal>>();
+        if let (Some(session), Some(principal)) = (entry.session.upgrade(), principal)
+            && !session.is_owned_by(principal)
+        {
+            tracing::warn!(
+                target: "toolhost::auth",
+                "refused to end an MCP session another caller opened"
+            );
+            return (
+                StatusCode::NOT_FOUND,
+                "no MCP session of yours has that ID\n",
+            )
+                .into_response();
+        }
         // The session ends: so do its direct calls, as rmcp's would.
         if let Some(entry) = shared.direct.remove(id) {
             for token in entry.running().values() {
