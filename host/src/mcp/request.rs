@@ -1,11 +1,17 @@
-//! Reading a `tools/call` request straight into rmcp's typed request, for
-//! the transports that run calls themselves (stdio's inline calls, HTTP's
-//! direct calls).
+//! What the transports that run `tools/call`s themselves (stdio's inline
+//! calls, HTTP's direct calls) share: reading one straight into rmcp's typed
+//! request, and running it through rmcp's handler.
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, NumberOrString, RequestId, RequestMetaObject,
+    CallToolRequest, CallToolRequestParams, ClientRequest, Extensions, GetExtensions, GetMeta,
+    JsonRpcMessage, NumberOrString, RequestId, RequestMetaObject, ServerJsonRpcMessage,
 };
+use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer, Service as _};
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::session::Session;
 
 /// A `tools/call` request read straight into rmcp's typed request, as rmcp's
 /// own reading makes it (`params._meta` into the request's extensions, the
@@ -50,4 +56,43 @@ pub(super) fn call_request(
         request.extensions.insert(RequestMetaObject::from(meta));
     }
     Some(Ok((id, request)))
+}
+
+/// Runs a `tools/call` (request `id`) of `session` through rmcp's handler
+/// (`handle_request`, its checks kept), as rmcp's session loop would: `_meta`
+/// and the request's extensions move into the handler's context, and
+/// `extensions` (what the transport attached) join them. Gives the context's
+/// cancellation token and the answer to send; `None` when the token was
+/// cancelled (the client no longer wants it, and rmcp sends none then).
+pub(super) fn answer(
+    session: Session,
+    peer: Peer<RoleServer>,
+    id: RequestId,
+    call: CallToolRequest,
+    extensions: Extensions,
+) -> (
+    CancellationToken,
+    impl Future<Output = Option<ServerJsonRpcMessage>> + Send + 'static,
+) {
+    let mut request = ClientRequest::CallToolRequest(call);
+    let mut context = RequestContext::new(id.clone(), peer);
+    context.meta = std::mem::take(request.get_meta_mut());
+    context.extensions = std::mem::take(request.extensions_mut());
+    context.extensions.extend(extensions);
+    let token = context.ct.clone();
+    let cancelled = token.clone();
+    let answer = async move {
+        let result = session.handle_request(request, context).await;
+        if cancelled.is_cancelled() {
+            return None;
+        }
+        Some(match result {
+            Ok(result) => JsonRpcMessage::response(result, id),
+            Err(error) => {
+                tracing::debug!(%id, ?error, "response error");
+                JsonRpcMessage::error(error, Some(id))
+            }
+        })
+    };
+    (token, answer)
 }

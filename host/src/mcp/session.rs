@@ -308,11 +308,11 @@ impl Session {
         request: &RequestContext<RoleServer>,
     ) -> Result<Arc<crate::toolset::Principal>, ErrorData> {
         let principal = auth::principal(request);
-        let (issuer, subject) = self
-            .state
+        // The first request claims the session.
+        self.state
             .owner
             .get_or_init(|| (principal.issuer.clone(), principal.subject.clone()));
-        if *issuer != principal.issuer || *subject != principal.subject {
+        if !self.is_owned_by(&principal) {
             tracing::warn!(
                 target: "toolhost::auth",
                 session = %self.state.id,

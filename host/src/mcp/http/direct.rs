@@ -38,12 +38,10 @@ use bytes::Bytes;
 use futures_util::{FutureExt as _, Stream, StreamExt as _};
 use http_body_util::BodyExt as _;
 use rmcp::model::{
-    CallToolRequest, ClientRequest, GetExtensions, GetMeta, JsonRpcMessage, RequestId,
-    RequestMetaObject, ServerJsonRpcMessage,
+    CallToolRequest, Extensions, RequestId, RequestMetaObject, ServerJsonRpcMessage,
 };
-use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId};
-use rmcp::{Peer, RoleServer, Service as _};
+use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -63,13 +61,15 @@ const FIRST_STREAM: u64 = 1 << 48;
 /// The initialized HTTP sessions, by session ID, for direct calls.
 #[derive(Default)]
 pub(in crate::mcp) struct Sessions {
-    map: Mutex<HashMap<Arc<str>, Arc<Entry>>>,
+    map: Mutex<HashMap<SessionId, Arc<Entry>>>,
     /// The last stream number given to a direct call.
     streams: AtomicU64,
 }
 
 /// A session direct calls can run in.
 struct Entry {
+    /// The session's ID (rmcp's), which names its direct calls' streams.
+    id: SessionId,
     session: WeakSession,
     /// Milliseconds since `epoch` when rmcp last saw one of its requests.
     seen_by_rmcp: AtomicU64,
@@ -97,14 +97,16 @@ impl Entry {
 }
 
 impl Sessions {
-    fn map(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<Entry>>> {
+    fn map(&self) -> MutexGuard<'_, HashMap<SessionId, Arc<Entry>>> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Direct calls may run in `session`, named `id` by rmcp (called once
     /// its client has sent `notifications/initialized`).
     pub(in crate::mcp) fn register(&self, id: &str, session: &Session) {
+        let id: SessionId = id.into();
         let entry = Arc::new(Entry {
+            id: id.clone(),
             session: session.downgrade(),
             seen_by_rmcp: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -115,15 +117,15 @@ impl Sessions {
         if map.len() >= 64 && map.len().is_power_of_two() {
             map.retain(|_, entry| entry.session.is_alive());
         }
-        map.insert(id.into(), entry);
+        map.insert(id, entry);
     }
 
     fn get(&self, id: &str) -> Option<Arc<Entry>> {
         self.map().get(id).cloned()
     }
 
-    fn remove(&self, id: &str) -> Option<Arc<Entry>> {
-        self.map().remove(id)
+    fn remove(&self, id: &str) {
+        self.map().remove(id);
     }
 }
 
@@ -171,10 +173,9 @@ pub(in crate::mcp) async fn serve(
                 .into_response();
         }
         // The session ends: so do its direct calls, as rmcp's would.
-        if let Some(entry) = shared.direct.remove(id) {
-            for token in entry.running().values() {
-                token.cancel();
-            }
+        shared.direct.remove(id);
+        for token in entry.running().values() {
+            token.cancel();
         }
     }
     let fresh = entry.unseen_for() < options.session_idle_timeout / 2;
@@ -226,18 +227,16 @@ pub(in crate::mcp) async fn serve(
     let Some(session) = entry.session.upgrade() else {
         return pass(parts, bytes).await;
     };
-    if !session
+    let Some(peer) = session
         .peer()
-        .is_some_and(|peer| fits(peer, &parts.headers, &call))
-    {
-        return pass(parts, bytes).await;
-    }
-    let Some(session_id) = session_id_of(&parts.headers) else {
+        .filter(|peer| fits(peer, &parts.headers, &call))
+        .cloned()
+    else {
         return pass(parts, bytes).await;
     };
     let call = Call {
         session,
-        session_id,
+        peer,
         parts,
         id,
         request: call,
@@ -302,11 +301,6 @@ fn fits(peer: &Peer<RoleServer>, headers: &HeaderMap, call: &CallToolRequest) ->
         && agrees("mcp-name", &call.params.name)
 }
 
-fn session_id_of(headers: &HeaderMap) -> Option<SessionId> {
-    let id = headers.get("mcp-session-id")?.to_str().ok()?;
-    Some(Arc::from(id))
-}
-
 /// A message a direct call cares about.
 enum Read {
     /// A `tools/call` request: its ID, and the request as rmcp reads it.
@@ -341,7 +335,8 @@ fn read(bytes: &[u8]) -> Option<Read> {
 /// A call to run directly.
 struct Call {
     session: Session,
-    session_id: SessionId,
+    /// The session's client.
+    peer: Peer<RoleServer>,
     /// Its HTTP request's parts (headers, and what the layers before
     /// attached: the principal, the hangup).
     parts: axum::http::request::Parts,
@@ -359,46 +354,34 @@ async fn run(
 ) -> axum::response::Response {
     let Call {
         session,
-        session_id,
+        peer,
         mut parts,
         id,
         request,
     } = call;
-    let Some(peer) = session.peer().cloned() else {
-        // Checked by `takes_direct_calls`; never here.
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    };
     let resumable = !options.resume.window.is_zero();
     let (hangup, owner) = if resumable {
         resume::take_over(&mut parts)
     } else {
         (None, None)
     };
-    let mut request = ClientRequest::CallToolRequest(request);
-    // As rmcp hands a request to its handler: `_meta` and the extensions
-    // move into the context, the HTTP request's parts among them.
-    let mut context = RequestContext::new(id.clone(), peer);
-    context.meta = std::mem::take(request.get_meta_mut());
-    context.extensions = std::mem::take(request.extensions_mut());
-    context.extensions.insert(parts);
-    let token = context.ct.clone();
-    let answer_id = id.clone();
-    let mut answer = Box::pin(async move {
-        let message: ServerJsonRpcMessage = match session.handle_request(request, context).await {
-            Ok(result) => JsonRpcMessage::response(result, answer_id),
-            Err(error) => JsonRpcMessage::error(error, Some(answer_id)),
-        };
-        message
-    });
+    let mut extensions = Extensions::new();
+    extensions.insert(parts);
+    let (token, answer) =
+        crate::mcp::request::answer(session, peer, id.clone(), request, extensions);
+    let mut answer = Box::pin(answer);
     if let Some(message) = (&mut answer).now_or_never() {
-        return json_response(&message);
+        // Nobody could cancel it yet: it has its answer.
+        return message.map_or_else(
+            || StatusCode::ACCEPTED.into_response(),
+            |m| json_response(&m),
+        );
     }
-    entry.running().insert(id.clone(), token.clone());
+    entry.running().insert(id.clone(), token);
     let running = Arc::clone(entry);
-    // A cancelled call's answer is not sent, as rmcp does for its own.
     let finished = answer.map(move |message| {
         running.running().remove(&id);
-        (!token.is_cancelled()).then_some(message)
+        message
     });
     if !resumable {
         // The call runs on (on a task of its own) until it sees the client
@@ -417,11 +400,11 @@ async fn run(
         std::future::ready(event)
     });
     let reader = options.streams.keep(
-        (session_id, number),
+        Some((entry.id.clone(), number)),
         hangup,
         owner,
         priming,
-        events,
+        Box::pin(events),
         options.resume,
     );
     sse_response(reader)

@@ -164,7 +164,7 @@ impl SessionManager for Resumable {
         let key = request.map(|request| (id.clone(), request));
         let reader = self
             .streams
-            .keep_stream(key, hangup, owner, first, inner, self.options);
+            .keep(key, hangup, owner, first, inner, self.options);
         Ok(Either::Left(reader))
     }
 
@@ -294,29 +294,18 @@ impl Streams {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Keeps a request's stream, opened by `priming` (whose ID names it) and
-    /// then `events`, so that it can be resumed under `key`: read to its end
-    /// by a task of its own, whoever reads it; the reader returned is the
-    /// client's first. `hangup`: cancelled when the stream is given up.
+    /// Keeps a request's stream, opened by `first` (its priming event, whose
+    /// ID names it) and then `events`, so that it can be resumed under `key`:
+    /// read to its end by a task of its own, whoever reads it; the reader
+    /// returned is the client's first. `hangup`: cancelled when the stream is
+    /// given up.
     pub(in crate::mcp) fn keep(
-        self: &Arc<Self>,
-        key: Key,
-        hangup: Option<Hangup>,
-        owner: Option<(String, String)>,
-        priming: ServerSseMessage,
-        events: impl Stream<Item = ServerSseMessage> + Send + 'static,
-        options: ResumeOptions,
-    ) -> Reader {
-        self.keep_stream(Some(key), hangup, owner, priming, Box::pin(events), options)
-    }
-
-    fn keep_stream(
         self: &Arc<Self>,
         key: Option<Key>,
         hangup: Option<Hangup>,
         owner: Option<(String, String)>,
         first: ServerSseMessage,
-        events: Pin<Box<impl Stream<Item = ServerSseMessage> + Send + 'static>>,
+        events: impl Stream<Item = ServerSseMessage> + Send + Unpin + 'static,
         options: ResumeOptions,
     ) -> Reader {
         let replay = Arc::new(Replay::new(key.clone(), hangup, owner));
@@ -536,7 +525,7 @@ impl Replay {
 async fn forward(
     streams: Arc<Streams>,
     replay: Arc<Replay>,
-    mut inner: Pin<Box<impl Stream<Item = ServerSseMessage> + Send + 'static>>,
+    mut inner: impl Stream<Item = ServerSseMessage> + Send + Unpin + 'static,
     window: Duration,
 ) {
     let mut open = true;

@@ -24,11 +24,10 @@ use std::task::{Context, Waker};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions,
-    GetMeta, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject,
+    CallToolRequest, ClientJsonRpcMessage, ClientNotification, ClientRequest, Extensions,
+    JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject,
 };
-use rmcp::service::{RequestContext, TxJsonRpcMessage};
-use rmcp::{Peer, RoleServer, Service};
+use rmcp::{Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
 
 use super::output::Output;
@@ -114,31 +113,19 @@ impl Inline {
     /// Runs one call: to its end here if it ends in its first poll (and
     /// nothing else waits to be read), else on a task of its own.
     fn run(&self, id: RequestId, call: CallToolRequest, peer: Peer<RoleServer>, more: bool) {
-        let mut request = ClientRequest::CallToolRequest(call);
-        // As rmcp hands a request to its handler: `_meta` and the
-        // extensions move into the context.
-        let mut context = RequestContext::new(id.clone(), peer);
-        context.meta = std::mem::take(request.get_meta_mut());
-        context.extensions = std::mem::take(request.extensions_mut());
-        let token = context.ct.clone();
-        let cancelled = token.clone();
-        let session = self.session.clone();
+        let (token, answer) = crate::mcp::request::answer(
+            self.session.clone(),
+            peer,
+            id.clone(),
+            call,
+            Extensions::new(),
+        );
         let out = Arc::clone(&self.out);
-        let answer_id = id.clone();
         let mut answer: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
-            let result = session.handle_request(request, context).await;
-            if cancelled.is_cancelled() {
-                // The client said it no longer wants the answer.
-                return;
-            }
-            let message: TxJsonRpcMessage<RoleServer> = match result {
-                Ok(result) => JsonRpcMessage::response(result, answer_id),
-                Err(error) => {
-                    tracing::debug!(id = %answer_id, ?error, "response error");
-                    JsonRpcMessage::error(error, Some(answer_id))
-                }
-            };
-            if out.send(&message).is_ok() {
+            // A cancelled call (the client no longer wants it) has no answer.
+            if let Some(message) = answer.await
+                && out.send(&message).is_ok()
+            {
                 out.room().await;
             }
         });
