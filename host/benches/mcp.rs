@@ -23,7 +23,6 @@
 //! `BENCH_ITERS` to change the count, `TOOLHOST_BENCH_NODE_DIR` to point at
 //! another install of the Node server).
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -68,24 +67,10 @@ impl Target {
         let pid = self.server.pid().context("the server has exited")?;
         let cpu = (cpu_time(pid)?, cpu_time(std::process::id())?);
         let start = Instant::now();
-        let mut outstanding = HashSet::new();
-        let (mut sent, mut done) = (0u64, 0u64);
         let arguments = json!({"a": 1, "b": 2});
-        while done < total {
-            while sent < total && outstanding.len() < in_flight {
-                sent += 1;
-                outstanding.insert(self.server.call(self.tool, &arguments).await?);
-            }
-            let response = self.server.response().await?;
-            if !(self.check)(&response) {
-                bail!("unexpected response: {response}");
-            }
-            let answered = response["id"].as_u64().context("response without an id")?;
-            if !outstanding.remove(&answered) {
-                bail!("a response to an unknown request {answered}");
-            }
-            done += 1;
-        }
+        self.server
+            .pipelined(self.tool, &arguments, total, in_flight, self.check)
+            .await?;
         let rate = total as f64 / start.elapsed().as_secs_f64();
         let per_call = |spent: Duration| us(spent) / total as f64;
         Ok(Round {

@@ -24,7 +24,6 @@
 //! `BENCH_ROUND` the calls of a throughput round, `BENCH_TARGETS=s,h` runs
 //! only those targets, e.g. under `perf record -p`).
 
-use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -349,7 +348,12 @@ impl Target {
         let before = cpu_time(pid)?;
         let start = Instant::now();
         match self {
-            Target::Stdio(server) => pipelined_stdio(server, total).await?,
+            Target::Stdio(server) => {
+                let arguments = json!({"a": 1, "b": 2});
+                server
+                    .pipelined("add", &arguments, total, IN_FLIGHT, toolhost_checks)
+                    .await?;
+            }
             Target::Http { spec, .. } => pipelined_http(spec, total).await?,
         }
         figures
@@ -359,27 +363,6 @@ impl Target {
         figures.pipelined_calls += total;
         Ok(())
     }
-}
-
-async fn pipelined_stdio(server: &mut rpc::Server, total: u64) -> Result<()> {
-    let mut outstanding = HashSet::new();
-    let (mut sent, mut done) = (0u64, 0u64);
-    let arguments = json!({"a": 1, "b": 2});
-    while done < total {
-        while sent < total && outstanding.len() < IN_FLIGHT {
-            sent += 1;
-            outstanding.insert(server.call("add", &arguments).await?);
-        }
-        let response = server.response().await?;
-        ensure!(toolhost_checks(&response), "unexpected answer: {response}");
-        let id = response["id"].as_u64().context("an answer without an id")?;
-        ensure!(
-            outstanding.remove(&id),
-            "an answer to an unknown request {id}"
-        );
-        done += 1;
-    }
-    Ok(())
 }
 
 async fn pipelined_http(spec: &Arc<Spec>, total: u64) -> Result<()> {
@@ -459,10 +442,14 @@ async fn main() -> Result<()> {
     let stdio = rpc::Server::start(toolhost(&cache)).await?;
     targets.push(("(s) toolhost serve, stdio", Target::Stdio(stdio)));
 
-    let port = free_port()?;
-    let mut command = toolhost(&cache);
-    command.arg("--http").arg(format!("127.0.0.1:{port}"));
-    let process = start(command, dir.path().join("toolhost-http.log"), port).await?;
+    let start_http = async |name: &str| -> Result<(Process, u16)> {
+        let port = free_port()?;
+        let mut command = toolhost(&cache);
+        command.arg("--http").arg(format!("127.0.0.1:{port}"));
+        let process = start(command, dir.path().join(format!("{name}.log")), port).await?;
+        Ok((process, port))
+    };
+    let (process, port) = start_http("toolhost-session").await?;
     let session = open_session(port).await?;
     targets.push((
         "(h) toolhost serve --http, 2025-11-25 session",
@@ -475,14 +462,12 @@ async fn main() -> Result<()> {
         )
         .await?,
     ));
-    // The same server for the stateless POSTs: its own connections.
-    let port_t = free_port()?;
-    let mut command = toolhost(&cache);
-    command.arg("--http").arg(format!("127.0.0.1:{port_t}"));
-    let process = start(command, dir.path().join("toolhost-http2.log"), port_t).await?;
+    // A server of its own for the stateless POSTs, so each server's CPU is
+    // that of one kind of call.
+    let (process, port) = start_http("toolhost-stateless").await?;
     targets.push((
         "(t) toolhost serve --http, 2026-07-28 stateless",
-        http_target(process, port_t, Mode::Stateless, "add", toolhost_checks).await?,
+        http_target(process, port, Mode::Stateless, "add", toolhost_checks).await?,
     ));
 
     match node_script() {

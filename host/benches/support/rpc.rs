@@ -106,6 +106,37 @@ impl Server {
         }
     }
 
+    /// `total` calls of `tool` with `in_flight` requests outstanding, each
+    /// answer checked with `check`.
+    #[allow(dead_code, reason = "not every bench binary pipelines")]
+    pub(crate) async fn pipelined(
+        &mut self,
+        tool: &str,
+        arguments: &Value,
+        total: u64,
+        in_flight: usize,
+        check: fn(&Value) -> bool,
+    ) -> Result<()> {
+        let mut outstanding = std::collections::HashSet::new();
+        let (mut sent, mut done) = (0u64, 0u64);
+        while done < total {
+            while sent < total && outstanding.len() < in_flight {
+                sent += 1;
+                outstanding.insert(self.call(tool, arguments).await?);
+            }
+            let response = self.response().await?;
+            if !check(&response) {
+                bail!("unexpected response: {response}");
+            }
+            let answered = response["id"].as_u64().context("response without an id")?;
+            if !outstanding.remove(&answered) {
+                bail!("a response to an unknown request {answered}");
+            }
+            done += 1;
+        }
+        Ok(())
+    }
+
     /// Closes stdin and waits for the child to exit.
     pub(crate) async fn stop(self) -> Result<()> {
         let Self {
