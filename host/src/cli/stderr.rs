@@ -18,11 +18,24 @@ use toolhost::telemetry::Telemetry;
 
 use super::Command;
 
-/// Installs the log for `command`: `TOOLHOST_LOG`'s filter, else
-/// [`default_filter`]; plain lines for a one-shot command unless
-/// `TOOLHOST_LOG` is set (whoever sets it wants a log, with targets to
-/// write its directives from).
+/// Installs the log for `command` ([`subscriber`]).
 pub(super) fn init(command: &Command, telemetry: Option<&Telemetry>) {
+    subscriber(command, telemetry).init();
+}
+
+/// The log for `command`: `TOOLHOST_LOG`'s filter, else [`default_filter`];
+/// plain lines for a one-shot command unless `TOOLHOST_LOG` is set (whoever
+/// sets it wants a log, with targets to write its directives from); and the
+/// telemetry's layer, when there is one.
+///
+/// Without telemetry there is no layer in its place: an absent (`None`)
+/// layer counts as one that wants every span, so each call's spans (meant for
+/// export only) were built, entered on every poll and closed for nobody, a
+/// tenth of a trivial call's CPU over stdio.
+fn subscriber(
+    command: &Command,
+    telemetry: Option<&Telemetry>,
+) -> Box<dyn Subscriber + Send + Sync> {
     use std::io::IsTerminal as _;
     let asked = std::env::var_os("TOOLHOST_LOG").is_some();
     let mut filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
@@ -41,13 +54,15 @@ pub(super) fn init(command: &Command, telemetry: Option<&Telemetry>) {
     } else {
         Box::new(layer)
     };
-    tracing_subscriber::registry()
+    let log = tracing_subscriber::registry()
         .with(ClientMistakes.with_filter(
             tracing_subscriber::filter::Targets::new().with_target("rmcp::service", Level::WARN),
         ))
-        .with(layer.with_filter(filter))
-        .with(telemetry.map(|telemetry| telemetry.layer()))
-        .init();
+        .with(layer.with_filter(filter));
+    match telemetry {
+        Some(telemetry) => Box::new(log.with(telemetry.layer())),
+        None => Box::new(log),
+    }
 }
 
 /// The directive that keeps the exported spans ([`toolhost::spans::TARGET`]) out of the log.
@@ -198,6 +213,18 @@ mod tests {
         assert!(error(-32002).is_client_mistake());
         assert!(!error(-32603).is_client_mistake());
         assert!(!ResponseError::default().is_client_mistake());
+    }
+
+    #[test]
+    fn without_telemetry_a_call_builds_no_span() {
+        use clap::Parser as _;
+        let cli = super::super::Cli::try_parse_from(["toolhost", "serve"]).unwrap();
+        tracing::subscriber::with_default(subscriber(&cli.command, None), || {
+            let exported = tracing::info_span!(target: "toolhost::otel", "tools/call");
+            assert!(exported.is_disabled(), "a span for export only was built");
+            let logged = tracing::warn_span!(target: "toolhost::mcp", "session");
+            assert!(!logged.is_disabled(), "a span the log wants was not built");
+        });
     }
 
     #[test]
