@@ -367,9 +367,8 @@ async fn run(
     };
     let mut extensions = Extensions::new();
     extensions.insert(parts);
-    let (token, answer) =
+    let (token, mut answer) =
         crate::mcp::request::answer(session, peer, id.clone(), request, extensions);
-    let mut answer = Box::pin(answer);
     if let Some(message) = (&mut answer).now_or_never() {
         // Nobody could cancel it yet: it has its answer.
         return message.map_or_else(

@@ -121,11 +121,20 @@ impl Inline {
             Extensions::new(),
         );
         let out = Arc::clone(&self.out);
+        let in_flight = Arc::clone(&self.running);
         let mut answer: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
             // A cancelled call (the client no longer wants it) has no answer.
-            if let Some(message) = answer.await
-                && out.send(&message).is_ok()
-            {
+            let Some(message) = answer.await else {
+                return;
+            };
+            // Calls sent together answer together: while others run, this
+            // answer waits for the writer task (which runs after them).
+            let sent = if lock(&in_flight).len() > 1 {
+                out.send_soon(&message)
+            } else {
+                out.send(&message)
+            };
+            if sent.is_ok() {
                 out.room().await;
             }
         });

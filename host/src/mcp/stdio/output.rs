@@ -1,5 +1,6 @@
 //! The client's end of the stdio transport: answers written at once, the
-//! rest queued for a writer task.
+//! rest queued for a writer task; the answers of calls sent together go out
+//! together.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,6 +18,11 @@ const QUEUE_BYTES: usize = 4 << 20;
 /// (A writer task fed through a channel cost two task wake-ups per answer,
 /// the sender waiting for the writer and the writer for the next message:
 /// a fifth of a trivial call's round trip.)
+///
+/// An answer while other calls are in flight ([`Output::send_soon`]) is
+/// queued instead, for the writer task to write once the calls ready to run
+/// have run: pipelined calls answer in one write, not one each (a system
+/// call and a wake-up of the client per answer).
 pub(super) struct Output {
     state: Mutex<OutputState>,
 }
@@ -144,9 +150,23 @@ impl Output {
 
     /// Writes one message, as a line of JSON.
     pub(super) fn send(&self, message: &impl serde::Serialize) -> std::io::Result<()> {
-        let mut bytes = serde_json::to_vec(message).map_err(std::io::Error::from)?;
-        bytes.push(b'\n');
-        self.push(&bytes)
+        self.push(&line(message)?)
+    }
+
+    /// Queues one message, as a line of JSON, for the writer task: it writes
+    /// it with whatever else is queued once the tasks ready to run have run
+    /// (others answering meanwhile join the same write).
+    pub(super) fn send_soon(&self, message: &impl serde::Serialize) -> std::io::Result<()> {
+        let bytes = line(message)?;
+        let mut state = self.lock();
+        if state.broken {
+            return Err(broken_pipe("the client's end is closed"));
+        }
+        state.queue.extend_from_slice(&bytes);
+        if let Some(writer) = state.writer.take() {
+            writer.wake();
+        }
+        Ok(())
     }
 
     /// Waits while more than [`QUEUE_BYTES`] are queued (a client that does
@@ -174,23 +194,98 @@ impl Output {
     }
 }
 
+/// `message` as a line of JSON.
+fn line(message: &impl serde::Serialize) -> std::io::Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec(message).map_err(std::io::Error::from)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
 pub(super) fn broken_pipe(why: &'static str) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::BrokenPipe, why)
 }
 
-/// The writer task: writes what the pipe did not take at once, until the
-/// transport is closed and all is written (or the client's end is gone).
+/// The writer task: writes what the pipe did not take at once, and what was
+/// queued to go out together, until the transport is closed and all is
+/// written (or the client's end is gone).
 async fn drain(out: Arc<Output>) {
-    std::future::poll_fn(|cx| {
-        let mut state = out.lock();
-        let done = state.poll_write(cx).is_ready();
-        if done && (state.closed || state.broken) {
-            return Poll::Ready(());
-        }
+    loop {
+        // Something to write, or the end.
+        std::future::poll_fn(|cx| {
+            let mut state = out.lock();
+            if state.queued() > 0 || state.unflushed || state.closed || state.broken {
+                Poll::Ready(())
+            } else {
+                state.writer = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await;
+        // The tasks ready to run (the other calls in flight) run first, and
+        // their answers join this write: tokio wakes a yielding task once
+        // its worker has no other task ready (or at its next maintenance).
+        tokio::task::yield_now().await;
+        let done = std::future::poll_fn(|cx| {
+            let mut state = out.lock();
+            match state.poll_write(cx) {
+                Poll::Ready(()) => Poll::Ready(state.closed || state.broken),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await;
         if done {
-            state.writer = Some(cx.waker().clone());
+            return;
         }
-        Poll::Pending
-    })
-    .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client's end that records each write it is given.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl AsyncWrite for Recorder {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            self.0.lock().unwrap().push(buf.to_vec());
+            Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_sent_together_go_out_in_one_write_and_in_order() {
+        let writes = Recorder::default();
+        let (out, writer) = Output::start(Box::new(writes.clone()));
+        // Alone: written at once, by the sender.
+        out.send(&1).unwrap();
+        assert_eq!(*writes.0.lock().unwrap(), [b"1\n".to_vec()]);
+        // Calls in flight: their answers wait for the writer, together; one
+        // sent at once meanwhile does not overtake them.
+        out.send_soon(&2).unwrap();
+        out.send_soon(&3).unwrap();
+        out.send(&4).unwrap();
+        assert_eq!(
+            writes.0.lock().unwrap().len(),
+            1,
+            "written before the writer ran"
+        );
+        out.close();
+        writer.await.unwrap();
+        assert_eq!(
+            *writes.0.lock().unwrap(),
+            [b"1\n".to_vec(), b"2\n3\n4\n".to_vec()]
+        );
+    }
 }
