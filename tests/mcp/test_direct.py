@@ -8,6 +8,7 @@ cancelled by `notifications/cancelled`."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import anyio
@@ -109,3 +110,44 @@ async def test_a_running_direct_call_is_cancelled_by_its_client(
                 with anyio.fail_after(CALL_S):
                     body = (await response.aread()).decode()
             assert '"id":2' not in body, body
+
+
+def _message(response: httpx2.Response) -> dict[str, object]:
+    """The one JSON-RPC message of a response, a JSON body or an SSE stream."""
+    if response.headers["content-type"].startswith("application/json"):
+        return response.json()
+    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    return json.loads(next(d for d in data if d))
+
+
+async def test_a_call_whose_params_do_not_fit_is_invalid_params_over_http(
+    launch: Launch, make_plugins: PluginsFactory
+) -> None:
+    """A `tools/call` whose params do not fit (a `requestState` that is not a string, a
+    name that is a number) is -32602, as over stdio; rmcp's reading made it a custom
+    request, answered "method not found" (-32601, HTTP 404 when stateless)."""
+    stateless = BASE | {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "add"}
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    async with launch(make_plugins("echo")) as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            headers = await open_session(http, server)
+            for state in (5, {"a": 1}):
+                call = _add(7, meta)
+                call["params"]["requestState"] = state  # type: ignore[index]
+                response = await http.post(server.url, json=call, headers=stateless)
+                answer = _message(response)
+                assert answer.get("error", {}).get("code") == -32602, (response.status_code, answer)  # type: ignore[union-attr]
+                assert "requestState" in answer["error"]["message"] or "string" in answer["error"]["message"], answer  # type: ignore[index]
+                assert response.status_code != 404, response.status_code
+                call = _add(8)
+                call["params"]["requestState"] = state  # type: ignore[index]
+                answer = _message(await http.post(server.url, json=call, headers=headers))
+                assert answer.get("error", {}).get("code") == -32602, answer  # type: ignore[union-attr]
+            call = _add(9)
+            call["params"]["name"] = 5  # type: ignore[index]
+            answer = _message(await http.post(server.url, json=call, headers=headers))
+            assert answer.get("error", {}).get("code") == -32602, answer  # type: ignore[union-attr]
+            # A method no one serves is still "method not found".
+            unknown = {"jsonrpc": "2.0", "id": 10, "method": "tools/nothing", "params": {}}
+            answer = _message(await http.post(server.url, json=unknown, headers=headers))
+            assert answer.get("error", {}).get("code") == -32601, answer  # type: ignore[union-attr]

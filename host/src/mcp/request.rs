@@ -2,15 +2,18 @@
 //! calls, HTTP's direct calls) share: reading one straight into rmcp's typed
 //! request, and running it through rmcp's handler.
 
+use std::collections::HashSet;
 use std::pin::Pin;
+use std::sync::LazyLock;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, Extensions, GetExtensions, GetMeta,
-    JsonRpcMessage, NumberOrString, RequestId, RequestMetaObject, ServerJsonRpcMessage,
+    InitializeRequestParams, JsonRpcMessage, NumberOrString, PaginatedRequestParams, RequestId,
+    RequestMetaObject, ServerJsonRpcMessage,
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer, Service as _};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::session::Session;
@@ -102,4 +105,63 @@ pub(super) fn answer(
         })
     });
     (token, answer)
+}
+
+/// Whether rmcp serves `method` as a client request. A request of a known
+/// method whose `params` do not fit falls through rmcp's untagged enum to a
+/// custom request (answered "method not found"); it is answered −32602 here.
+/// The methods are read (once, on the first such request) from rmcp's own
+/// schema of its request enum, so they follow rmcp's version.
+pub(super) fn is_known_method(method: &str) -> bool {
+    static KNOWN: LazyLock<HashSet<String>> = LazyLock::new(|| {
+        let schema = schemars::schema_for!(ClientRequest);
+        let schema = schema.as_value();
+        let mut known = HashSet::new();
+        request_methods(schema, schema.get("$defs"), &mut known);
+        known
+    });
+    KNOWN.contains(method)
+}
+
+/// Every `method` constant in a schema (inline or a reference into `defs`):
+/// the typed requests' (a custom request's method is any string, so it adds
+/// none).
+fn request_methods(schema: &Value, defs: Option<&Value>, known: &mut HashSet<String>) {
+    match schema {
+        Value::Object(map) => {
+            let method = map
+                .get("properties")
+                .and_then(|properties| properties.get("method"));
+            let method = match method.and_then(|m| m.get("$ref")).and_then(Value::as_str) {
+                Some(reference) => reference
+                    .strip_prefix("#/$defs/")
+                    .and_then(|name| defs?.get(name)),
+                None => method,
+            };
+            if let Some(method) = method.and_then(|m| m.get("const")).and_then(Value::as_str) {
+                known.insert(method.to_owned());
+            }
+            map.values()
+                .for_each(|value| request_methods(value, defs, known));
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| request_methods(item, defs, known)),
+        _ => {}
+    }
+}
+
+/// Why `params` do not fit a known method, as precisely as can be said.
+pub(super) fn params_problem(method: &str, params: Option<Value>) -> String {
+    let params = params.unwrap_or_else(|| json!({}));
+    let typed = match method {
+        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
+        "initialize" => serde_json::from_value::<InitializeRequestParams>(params).err(),
+        "tools/list" => serde_json::from_value::<PaginatedRequestParams>(params).err(),
+        _ => None,
+    };
+    match typed {
+        Some(err) => err.to_string(),
+        None => "they do not match the method's parameters".to_owned(),
+    }
 }

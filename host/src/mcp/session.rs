@@ -8,11 +8,12 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
-    CompleteResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
-    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, RequestMetaObject, ServerCapabilities, ServerConfig, ServerNotification,
-    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams, UpdateTaskParams,
+    CompleteResult, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject,
+    ServerCapabilities, ServerConfig, ServerNotification, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -381,6 +382,25 @@ impl ServerHandler for Session {
         self.trace(&context, "initialize", Target::None)
             .run(initialize, |_| false)
             .await
+    }
+
+    /// A request of a method rmcp serves whose `params` do not fit its
+    /// types reaches here as a custom request (rmcp's untagged reading):
+    /// invalid params (−32602), not "method not found", on every transport.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let CustomRequest { method, params, .. } = request;
+        if super::request::is_known_method(&method) {
+            let why = super::request::params_problem(&method, params);
+            return Err(ErrorData::invalid_params(
+                format!("Invalid params for `{method}`: {why}"),
+                None,
+            ));
+        }
+        Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -24,15 +24,13 @@
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetExtensions,
-    InitializeRequestParams, JsonRpcMessage, JsonRpcRequest, PaginatedRequestParams,
+    ClientJsonRpcMessage, ClientRequest, GetExtensions, JsonRpcMessage, JsonRpcRequest,
 };
 use rmcp::service::TxJsonRpcMessage;
 use rmcp::transport::Transport;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::collections::HashSet;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -43,6 +41,7 @@ use inline::Inline;
 use lines::{Frame, Lines};
 use output::Output;
 
+use super::request::{is_known_method, params_problem};
 use super::session::Session;
 use super::transport::Hangup;
 
@@ -378,50 +377,6 @@ fn check_message(mut map: Map<String, Value>) -> Verdict {
     }
 }
 
-/// Whether rmcp serves `method` as a client request. A request of a known
-/// method whose `params` do not fit falls through rmcp's untagged enum to a
-/// custom request (answered "method not found"); it is answered −32602 here.
-/// The methods are read (once, on the first such request) from rmcp's own
-/// schema of its request enum, so they follow rmcp's version.
-fn is_known_method(method: &str) -> bool {
-    static KNOWN: LazyLock<HashSet<String>> = LazyLock::new(|| {
-        let schema = schemars::schema_for!(ClientRequest);
-        let schema = schema.as_value();
-        let mut known = HashSet::new();
-        request_methods(schema, schema.get("$defs"), &mut known);
-        known
-    });
-    KNOWN.contains(method)
-}
-
-/// Every `method` constant in a schema (inline or a reference into `defs`):
-/// the typed requests' (a custom request's method is any string, so it adds
-/// none).
-fn request_methods(schema: &Value, defs: Option<&Value>, known: &mut HashSet<String>) {
-    match schema {
-        Value::Object(map) => {
-            let method = map
-                .get("properties")
-                .and_then(|properties| properties.get("method"));
-            let method = match method.and_then(|m| m.get("$ref")).and_then(Value::as_str) {
-                Some(reference) => reference
-                    .strip_prefix("#/$defs/")
-                    .and_then(|name| defs?.get(name)),
-                None => method,
-            };
-            if let Some(method) = method.and_then(|m| m.get("const")).and_then(Value::as_str) {
-                known.insert(method.to_owned());
-            }
-            map.values()
-                .for_each(|value| request_methods(value, defs, known));
-        }
-        Value::Array(items) => items
-            .iter()
-            .for_each(|item| request_methods(item, defs, known)),
-        _ => {}
-    }
-}
-
 /// Whether a message without `method` looks like a response.
 fn is_response(map: &Map<String, Value>) -> bool {
     map.contains_key("result") || map.contains_key("error")
@@ -435,21 +390,6 @@ fn deliver_response(map: Map<String, Value>) -> Verdict {
             tracing::info!(%err, "dropped an MCP response that does not parse");
             Verdict::Skip
         }
-    }
-}
-
-/// Why `params` do not fit a known method, as precisely as can be said.
-fn params_problem(method: &str, params: Option<Value>) -> String {
-    let params = params.unwrap_or_else(|| json!({}));
-    let typed = match method {
-        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
-        "initialize" => serde_json::from_value::<InitializeRequestParams>(params).err(),
-        "tools/list" => serde_json::from_value::<PaginatedRequestParams>(params).err(),
-        _ => None,
-    };
-    match typed {
-        Some(err) => err.to_string(),
-        None => "they do not match the method's parameters".to_owned(),
     }
 }
 
