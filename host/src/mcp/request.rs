@@ -1,6 +1,9 @@
-//! What the transports that run `tools/call`s themselves (stdio's inline
-//! calls, HTTP's direct calls) share: reading one straight into rmcp's typed
-//! request, and running it through rmcp's handler.
+//! Reading requests beside rmcp: a `tools/call` read straight into rmcp's
+//! typed request and run through rmcp's handler (for the transports that run
+//! calls themselves: stdio's inline calls, HTTP's direct calls), and the
+//! methods rmcp serves, so that a request whose params do not fit one is
+//! answered as invalid params (by stdio's line check and the session's
+//! handler alike).
 
 use std::collections::HashSet;
 use std::pin::Pin;
@@ -149,6 +152,11 @@ fn request_methods(schema: &Value, defs: Option<&Value>, known: &mut HashSet<Str
             .for_each(|item| request_methods(item, defs, known)),
         _ => {}
     }
+}
+
+/// The message of a −32602 answer: `method`'s params do not fit, `why`.
+pub(super) fn invalid_params_message(method: &str, why: &str) -> String {
+    format!("Invalid params for `{method}`: {why}")
 }
 
 /// Why `params` do not fit a known method, as precisely as can be said.

@@ -395,10 +395,8 @@ impl ServerHandler for Session {
         let CustomRequest { method, params, .. } = request;
         if super::request::is_known_method(&method) {
             let why = super::request::params_problem(&method, params);
-            return Err(ErrorData::invalid_params(
-                format!("Invalid params for `{method}`: {why}"),
-                None,
-            ));
+            let message = super::request::invalid_params_message(&method, &why);
+            return Err(ErrorData::invalid_params(message, None));
         }
         Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None))
     }

@@ -41,7 +41,7 @@ use inline::Inline;
 use lines::{Frame, Lines};
 use output::Output;
 
-use super::request::{is_known_method, params_problem};
+use super::request::{invalid_params_message, is_known_method, params_problem};
 use super::session::Session;
 use super::transport::Hangup;
 
@@ -351,7 +351,7 @@ fn check_message(mut map: Map<String, Value>) -> Verdict {
         Verdict::Answer(error(
             id.clone(),
             -32602,
-            format!("Invalid params for `{method}`: {why}"),
+            invalid_params_message(&method, &why),
         ))
     };
     if let Some(why) = params_error {
@@ -367,6 +367,9 @@ fn check_message(mut map: Map<String, Value>) -> Verdict {
             None => {}
         }
     }
+    // A known method's misfit params: answered here as the session's
+    // `on_custom_request` would, since before the handshake (a bad
+    // `initialize`) rmcp's handler never sees the request.
     match serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(map)) {
         Ok(JsonRpcMessage::Request(JsonRpcRequest {
             request: ClientRequest::CustomRequest(custom),

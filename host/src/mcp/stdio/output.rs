@@ -123,14 +123,14 @@ impl Output {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Writes `bytes` after what is queued: at once when nothing is queued
-    /// and the pipe takes them, else through the writer task.
-    pub(super) fn push(&self, bytes: &[u8]) -> std::io::Result<()> {
+    /// Writes `bytes` after what is queued: at once (`at_once`) when nothing
+    /// is queued and the pipe takes them, else through the writer task.
+    fn push(&self, bytes: &[u8], at_once: bool) -> std::io::Result<()> {
         let mut state = self.lock();
         if state.broken {
             return Err(broken_pipe("the client's end is closed"));
         }
-        let idle = state.queued() == 0 && !state.unflushed;
+        let idle = at_once && state.queued() == 0 && !state.unflushed;
         state.queue.extend_from_slice(bytes);
         if idle {
             let mut cx = Context::from_waker(Waker::noop());
@@ -150,23 +150,14 @@ impl Output {
 
     /// Writes one message, as a line of JSON.
     pub(super) fn send(&self, message: &impl serde::Serialize) -> std::io::Result<()> {
-        self.push(&line(message)?)
+        self.push(&line(message)?, true)
     }
 
     /// Queues one message, as a line of JSON, for the writer task: it writes
     /// it with whatever else is queued once the tasks ready to run have run
     /// (others answering meanwhile join the same write).
     pub(super) fn send_soon(&self, message: &impl serde::Serialize) -> std::io::Result<()> {
-        let bytes = line(message)?;
-        let mut state = self.lock();
-        if state.broken {
-            return Err(broken_pipe("the client's end is closed"));
-        }
-        state.queue.extend_from_slice(&bytes);
-        if let Some(writer) = state.writer.take() {
-            writer.wake();
-        }
-        Ok(())
+        self.push(&line(message)?, false)
     }
 
     /// Waits while more than [`QUEUE_BYTES`] are queued (a client that does
