@@ -482,7 +482,7 @@ impl McpServer {
         ];
         origins.extend(options.allowed_origins.iter().cloned());
         let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(hosts)
+            .with_allowed_hosts(hosts.clone())
             .with_allowed_origins(origins)
             .with_cancellation_token(stop.child_token())
             // A stateless (2026-07-28) request answered in one message gets
@@ -545,6 +545,11 @@ impl McpServer {
             streams: streams.clone(),
             resume,
             session_idle_timeout: options.session_idle_timeout,
+            stateless: Arc::new(http::stateless::Stateless::new(
+                &self.shared,
+                &hosts,
+                stop.child_token(),
+            )),
         };
         let app = axum::Router::new()
             .nest_service("/mcp", service)

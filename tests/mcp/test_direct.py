@@ -151,3 +151,41 @@ async def test_a_call_whose_params_do_not_fit_is_invalid_params_over_http(
             unknown = {"jsonrpc": "2.0", "id": 10, "method": "tools/nothing", "params": {}}
             answer = _message(await http.post(server.url, json=unknown, headers=headers))
             assert answer.get("error", {}).get("code") == -32601, answer  # type: ignore[union-attr]
+
+
+async def test_stateless_calls_are_answered_directly_and_keep_rmcps_guards(
+    launch: Launch, make_plugins: PluginsFactory
+) -> None:
+    """A plain stateless (2026-07-28) `tools/call` runs without the session rmcp
+    makes for each POST (host/src/mcp/http/stateless.rs); whatever rmcp refuses is
+    still refused: a foreign Host or any foreign Origin (403), headers that disagree
+    with the body or name a method twice (400), a `_meta` short of what 2026-07-28
+    requires (400)."""
+    stateless = BASE | {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "add"}
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    async with launch(make_plugins("echo")) as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            for extra in ({}, {"Host": f"LocalHost:{server.port}"}, {"Host": f"[::1]:{server.port}"}):
+                response = await http.post(server.url, json=_add(1, meta), headers=stateless | extra)
+                assert response.status_code == 200, (extra, response.status_code, response.text)
+                assert response.headers["content-type"] == "application/json", response.headers
+                answer = response.json()
+                assert answer["id"] == 1 and answer["result"]["structuredContent"] == {"result": 3}, answer
+            refused = [
+                ({"Host": "evil.example"}, 403),
+                ({"Host": f"evil.example:{server.port}"}, 403),
+                ({"Origin": "http://evil.example"}, 403),
+                ({"mcp-name": "echo"}, 400),
+                ({"mcp-method": "tools/list"}, 400),
+                ({"mcp-protocol-version": "2025-11-25"}, 400),
+            ]
+            for extra, status in refused:
+                response = await http.post(server.url, json=_add(2, meta), headers=stateless | extra)
+                assert response.status_code == status, (extra, response.status_code, response.text)
+            twice = [*stateless.items(), ("mcp-method", "tools/call")]
+            response = await http.post(server.url, json=_add(3, meta), headers=twice)
+            assert response.status_code == 400, (response.status_code, response.text)
+            short = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+            response = await http.post(server.url, json=_add(4, short), headers=stateless)
+            assert response.status_code == 400, (response.status_code, response.text)
+            assert response.json()["error"]["code"] == -32602, response.text

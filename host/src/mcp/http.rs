@@ -7,6 +7,7 @@
 pub(super) mod direct;
 pub(super) mod options;
 pub(super) mod resume;
+pub(super) mod stateless;
 
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};

@@ -1,5 +1,6 @@
 //! Direct calls: a `tools/call` POSTed in an initialized 2025-11-25 session
-//! runs on the task of the connection that carried it.
+//! runs on the task of the connection that carried it (and so does a
+//! stateless 2026-07-28 one: [`stateless`](super::stateless)).
 //!
 //! rmcp hands such a call from the HTTP service to the session's worker task,
 //! from there to the session's service loop, which spawns a task for the
@@ -129,17 +130,21 @@ impl Sessions {
     }
 }
 
-/// How direct calls run: the request streams they may need, and rmcp's
-/// session idle timeout.
+/// How direct calls run: the request streams they may need, rmcp's
+/// session idle timeout, and what stateless calls share.
 #[derive(Clone)]
 pub(in crate::mcp) struct Options {
     pub(in crate::mcp) streams: Arc<Streams>,
     pub(in crate::mcp) resume: ResumeOptions,
     pub(in crate::mcp) session_idle_timeout: Duration,
+    /// What calls without a session share.
+    pub(in crate::mcp) stateless: Arc<super::stateless::Stateless>,
 }
 
 /// The middleware: runs a POSTed `tools/call` of a registered session
-/// directly when it can, and hands everything else to `next` (rmcp).
+/// directly when it can, and one without a session as
+/// [`stateless`](super::stateless) says; hands everything else to `next`
+/// (rmcp).
 pub(in crate::mcp) async fn serve(
     shared: Arc<Shared>,
     options: Options,
@@ -150,13 +155,19 @@ pub(in crate::mcp) async fn serve(
         .headers()
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok());
-    let entry = session_id.and_then(|id| shared.direct.get(id));
-    let Some(entry) = entry.filter(|_| request.uri().path() == "/mcp") else {
+    if request.uri().path() != "/mcp" {
+        return next.run(request).await;
+    }
+    let Some(session_id) = session_id else {
+        if request.method() == Method::POST && options.stateless.may_take(request.headers()) {
+            return super::stateless::serve(&shared, &options.stateless, request, next).await;
+        }
         return next.run(request).await;
     };
-    if request.method() == Method::DELETE
-        && let Some(id) = session_id
-    {
+    let Some(entry) = shared.direct.get(session_id) else {
+        return next.run(request).await;
+    };
+    if request.method() == Method::DELETE {
         // Only its caller ends a session (rmcp would end anyone's).
         let principal = request.extensions().get::<Arc<Principal>>();
         if let (Some(session), Some(principal)) = (entry.session.upgrade(), principal)
@@ -173,7 +184,7 @@ pub(in crate::mcp) async fn serve(
                 .into_response();
         }
         // The session ends: so do its direct calls, as rmcp's would.
-        shared.direct.remove(id);
+        shared.direct.remove(session_id);
         for token in entry.running().values() {
             token.cancel();
         }
@@ -183,29 +194,13 @@ pub(in crate::mcp) async fn serve(
         entry.rmcp_saw_it();
         return next.run(request).await;
     }
-    let (parts, body) = request.into_parts();
-    // Bounded as rmcp bounds it; a longer body is rmcp's to refuse.
-    let declared = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_none_or(|length| length > MAX_BODY) {
-        entry.rmcp_saw_it();
-        return next
-            .run(axum::extract::Request::from_parts(parts, body))
-            .await;
-    }
-    let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(err) => {
-            tracing::debug!(%err, "could not read an MCP request's body");
-            return (
-                StatusCode::BAD_REQUEST,
-                "could not read the request's body\n",
-            )
-                .into_response();
+    let (parts, bytes) = match read_body(request).await {
+        Posted::Read(parts, bytes) => (parts, bytes),
+        Posted::Unread(request) => {
+            entry.rmcp_saw_it();
+            return next.run(request).await;
         }
+        Posted::Unreadable(response) => return response,
     };
     let pass = |parts, bytes: Bytes| {
         entry.rmcp_saw_it();
@@ -244,10 +239,47 @@ pub(in crate::mcp) async fn serve(
     run(&shared, &options, &entry, call).await
 }
 
+/// A POST, its body read or not.
+pub(super) enum Posted {
+    /// Its head, and its whole body.
+    Read(axum::http::request::Parts, Bytes),
+    /// Untouched: it declares no length, or one over rmcp's bound (rmcp's
+    /// to refuse).
+    Unread(axum::extract::Request),
+    /// Its body could not be read: the answer.
+    Unreadable(axum::response::Response),
+}
+
+/// Reads a POST's body when it declares a length within rmcp's bound.
+pub(super) async fn read_body(request: axum::extract::Request) -> Posted {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_none_or(|length| length > MAX_BODY) {
+        return Posted::Unread(request);
+    }
+    let (parts, body) = request.into_parts();
+    match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => Posted::Read(parts, collected.to_bytes()),
+        Err(err) => {
+            tracing::debug!(%err, "could not read an MCP request's body");
+            Posted::Unreadable(
+                (
+                    StatusCode::BAD_REQUEST,
+                    "could not read the request's body\n",
+                )
+                    .into_response(),
+            )
+        }
+    }
+}
+
 /// Whether a POST's headers need no more checks than those made here:
 /// JSON in, JSON or SSE accepted without weights, and no SEP-2243 headers
 /// but `Mcp-Method` and `Mcp-Name` (checked against the body later).
-fn plain_headers(headers: &HeaderMap) -> bool {
+pub(super) fn plain_headers(headers: &HeaderMap) -> bool {
     let json_in = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -302,7 +334,7 @@ fn fits(peer: &Peer<RoleServer>, headers: &HeaderMap, call: &CallToolRequest) ->
 }
 
 /// A message a direct call cares about.
-enum Read {
+pub(super) enum Read {
     /// A `tools/call` request: its ID, and the request as rmcp reads it.
     Call(RequestId, CallToolRequest),
     /// A `notifications/cancelled` of this request ID.
@@ -310,7 +342,7 @@ enum Read {
 }
 
 /// Reads a POST's body: `None` for anything rmcp should read.
-fn read(bytes: &[u8]) -> Option<Read> {
+pub(super) fn read(bytes: &[u8]) -> Option<Read> {
     let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(bytes) else {
         return None;
     };
@@ -409,7 +441,7 @@ async fn run(
     sse_response(reader)
 }
 
-fn json_response(message: &ServerJsonRpcMessage) -> axum::response::Response {
+pub(super) fn json_response(message: &ServerJsonRpcMessage) -> axum::response::Response {
     match serde_json::to_vec(message) {
         Ok(body) => (
             [(header::CONTENT_TYPE, "application/json")],
