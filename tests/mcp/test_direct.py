@@ -9,6 +9,7 @@ cancelled by `notifications/cancelled`."""
 from __future__ import annotations
 
 import json
+import signal
 import time
 
 import anyio
@@ -16,7 +17,7 @@ import httpx2
 import pytest
 
 from conftest import CALL_S, Launch, PluginsFactory
-from test_http import BASE, INITIALIZE, LONG, _call, open_session
+from test_http import BASE, INITIALIZE, LONG, _call, _exit_code, _wait_running, open_session
 
 pytestmark = pytest.mark.anyio
 
@@ -189,3 +190,30 @@ async def test_stateless_calls_are_answered_directly_and_keep_rmcps_guards(
             response = await http.post(server.url, json=_add(4, short), headers=stateless)
             assert response.status_code == 400, (response.status_code, response.text)
             assert response.json()["error"]["code"] == -32602, response.text
+
+
+async def test_a_stateless_call_cut_by_the_drain_deadline_says_so(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """A stateless call still running at the drain deadline is answered with a JSON-RPC
+    error that says the server stopped and the call may have partly run (HTTP 200: a
+    balancer must not resend it on its own), not rmcp's "empty response" 500."""
+    headers = BASE | {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "spin"}
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    spin = _call(1, "spin")
+    spin["params"]["_meta"] = meta  # type: ignore[index]
+    answers: list[httpx2.Response] = []
+    async with launch(make_plugins("hostile"), flags=LONG, config="[serve]\ndrain_timeout_ms = 500\n") as server:
+        async with httpx2.AsyncClient(timeout=CALL_S) as http, httpx2.AsyncClient(timeout=CALL_S) as other:
+
+            async def call() -> None:
+                answers.append(await http.post(server.url, json=spin, headers=headers))
+
+            async with anyio.create_task_group() as calls:
+                calls.start_soon(call)
+                await _wait_running(other, server, 1)
+                server.process.send_signal(signal.SIGTERM)
+        assert await _exit_code(server) == 0, server.stderr()
+    [response] = answers
+    assert (response.status_code, response.headers["content-type"]) == (200, "application/json"), response.text
+    answer = response.json()
+    assert answer["id"] == 1 and answer["error"]["code"] == -32603, answer
+    assert "stopping" in answer["error"]["message"] and "partly run" in answer["error"]["message"], answer

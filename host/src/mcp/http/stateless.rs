@@ -26,16 +26,15 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::IntoResponse as _;
 use bytes::Bytes;
 use futures_util::FutureExt as _;
 use rmcp::model::{
     CallToolRequest, ClientCapabilities, ErrorCode, Extensions, Implementation,
-    InitializeRequestParams, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage,
+    InitializeRequestParams, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage, serve_directly_with_ct};
 use rmcp::transport::Transport;
-use rmcp::{Peer, RoleServer};
+use rmcp::{ErrorData, Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
 
 use super::direct::{self, Posted, Read};
@@ -166,8 +165,13 @@ pub(super) async fn serve(
     let session = Session::new(Arc::clone(shared), "http");
     let mut extensions = Extensions::new();
     extensions.insert(parts);
-    let (token, mut answer) =
-        crate::mcp::request::answer(session, stateless.peer.clone(), id, call, extensions);
+    let (token, mut answer) = crate::mcp::request::answer(
+        session,
+        stateless.peer.clone(),
+        id.clone(),
+        call,
+        extensions,
+    );
     let message = match (&mut answer).now_or_never() {
         Some(message) => message,
         None => {
@@ -176,29 +180,36 @@ pub(super) async fn serve(
             let cancel = token.drop_guard();
             let running = tokio::spawn(answer);
             let message = tokio::select! {
-                message = running => message.ok().flatten(),
-                () = stateless.stop.cancelled() => None,
+                joined = running => joined.unwrap_or_else(|err| {
+                    tracing::error!(%err, "a stateless call's task failed");
+                    Some(failed(&id, "the call failed inside the MCP server"))
+                }),
+                // Not a 503: the call may have partly run, so a balancer
+                // must not send it again on its own.
+                () = stateless.stop.cancelled() => Some(failed(
+                    &id,
+                    "the call was cut short: this MCP server is stopping (its drain deadline passed); \
+                     it may have partly run: send it again if that is safe",
+                )),
             };
             drop(cancel);
             message
         }
     };
-    match message {
-        Some(message) => {
-            let status = status(&message);
-            let mut response = direct::json_response(&message);
-            if response.status() == StatusCode::OK {
-                *response.status_mut() = status;
-            }
-            response
-        }
-        None => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(header::RETRY_AFTER, "1")],
-            "the MCP server is stopping; send the call again\n",
-        )
-            .into_response(),
+    let message = message.unwrap_or_else(|| failed(&id, "the call was cancelled"));
+    let mut response = direct::json_response(&message);
+    if response.status() == StatusCode::OK {
+        *response.status_mut() = status(&message);
     }
+    response
+}
+
+/// The JSON-RPC error answering call `id`, which ended without its answer.
+fn failed(id: &RequestId, why: &str) -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::error(
+        ErrorData::internal_error(why.to_owned(), None),
+        Some(id.clone()),
+    )
 }
 
 /// The HTTP status of a stateless answer, as rmcp gives it: an error that
