@@ -247,6 +247,19 @@ pub enum StateError {
         /// The limit in bytes.
         limit: usize,
     },
+    /// A session's record (its `initialize` params and owner) is over the
+    /// store's limit.
+    #[error("an MCP session's record is limited to {limit} bytes")]
+    SessionRecord {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The in-process store holds as many live sessions as it may.
+    #[error("the host keeps as many MCP sessions as it may ({limit}); try again when one ends")]
+    Sessions {
+        /// The most sessions held.
+        limit: usize,
+    },
     /// The store's settings are invalid (the URL does not parse, a zero TTL).
     /// The message never includes a password.
     #[error("invalid state store settings: {reason}")]

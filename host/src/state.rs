@@ -18,6 +18,7 @@
 
 mod embedded;
 mod redis;
+pub mod sessions;
 pub mod tasks;
 
 use std::collections::HashMap;

@@ -1,8 +1,9 @@
 //! The in-process store: invocation state in a map of per-invocation entries
 //! (each behind its own lock, with a running size and an engine-wide total),
 //! expired lazily; used nonces as a bounded set of keyed hashes; tasks in
-//! [`tasks`].
+//! [`tasks`]; sessions in [`sessions`].
 
+mod sessions;
 mod tasks;
 
 use std::collections::hash_map::RandomState;
@@ -63,6 +64,7 @@ pub(crate) struct Embedded {
     ttl: Duration,
     nonces: Mutex<Nonces>,
     pub(crate) tasks: tasks::Tasks,
+    pub(crate) sessions: sessions::Sessions,
 }
 
 impl Embedded {
@@ -79,6 +81,7 @@ impl Embedded {
                 super::tasks::MAX_EMBEDDED_TASKS,
                 super::tasks::MAX_EMBEDDED_TASK_BYTES,
             ),
+            sessions: sessions::Sessions::new(super::sessions::MAX_EMBEDDED_SESSIONS),
         }
     }
 

@@ -10,6 +10,7 @@
 //! that needs it, whichever facet it is.
 
 mod claims;
+mod sessions;
 mod tasks;
 
 use std::collections::HashMap;

@@ -2,11 +2,13 @@
 //! Redis see each other's invocation state, keep one byte budget, expire it,
 //! refuse each other's used approvals, and ride out Redis stopping and
 //! coming back. `cargo xtask test` installs `redis-server`; without it these
-//! tests fail, they do not skip. Tasks in the store: [`tasks`]; the first calls
+//! tests fail, they do not skip. Tasks in the store: [`tasks`]; sessions:
+//! [`sessions`]; the first calls
 //! after Redis comes back: [`recovery`]; approvals while Redis answers late:
 //! [`slow`].
 
 mod recovery;
+mod sessions;
 mod slow;
 mod tasks;
 

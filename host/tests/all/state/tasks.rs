@@ -18,7 +18,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 
 /// A store in `redis` under `prefix`, with a timeout generous enough for a
 /// loaded 2-core CI machine.
-fn shared(redis: &Redis, prefix: &str) -> StateStore {
+pub(super) fn shared(redis: &Redis, prefix: &str) -> StateStore {
     shared_with(redis, prefix, Duration::from_secs(5))
 }
 
@@ -32,7 +32,7 @@ fn shared_with(redis: &Redis, prefix: &str, timeout: Duration) -> StateStore {
 }
 
 /// One Redis command's one-line answer (`:123`, `+OK`, `$-1`...).
-fn ask(redis: &Redis, command: &str) -> String {
+pub(super) fn ask(redis: &Redis, command: &str) -> String {
     let mut stream = TcpStream::connect(("127.0.0.1", redis.port)).unwrap();
     stream
         .write_all(format!("{command}\r\n").as_bytes())
