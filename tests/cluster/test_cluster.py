@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ import httpx2
 import pytest
 from mcp import types
 
-from conftest import CALL_S, Cluster, connect, wait_until
+from conftest import CALL_S, Cluster, connect, running_cluster, wait_until
 
 # The tasks client of the MCP tests (tests/mcp/tasks.py).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
@@ -324,3 +325,37 @@ async def test_a_task_whose_replica_dies_is_reported_failed(cluster: Cluster) ->
         assert (state.error or {}).get("code") == -32603, state
         await cancel(second.session, handle.task_id)
         assert (await get(second.session, handle.task_id)).status == "failed"
+
+
+async def test_calls_sent_to_a_draining_replica_go_to_another(tmp_path: Path) -> None:
+    """SIGTERM to a replica with a call still running, so it drains: the new calls
+    nginx sends it on kept-alive connections are refused with 503 before they run,
+    and the page's nginx block sends them to another replica. Every call succeeds,
+    none is answered by the draining replica, and it says how many it refused."""
+    with running_cluster(tmp_path, config="[serve]\ndrain_timeout_ms = 60000\n") as cluster:
+        victim = cluster.replicas[0]
+        async with connect(cluster.url) as (client, seen):
+            # Round robin: nginx keeps a connection open to every replica.
+            for i in range(9):
+                assert ok(await client.call_tool("add", {"a": i, "b": 1})) == {"result": i + 1}
+            assert {replica for _, replica in seen.answers} >= {r.name for r in cluster.replicas}, seen.answers
+            async with connect(victim.url) as (direct, _direct_seen), anyio.create_task_group() as running:
+                # `sleep_forever` keeps the victim draining (until its 3 s limit).
+                running.start_soon(direct.call_tool, "sleep_forever", {})
+                await running_on_replicas(cluster, 1)
+                assert victim.process.popen is not None
+                victim.process.popen.send_signal(signal.SIGTERM)
+                wait_until("the victim draining", lambda: "draining: 1 call(s) running" in victim.process.text(), 10)
+                before = len(seen.answers)
+                for i in range(30):
+                    with anyio.fail_after(CALL_S):
+                        result = await client.call_tool("add", {"a": i, "b": 2})
+                    assert ok(result) == {"result": i + 2}, (i, texts(result))
+                during = [replica for _, replica in seen.answers[before:]]
+                assert victim.name not in during, during
+        drained = wait_until(
+            "the victim's drain to end",
+            lambda: re.search(r"(\d+) new call\(s\) refused meanwhile", victim.process.text()),
+            30,
+        )
+        assert int(drained.group(1)) >= 1, victim.process.text()[-3000:]

@@ -358,7 +358,12 @@ async def test_sigterm_drains_running_calls(launch: Launch, make_plugins: Plugin
                 probe = await other.get(readyz)
                 assert (probe.status_code, probe.text) == (503, "draining\n")
                 refused = await other.post(server.url, json=_call(3, "ok"), headers=headers)
-                assert "shutting down" in refused.text, refused.text
+                # A 503 a balancer may send elsewhere (the call did not run), with the JSON-RPC error.
+                assert (refused.status_code, refused.headers.get("retry-after")) == (503, "1"), refused
+                assert refused.json()["id"] == 3 and "shutting down" in refused.json()["error"]["message"], refused.text
+                # Anything but a call is still served while the drain lasts.
+                listed = await other.post(server.url, json={"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, headers=headers)
+                assert listed.status_code == 200 and '"spin"' in listed.text, listed.text
                 body = await _read_until(running, "ran out of time")
             assert "ran out of time" in body, body
             assert "was cancelled" not in body, body

@@ -2,6 +2,8 @@
 //! still on their way out, counted so that a stop (HTTP) or the client's end
 //! closing (stdio) can let them finish before it cancels what is left.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use rmcp::ErrorData;
 use tokio_util::task::TaskTracker;
 use tokio_util::task::task_tracker::TaskTrackerToken;
@@ -16,10 +18,21 @@ pub(super) struct Calls {
     /// handler returns, so a drain waits for these too (HTTP: POST
     /// responses; stdio: the calls run where they are read).
     answers: TaskTracker,
+    /// The calls refused since the drain began.
+    refused: AtomicU64,
 }
 
 /// One counted thing; uncounted when dropped.
 pub(super) type Counted = TaskTrackerToken;
+
+/// The error of a call refused because a stop drains the server: it did
+/// not run, so it may be sent again (another replica may take it).
+pub(super) fn refusal() -> ErrorData {
+    ErrorData::internal_error(
+        "this MCP server is shutting down; retry the call (another replica may take it)",
+        None,
+    )
+}
 
 impl Calls {
     /// Counts a call until the guard drops (it finished or was cancelled).
@@ -32,10 +45,8 @@ impl Calls {
         // sees the drain.
         let running = self.running.token();
         if self.is_draining() {
-            return Err(ErrorData::internal_error(
-                "this MCP server is shutting down; retry the call (another replica may take it)",
-                None,
-            ));
+            self.refuse();
+            return Err(refusal());
         }
         Ok(running)
     }
@@ -53,6 +64,16 @@ impl Calls {
     /// True once [`Calls::drain`] was called.
     pub(super) fn is_draining(&self) -> bool {
         self.running.is_closed()
+    }
+
+    /// Counts a call refused because the server drains.
+    pub(super) fn refuse(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many calls were refused since the drain began.
+    pub(super) fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
     }
 
     /// Refuses calls from now on; returns how many run.
@@ -87,6 +108,7 @@ mod tests {
         assert_eq!(calls.drain(), 2);
         assert!(calls.enter().is_err());
         assert_eq!(calls.running(), 2, "a refused call is not counted");
+        assert_eq!(calls.refused(), 1);
         let waiting = tokio::time::timeout(Duration::from_millis(50), calls.idle()).await;
         assert!(waiting.is_err(), "two calls still run");
         drop(first);

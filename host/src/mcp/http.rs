@@ -122,17 +122,21 @@ async fn drain_calls(calls: &super::Calls, timeout: Duration) {
         {
             tracing::debug!(target: "toolhost::serve", "drain: some POST responses still open");
         }
+        let refused = calls.refused();
         tracing::info!(
             target: "toolhost::serve",
             elapsed_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
-            "drained: every running call finished"
+            refused,
+            "drained: every running call finished; {refused} new call(s) refused meanwhile"
         );
     } else {
         let left = calls.running();
+        let refused = calls.refused();
         tracing::warn!(
             target: "toolhost::serve",
             cancelled = left,
-            "drain deadline reached after {timeout:?} (drain_timeout_ms): {left} call(s) still running are cancelled"
+            refused,
+            "drain deadline reached after {timeout:?} (drain_timeout_ms): {left} call(s) still running are cancelled; {refused} new call(s) refused meanwhile"
         );
     }
 }
@@ -347,7 +351,7 @@ impl AsyncWrite for Watched {
 pub(super) async fn watch_disconnect(
     shared: Arc<super::Shared>,
     streams: Arc<resume::Streams>,
-    mut request: axum::extract::Request,
+    request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     if request.method() == axum::http::Method::GET
@@ -358,6 +362,10 @@ pub(super) async fn watch_disconnect(
     if request.method() != axum::http::Method::POST {
         return next.run(request).await;
     }
+    let mut request = match refuse_while_draining(&shared, request).await {
+        Ok(request) => request,
+        Err(refused) => return refused,
+    };
     let answer = shared.calls.answer();
     let hangup = Hangup::new(CancellationToken::new(), "the client's connection dropped");
     request.extensions_mut().insert(hangup.clone());
@@ -369,6 +377,46 @@ pub(super) async fn watch_disconnect(
             _answer: answer,
         })
     })
+}
+
+/// While a stop drains, a POSTed `tools/call` is refused before it runs:
+/// HTTP 503 (`Retry-After: 1`) with the JSON-RPC error calls get then, so
+/// a balancer may send it to another replica (nginx: `proxy_next_upstream
+/// http_503 non_idempotent`, docs/deploy.md) as it cannot have run. Every
+/// other request is served as usual.
+async fn refuse_while_draining(
+    shared: &super::Shared,
+    request: axum::extract::Request,
+) -> Result<axum::extract::Request, axum::response::Response> {
+    if !shared.calls.is_draining() || request.uri().path() != "/mcp" {
+        return Ok(request);
+    }
+    let (parts, bytes) = match direct::read_body(request).await {
+        direct::Posted::Read(parts, bytes) => (parts, bytes),
+        direct::Posted::Unread(request) => return Ok(request),
+        direct::Posted::Unreadable(response) => return Err(response),
+    };
+    let Some(id) = call_id(&bytes) else {
+        return Ok(axum::extract::Request::from_parts(parts, Body::from(bytes)));
+    };
+    shared.calls.refuse();
+    let refusal = rmcp::model::ServerJsonRpcMessage::error(super::calls::refusal(), Some(id));
+    let mut response = direct::json_response(&refusal);
+    *response.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+    response.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    Err(response)
+}
+
+/// The ID of a JSON-RPC `tools/call` request, if `body` is one.
+fn call_id(body: &[u8]) -> Option<rmcp::model::RequestId> {
+    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    if message.get("method")?.as_str()? != "tools/call" {
+        return None;
+    }
+    serde_json::from_value(message.get("id")?.clone()).ok()
 }
 
 /// A response body that signals its hangup when dropped before its end.
