@@ -16,8 +16,8 @@ import anyio
 import httpx2
 import pytest
 
-from conftest import CALL_S, Launch, PluginsFactory
-from test_http import BASE, INITIALIZE, LONG, _call, _exit_code, _wait_running, open_session
+from conftest import CALL_S, HttpServer, Launch, PluginsFactory
+from test_http import BASE, INITIALIZE, LONG, _call, _exit_code, _wait_running, open_session, probe
 
 pytestmark = pytest.mark.anyio
 
@@ -34,10 +34,19 @@ def _add(id: int, meta: dict[str, object] | None = None) -> dict[str, object]:
     return call
 
 
+async def until_ready(server: HttpServer) -> None:
+    """Waits until the plugins have loaded (`/readyz`): a call made while its plugin
+    still compiles waits for it, so it is streamed, not answered at once."""
+    with anyio.fail_after(CALL_S):
+        while (await probe(server, "/readyz"))[0] != 200:
+            await anyio.sleep(0.05)
+
+
 async def test_plain_calls_are_answered_directly_and_the_rest_streamed(
     launch: Launch, make_plugins: PluginsFactory
 ) -> None:
     async with launch(make_plugins("echo")) as server:
+        await until_ready(server)
         async with httpx2.AsyncClient(timeout=CALL_S) as http:
             headers = await open_session(http, server)
             response = await http.post(server.url, json=_add(2), headers=headers)
@@ -165,6 +174,7 @@ async def test_stateless_calls_are_answered_directly_and_keep_rmcps_guards(
     stateless = BASE | {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "add"}
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     async with launch(make_plugins("echo")) as server:
+        await until_ready(server)
         async with httpx2.AsyncClient(timeout=CALL_S) as http:
             for extra in ({}, {"Host": f"LocalHost:{server.port}"}, {"Host": f"[::1]:{server.port}"}):
                 response = await http.post(server.url, json=_add(1, meta), headers=stateless | extra)
@@ -217,3 +227,23 @@ async def test_a_stateless_call_cut_by_the_drain_deadline_says_so(launch: Launch
     answer = response.json()
     assert answer["id"] == 1 and answer["error"]["code"] == -32603, answer
     assert "stopping" in answer["error"]["message"] and "partly run" in answer["error"]["message"], answer
+
+
+async def test_stateless_calls_log_no_session_lines(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """At `info`, a stateless call's one-request session logs nothing (it was a line per
+    call); a 2025-11-25 session still logs its end."""
+    headers = BASE | {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "add"}
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    async with launch(make_plugins("echo"), env={"TOOLHOST_LOG": "info"}) as server:
+        await until_ready(server)
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            for id in range(3):
+                response = await http.post(server.url, json=_add(id, meta), headers=headers)
+                assert response.json()["result"]["structuredContent"] == {"result": 3}, response.text
+            session = await open_session(http, server)
+            response = await http.post(server.url, json=_add(9), headers=session)
+            assert response.json()["result"]["structuredContent"] == {"result": 3}, response.text
+            await http.delete(server.url, headers=session)
+            await server.wait_for_log(lambda line: "MCP session ended" in line, "the session's end")
+        log = server.stderr()
+        assert log.count("MCP session ended") == 1, log

@@ -132,11 +132,14 @@ impl Drop for SessionState {
         {
             engine.end_invocation(&self.id);
         }
+        // Only an initialized session (2025-11-25) was one to its client: a
+        // stateless request's lives for that request, and logging each would
+        // be a line per call.
         if self.peer.get().is_some() {
             let seconds = self.started.elapsed().as_secs_f64();
             self.metrics.session_ended(self.transport, seconds);
+            tracing::info!(session = %self.id, "MCP session ended");
         }
-        tracing::info!(session = %self.id, "MCP session ended");
     }
 }
 
