@@ -43,6 +43,14 @@ enum Gone {
 /// An entry as a call's [`Scratch`](super::Scratch) keeps it.
 pub(crate) type EntryHandle = Arc<Mutex<Entry>>;
 
+/// `after` from `now`; a span past what `Instant` counts means "for as long
+/// as this runs". On tokio's clock, as the task and session maps keep time.
+fn deadline(now: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
+    now.checked_add(after)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(now)
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Each operation updates an entry's map and its running size together,
     // before anything can panic: a poisoned lock holds consistent data.

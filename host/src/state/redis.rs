@@ -265,11 +265,8 @@ impl Redis {
         &self,
         invocation: &str,
     ) -> Result<HashMap<String, String>, StateError> {
-        let hash = self.invocation_key(invocation);
-        let all: HashMap<String, String> = self
-            .run("snapshot", |mut c| async move {
-                ::redis::cmd("HGETALL").arg(hash).query_async(&mut c).await
-            })
+        let all = self
+            .hash("snapshot", self.invocation_key(invocation))
             .await?;
         Ok(all
             .into_iter()
@@ -277,7 +274,54 @@ impl Redis {
             .filter_map(|(field, value)| Some((field.strip_prefix("k:")?.to_owned(), value)))
             .collect())
     }
+
+    /// Every field of the hash `key` (`HGETALL`: empty if there is none).
+    async fn hash(
+        &self,
+        operation: &'static str,
+        key: String,
+    ) -> Result<HashMap<String, String>, StateError> {
+        self.run(operation, |mut c| async move {
+            ::redis::cmd("HGETALL").arg(key).query_async(&mut c).await
+        })
+        .await
+    }
+
+    /// Stores the hash `key` with `fields`, expiring `ttl_ms` after, unless
+    /// it exists: true if stored (one atomic step, [`CREATE_HASH`]).
+    async fn create_hash(
+        &self,
+        operation: &'static str,
+        key: String,
+        ttl_ms: u64,
+        fields: Vec<(&'static str, String)>,
+    ) -> Result<bool, StateError> {
+        let stored: i64 = self
+            .run(operation, |mut c| async move {
+                let mut invocation = CREATE_HASH.key(key);
+                invocation.arg(ttl_ms);
+                for (name, value) in fields {
+                    invocation.arg(name).arg(value);
+                }
+                invocation.invoke_async(&mut c).await
+            })
+            .await?;
+        Ok(stored == 1)
+    }
 }
+
+/// `KEYS[1]` a hash; `ARGV` its TTL in ms, then field/value pairs. Returns 1
+/// (stored) or 0 (the key exists: nothing changes).
+static CREATE_HASH: std::sync::LazyLock<::redis::Script> = std::sync::LazyLock::new(|| {
+    ::redis::Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+",
+    )
+});
 
 /// How the one connection is made and remade, `limit` being the timeout of
 /// one operation.

@@ -165,10 +165,9 @@ fn digest(id: &str) -> String {
     crate::hex::hex(&digest[..16])
 }
 
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis())
-        .unwrap_or(u64::MAX)
-        .max(1)
+/// An idle timeout in ms, at least 1 (Redis deletes a key given 0).
+fn millis(idle: Duration) -> u64 {
+    super::tasks::millis(idle).max(1)
 }
 
 #[cfg(test)]

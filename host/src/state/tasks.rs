@@ -321,7 +321,7 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, millis)
 }
 
-fn millis(duration: Duration) -> u64 {
+pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 

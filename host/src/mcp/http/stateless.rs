@@ -157,11 +157,10 @@ pub(super) async fn serve(
             axum::body::Body::from(bytes),
         ))
     };
-    let call = match direct::read(&bytes) {
+    let (id, call) = match direct::read(&bytes) {
         Some(Read::Call(id, call)) if fits(&parts.headers, &call) => (id, call),
         _ => return pass(parts, bytes).await,
     };
-    let (id, call) = call;
     let session = Session::new(Arc::clone(shared), "http");
     let mut extensions = Extensions::new();
     extensions.insert(parts);

@@ -10,7 +10,7 @@ use std::time::Duration;
 // time moves it, so idle timeouts are tested without waiting.
 use tokio::time::Instant;
 
-use super::lock;
+use super::{deadline, lock};
 use crate::state::StateError;
 use crate::state::sessions::{Ended, SessionRecord};
 
@@ -25,13 +25,6 @@ struct Slot {
 pub(crate) struct Sessions {
     slots: Mutex<HashMap<String, Slot>>,
     limit: usize,
-}
-
-fn deadline(now: Instant, idle: Duration) -> Instant {
-    // An idle timeout past what `Instant` counts: for as long as this runs.
-    now.checked_add(idle)
-        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
-        .unwrap_or(now)
 }
 
 impl Sessions {

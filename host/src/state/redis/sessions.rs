@@ -1,8 +1,9 @@
 //! Sessions in Redis: one hash per session, `PREFIXsess:DIGEST` (a digest of
 //! the session ID, never the ID), with the fields below, expiring an idle
-//! timeout after its creation or last touch. Creating and ending are Lua
-//! scripts, each one atomic step: of two replicas creating one session
-//! exactly one stores it, and only the owner's end deletes it.
+//! timeout after its creation or last touch. Creating (the store's
+//! `CREATE_HASH`) and ending are Lua scripts, each one atomic step: of two
+//! replicas creating one session exactly one stores it, and only the owner's
+//! end deletes it.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -19,19 +20,6 @@ mod field {
     pub(super) const OWNER: &str = "owner";
     pub(super) const CREATED_AT: &str = "created_at";
 }
-
-/// `KEYS[1]` the session's hash; `ARGV` the idle timeout in ms, then
-/// field/value pairs. Returns 1 (stored) or 0 (the key exists: unchanged).
-static CREATE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1
-",
-    )
-});
 
 /// `KEYS[1]` the session's hash; `ARGV[1]` the principal ending it. Returns
 /// 1 (its owner's: deleted), 0 (no such session) or -1 (another's: kept).
@@ -58,35 +46,20 @@ impl Redis {
         record: &SessionRecord,
         idle_ms: u64,
     ) -> Result<bool, StateError> {
-        let hash = self.session_key(digest);
-        let fields = [
+        let fields = vec![
             (field::INITIALIZE, record.initialize.clone()),
             (field::OWNER, record.owner.clone()),
             (field::CREATED_AT, record.created_at_ms.to_string()),
         ];
-        let stored: i64 = self
-            .run("create_session", |mut c| async move {
-                let mut invocation = CREATE.key(hash);
-                invocation.arg(idle_ms);
-                for (name, value) in fields {
-                    invocation.arg(name).arg(value);
-                }
-                invocation.invoke_async(&mut c).await
-            })
-            .await?;
-        Ok(stored == 1)
+        self.create_hash("create_session", self.session_key(digest), idle_ms, fields)
+            .await
     }
 
     pub(crate) async fn get_session(
         &self,
         digest: &str,
     ) -> Result<Option<SessionRecord>, StateError> {
-        let hash = self.session_key(digest);
-        let fields: HashMap<String, String> = self
-            .run("get_session", |mut c| async move {
-                ::redis::cmd("HGETALL").arg(hash).query_async(&mut c).await
-            })
-            .await?;
+        let fields = self.hash("get_session", self.session_key(digest)).await?;
         if fields.is_empty() {
             return Ok(None);
         }

@@ -28,19 +28,6 @@ mod field {
     pub(super) const HEARTBEAT: &str = "heartbeat";
 }
 
-/// `KEYS[1]` the task's hash; `ARGV` the TTL in ms, then field/value pairs.
-/// Returns 1 (stored) or 0 (the key exists: nothing changes).
-static CREATE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1
-",
-    )
-});
-
 /// The statuses a task never leaves, as the scripts test them (the names
 /// of [`TaskStatus::is_terminal`]'s statuses; a unit test checks).
 const TERMINAL: &str = "local terminal = {completed = true, failed = true, cancelled = true}\n";
@@ -131,18 +118,10 @@ impl Redis {
         if let Some(payload) = &record.payload {
             fields.push((field::PAYLOAD, payload.clone()));
         }
-        let ttl = record.ttl_ms;
-        let stored: i64 = self
-            .run("create_task", |mut c| async move {
-                let mut invocation = CREATE.key(hash);
-                invocation.arg(ttl);
-                for (name, value) in fields {
-                    invocation.arg(name).arg(value);
-                }
-                invocation.invoke_async(&mut c).await
-            })
-            .await?;
-        if stored == 1 {
+        if self
+            .create_hash("create_task", hash, record.ttl_ms, fields)
+            .await?
+        {
             Ok(())
         } else {
             Err(StateError::TaskExists {
@@ -152,12 +131,7 @@ impl Redis {
     }
 
     pub(crate) async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StateError> {
-        let hash = self.task_key(id);
-        let fields: HashMap<String, String> = self
-            .run("get_task", |mut c| async move {
-                ::redis::cmd("HGETALL").arg(hash).query_async(&mut c).await
-            })
-            .await?;
+        let fields = self.hash("get_task", self.task_key(id)).await?;
         if fields.is_empty() {
             return Ok(None);
         }
