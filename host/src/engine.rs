@@ -290,6 +290,12 @@ impl Engine {
     /// [`Engine::state`] to know it is gone.
     pub fn end_invocation(&self, invocation_id: &str) {
         self.inner.state.end_invocation_soon(invocation_id);
+        self.leave_invocation(invocation_id);
+    }
+
+    /// This process keeps nothing more for an invocation (its idle
+    /// instances) while its state lives on: another replica serves it.
+    pub(crate) fn leave_invocation(&self, invocation_id: &str) {
         if let Some(runtime) = self.inner.runtime.get() {
             runtime.end_invocation(invocation_id);
         }

@@ -481,7 +481,7 @@ impl McpServer {
             "http://[::1]:*".into(),
         ];
         origins.extend(options.allowed_origins.iter().cloned());
-        let config = StreamableHttpServerConfig::default()
+        let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts.clone())
             .with_allowed_origins(origins)
             .with_cancellation_token(stop.child_token())
@@ -489,6 +489,16 @@ impl McpServer {
             // it as a JSON body, not an SSE stream of one event (the spec
             // lets the server choose); one that sends more streams them.
             .with_json_response(true);
+        // Replicas sharing a state store share 2025-11-25 sessions too.
+        let records = self
+            .shared
+            .engine
+            .as_ref()
+            .filter(|engine| engine.state().is_shared())
+            .map(|engine| Arc::new(http::fleet::Records::new(engine.state().sessions())));
+        if let Some(records) = &records {
+            config.session_store = Some(records.clone());
+        }
         let shared = self.shared.clone();
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(options.session_idle_timeout);
@@ -499,10 +509,18 @@ impl McpServer {
             window: options.stream_resume,
             close_after: options.stream_close_after,
         };
-        let sessions = http::resume::Resumable::new(sessions, streams.clone(), resume);
+        let sessions = Arc::new(http::resume::Resumable::new(
+            sessions,
+            streams.clone(),
+            resume,
+        ));
+        let fleet = records.map(|records| {
+            let idle = options.session_idle_timeout;
+            Arc::new(http::fleet::Fleet::new(records, sessions.clone(), idle))
+        });
         let service = StreamableHttpService::new(
             move || Ok(Session::new(shared.clone(), "http")),
-            Arc::new(sessions),
+            sessions,
             config,
         );
         let authenticator = options
@@ -559,7 +577,17 @@ impl McpServer {
             )
             .layer(axum::middleware::from_fn(move |request, next| {
                 http::direct::serve(direct.clone(), direct_options.clone(), request, next)
-            }))
+            }));
+        let app = match fleet {
+            Some(fleet) => {
+                let shared = self.shared.clone();
+                app.layer(axum::middleware::from_fn(move |request, next| {
+                    http::fleet::gate(shared.clone(), fleet.clone(), request, next)
+                }))
+            }
+            None => app,
+        };
+        let app = app
             .layer(axum::middleware::from_fn(move |request, next| {
                 http::watch_disconnect(answers.clone(), streams.clone(), request, next)
             }))

@@ -35,6 +35,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from mcp import ClientSession
 from mcp.client.client import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
@@ -367,9 +368,33 @@ class Seen:
 
     answers: list[tuple[str, str | None]] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
+    #: The `Mcp-Session-Id` of every request that carried one.
+    sessions: list[str] = field(default_factory=list)
 
     def of(self, method: str) -> list[str | None]:
         return [replica for m, replica in self.answers if m == method]
+
+    async def record(self, response: httpx2.Response) -> None:
+        """The response hook of the client's HTTP client."""
+        request = response.request
+        rpc = None
+        if request.method == "POST":
+            body = request.content.decode(errors="replace")
+            method = re.search(r'"method"\s*:\s*"([^"]+)"', body)
+            rpc = method.group(1) if method else "?"
+            self.answers.append((rpc, response.headers.get(REPLICA)))
+        if session := request.headers.get("mcp-session-id"):
+            self.sessions.append(session)
+        self.exchanges.append(
+            Exchange(
+                request.method,
+                str(request.url),
+                rpc,
+                response.status_code,
+                response.headers.get(REPLICA),
+                request.headers.get("authorization"),
+            )
+        )
 
 
 @asynccontextmanager
@@ -386,29 +411,9 @@ async def connect(
     request (e.g. `Authorization`), `auth` is an httpx2 auth flow (e.g. the SDK's
     `OAuthClientProvider`)."""
     seen = Seen()
-
-    async def record(response: httpx2.Response) -> None:
-        request = response.request
-        rpc = None
-        if request.method == "POST":
-            body = request.content.decode(errors="replace")
-            method = re.search(r'"method"\s*:\s*"([^"]+)"', body)
-            rpc = method.group(1) if method else "?"
-            seen.answers.append((rpc, response.headers.get(REPLICA)))
-        seen.exchanges.append(
-            Exchange(
-                request.method,
-                str(request.url),
-                rpc,
-                response.status_code,
-                response.headers.get(REPLICA),
-                request.headers.get("authorization"),
-            )
-        )
-
     timeout = httpx2.Timeout(CALL_S, read=300)
     async with httpx2.AsyncClient(
-        timeout=timeout, headers=headers, auth=auth, event_hooks={"response": [record]}
+        timeout=timeout, headers=headers, auth=auth, event_hooks={"response": [seen.record]}
     ) as http:
         client = McpClient(
             streamable_http_client(url, http_client=http),
@@ -420,3 +425,21 @@ async def connect(
         async with client:
             assert client.session.protocol_version == "2026-07-28", client.session.protocol_version
             yield client, seen
+
+
+@asynccontextmanager
+async def connect_legacy(
+    url: str, elicitation: Any = None, *, headers: dict[str, str] | None = None
+) -> AsyncIterator[tuple[ClientSession, Seen]]:
+    """An initialized MCP 2025-11-25 session of `url` (what mcp 1.x clients, and
+    so today's agent frameworks, speak), and a record of the replica behind each
+    answer; `headers` go with every request. The session ends (`DELETE`) on exit."""
+    seen = Seen()
+    timeout = httpx2.Timeout(CALL_S, read=300)
+    async with httpx2.AsyncClient(timeout=timeout, headers=headers, event_hooks={"response": [seen.record]}) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write, elicitation_callback=elicitation) as session:
+                with anyio.fail_after(CALL_S):
+                    init = await session.initialize()
+                assert init.protocol_version == "2025-11-25", init.protocol_version
+                yield session, seen

@@ -33,7 +33,7 @@ import httpx2
 import pytest
 from mcp import MCPError, types
 
-from conftest import CALL_S, REPLICA, Cluster, connect, free_port, running_cluster
+from conftest import CALL_S, REPLICA, Cluster, connect, connect_legacy, free_port, running_cluster
 
 # The authorization server and the tasks client of the MCP tests (tests/mcp).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
@@ -399,3 +399,39 @@ async def test_a_task_of_one_principal_is_unknown_to_another_on_every_replica(
         assert state.status == "completed", state
         assert ok(state.call_result()) == {"slept_ms": 500}
         await refused_to_bob(finished=True)
+
+
+async def test_a_2025_session_of_one_principal_is_refused_to_another_on_every_replica(
+    auth: AuthServer, auth_cluster: Cluster
+) -> None:
+    """alice's 2025-11-25 session, opened through nginx: every replica serves
+    her with its ID (taking it up from Redis), and none serves bob with it
+    (404, as for no session); his `DELETE` of it ends nothing."""
+    cluster = auth_cluster
+    async with connect_legacy(cluster.url, headers=alice(auth, cluster)) as (session, seen):
+        with anyio.fail_after(CALL_S):
+            assert ok(await session.call_tool("add", {"a": 1, "b": 1})) == {"result": 2}
+        [session_id] = set(seen.sessions)
+
+        def request(who: dict[str, str]) -> dict[str, Any]:
+            headers = {
+                **who,
+                "mcp-session-id": session_id,
+                "mcp-protocol-version": "2025-11-25",
+                "accept": "application/json, text/event-stream",
+                "content-type": "application/json",
+            }
+            return {"headers": headers, "json": {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}}
+
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            for replica in cluster.replicas:
+                answer = await http.post(replica.url, **request(bob(auth, cluster)))
+                assert answer.status_code == 404, (replica.name, answer.status_code, answer.text)
+                assert "add" not in answer.text
+                ended = await http.delete(replica.url, headers=request(bob(auth, cluster))["headers"])
+                assert ended.status_code == 404, (replica.name, ended.status_code, ended.text)
+                answer = await http.post(replica.url, **request(alice(auth, cluster)))
+                assert answer.status_code == 200, (replica.name, answer.status_code, answer.text)
+                assert '"add"' in answer.text and answer.headers.get(REPLICA) == replica.name
+        with anyio.fail_after(CALL_S):
+            assert ok(await session.call_tool("add", {"a": 2, "b": 2})) == {"result": 4}

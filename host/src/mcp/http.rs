@@ -5,6 +5,7 @@
 //! still running may finish (bounded) before the sessions end.
 
 pub(super) mod direct;
+pub(super) mod fleet;
 pub(super) mod options;
 pub(super) mod resume;
 pub(super) mod stateless;

@@ -17,7 +17,6 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::approval::random_id;
@@ -29,9 +28,12 @@ use super::trace::{self, Target, Traced};
 use super::{Shared, auth, transport};
 use sha2::{Digest as _, Sha256};
 
+mod changes;
+
 use crate::Engine;
 use crate::hex::hex;
-use crate::toolset::{Context, Identity, ToolsetChange};
+use crate::toolset::{Context, Identity};
+use changes::forward_list_changes;
 
 /// The request `_meta` key a client names its invocation with: calls that
 /// carry the same value share the guest's scratch (`temp:`) state, on
@@ -68,6 +70,12 @@ fn is_tool_error(response: &CallToolResponse) -> bool {
     matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true))
 }
 
+/// The name of the HTTP session `id` in logs, call IDs and as its
+/// invocation: the same on every replica, and not the ID (a bearer secret).
+pub(super) fn http_session_name(id: &str) -> String {
+    format!("mcp-http-{}", crate::state::sessions::public_name(id))
+}
+
 /// One MCP session: one client connection (stdio) or `Mcp-Session-Id` (HTTP).
 #[derive(Clone)]
 pub(super) struct Session {
@@ -97,8 +105,16 @@ impl WeakSession {
 }
 
 struct SessionState {
-    id: String,
+    /// Its name in logs, call IDs and as its invocation: for an HTTP
+    /// session, made from its `Mcp-Session-Id` when it is initialized (so
+    /// every replica that serves it names it alike); else random, at first
+    /// use.
+    id: OnceLock<String>,
     transport: &'static str,
+    /// Whether its invocation's state outlives this copy of the session:
+    /// an HTTP session when the state store is shared (other replicas may
+    /// serve it), whose state its `DELETE` or the state's TTL ends.
+    shared_invocation: AtomicBool,
     /// Set once the client has initialized: the identity its calls carry.
     identity: OnceLock<Identity>,
     /// Set once the client has initialized: the session's client.
@@ -124,13 +140,24 @@ struct SessionState {
     metrics: Arc<crate::metrics::Metrics>,
 }
 
+impl SessionState {
+    fn id(&self) -> &str {
+        self.id
+            .get_or_init(|| format!("mcp-{}-{}", self.transport, random_id()))
+    }
+}
+
 impl Drop for SessionState {
     fn drop(&mut self) {
         self.ended.cancel();
-        if let Some(engine) = &self.engine
+        if let (Some(engine), Some(id)) = (&self.engine, self.id.get())
             && *self.invocation_used.get_mut()
         {
-            engine.end_invocation(&self.id);
+            if *self.shared_invocation.get_mut() {
+                engine.leave_invocation(id);
+            } else {
+                engine.end_invocation(id);
+            }
         }
         // Only an initialized session (2025-11-25) was one to its client: a
         // stateless request's lives for that request, and logging each would
@@ -138,7 +165,7 @@ impl Drop for SessionState {
         if self.peer.get().is_some() {
             let seconds = self.started.elapsed().as_secs_f64();
             self.metrics.session_ended(self.transport, seconds);
-            tracing::info!(session = %self.id, "MCP session ended");
+            tracing::info!(session = %self.id(), "MCP session ended");
         }
     }
 }
@@ -146,11 +173,10 @@ impl Drop for SessionState {
 impl Session {
     pub(super) fn new(shared: Arc<Shared>, transport: &'static str) -> Self {
         shared.sessions.fetch_add(1, Ordering::Relaxed);
-        // Unguessable and unique across replicas: it names the session's
-        // invocation, whose state may live in a store replicas share.
         let state = SessionState {
-            id: format!("mcp-{transport}-{}", random_id()),
+            id: OnceLock::new(),
             transport,
+            shared_invocation: AtomicBool::new(false),
             identity: OnceLock::new(),
             peer: OnceLock::new(),
             owner: OnceLock::new(),
@@ -201,7 +227,7 @@ impl Session {
         trace::request(
             context,
             (method, target),
-            &self.state.id,
+            self.state.id(),
             self.state.transport,
             &self.shared.metrics,
         )
@@ -245,7 +271,7 @@ impl Session {
 
     fn new_identity(&self, client: Option<String>) -> Identity {
         let mut identity = Identity {
-            session: Some(self.state.id.clone()),
+            session: Some(self.state.id().to_owned()),
             ..Identity::default()
         };
         identity
@@ -276,7 +302,7 @@ impl Session {
             None if revision.call_is_its_invocation() => call_id.clone(),
             None => {
                 self.state.invocation_used.store(true, Ordering::Relaxed);
-                self.state.id.clone()
+                self.state.id().to_owned()
             }
         };
         Ok(Context::new()
@@ -288,7 +314,7 @@ impl Session {
 
     /// A request's ID unique across replicas: `session-request`.
     fn request_id(&self, request: &RequestContext<RoleServer>) -> String {
-        format!("{}-{}", self.state.id, request.id)
+        format!("{}-{}", self.state.id(), request.id)
     }
 
     /// The context of a read or get of a catalog item (a resource, a
@@ -319,7 +345,7 @@ impl Session {
         if !self.is_owned_by(&principal) {
             tracing::warn!(
                 target: "toolhost::auth",
-                session = %self.state.id,
+                session = %self.state.id(),
                 "refused a request on a session another caller opened"
             );
             return Err(ErrorData::invalid_request(
@@ -330,6 +356,27 @@ impl Session {
         Ok(principal)
     }
 
+    /// The session begins, once: when it answers `initialize` (over HTTP
+    /// the client's `notifications/initialized` may reach another replica,
+    /// or come again to one that took the session up), else at
+    /// `initialized`. Its calls carry the client's identity from now on,
+    /// its client hears of list changes, and its HTTP `tools/call`s may run
+    /// without rmcp's hops (`http::direct`).
+    fn begin(&self, peer: &Peer<RoleServer>, extensions: &rmcp::model::Extensions) {
+        let client = peer.peer_info().map(|info| info.client_info.name.clone());
+        let identity = self.new_identity(client);
+        let client = identity.attributes.get("client").cloned();
+        if self.state.identity.set(identity).is_err() {
+            return;
+        }
+        let _ = self.state.peer.set(peer.clone());
+        if let Some(id) = transport::http_session_id(extensions) {
+            self.shared.direct.register(id, self);
+        }
+        tracing::info!(session = %self.state.id(), client = client.as_deref().unwrap_or("?"), "MCP session initialized");
+        self.forward_changes(peer.clone());
+    }
+
     /// Tells this session's client of list changes until the session ends.
     fn forward_changes(&self, peer: Peer<RoleServer>) {
         let Some(changes) = &self.shared.changes else {
@@ -337,7 +384,7 @@ impl Session {
         };
         let changes = changes.resubscribe();
         let ended = self.state.ended.clone();
-        let session = self.state.id.clone();
+        let session = self.state.id().to_owned();
         let shared = Arc::clone(&self.shared);
         tokio::spawn(async move {
             let send = |notification: ServerNotification| {
@@ -376,11 +423,26 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        if let Some(id) = transport::http_session_id(&context.extensions) {
+            let _ = self.state.id.set(http_session_name(id));
+            let shared = self
+                .state
+                .engine
+                .as_ref()
+                .is_some_and(|e| e.state().is_shared());
+            self.state
+                .shared_invocation
+                .store(shared, Ordering::Relaxed);
+        }
         let initialize = async {
-            // The session's owner: whoever initialized it.
+            // The session's owner: whoever initialized it (a replica taking
+            // up the session replays its `initialize` for a request of the
+            // owner's, `http::fleet`).
             self.owned(&context)?;
             context.peer.set_peer_info(request.clone());
-            self.negotiate_initialize(&request)
+            let result = self.negotiate_initialize(&request)?;
+            self.begin(&context.peer, &context.extensions);
+            Ok(result)
         };
         self.trace(&context, "initialize", Target::None)
             .run(initialize, |_| false)
@@ -405,21 +467,7 @@ impl ServerHandler for Session {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let client = context
-            .peer
-            .peer_info()
-            .map(|info| info.client_info.name.clone());
-        let identity = self.new_identity(client);
-        let client = identity.attributes.get("client").cloned();
-        // Set once; a second initialized notification changes nothing.
-        let _ = self.state.identity.set(identity);
-        let _ = self.state.peer.set(context.peer.clone());
-        // An HTTP session's `tools/call`s may run without rmcp's hops.
-        if let Some(id) = transport::http_session_id(&context.extensions) {
-            self.shared.direct.register(id, self);
-        }
-        tracing::info!(session = %self.state.id, client = client.as_deref().unwrap_or("?"), "MCP session initialized");
-        self.forward_changes(context.peer.clone());
+        self.begin(&context.peer, &context.extensions);
     }
 
     async fn list_tools(
@@ -591,7 +639,7 @@ impl ServerHandler for Session {
     /// client cancels it or hangs up.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let listening = subscription.request_context().id.to_string();
-        tracing::info!(session = %self.state.id, request = %listening, "client listens for list changes and resource updates");
+        tracing::info!(session = %self.state.id(), request = %listening, "client listens for list changes and resource updates");
         let sink = &subscription;
         let send = |notification: ServerNotification| async move {
             sink.sink()
@@ -600,7 +648,7 @@ impl ServerHandler for Session {
                 .map_err(|e| e.to_string())
         };
         let accepted = |list: List| list.accepted_by(subscription.accepted());
-        let session = &self.state.id;
+        let session = self.state.id();
         let request = Some(listening.as_str());
         // Each part ends only with the listen: one that has nothing (more)
         // to send waits for the others.
@@ -642,51 +690,5 @@ impl ServerHandler for Session {
             () = updates => {}
         }
         Ok(())
-    }
-}
-
-/// The one change-forwarding loop, for a session's client (2025-11-25) and
-/// a listening request (2026-07-28's `subscriptions/listen`): past the first
-/// load, `send` the list-changed notification of every feature area's list
-/// a change of the set changed (all of them after changes missed) that
-/// `wanted`, until `stop`, the set's end, or a send fails.
-async fn forward_list_changes<F, Fut>(
-    shared: &Shared,
-    mut changes: broadcast::Receiver<ToolsetChange>,
-    stop: impl Future<Output = ()>,
-    mut send: F,
-    session: &str,
-    request: Option<&str>,
-    wanted: impl Fn(List) -> bool,
-) where
-    F: FnMut(ServerNotification) -> Fut,
-    Fut: Future<Output = Result<(), String>>,
-{
-    let mut stop = std::pin::pin!(stop);
-    if !shared.past_first_load(&mut changes, stop.as_mut()).await {
-        return;
-    }
-    let request = request.unwrap_or("-");
-    loop {
-        let change = tokio::select! {
-            () = stop.as_mut() => return,
-            change = changes.recv() => match change {
-                Ok(change) => Some(change),
-                Err(broadcast::error::RecvError::Lagged(_)) => None,
-                Err(broadcast::error::RecvError::Closed) => return,
-            },
-        };
-        let changed = shared.features().into_iter().filter_map(|feature| {
-            let list = feature.list()?;
-            let changed = change.as_ref().is_none_or(|change| feature.changed(change));
-            (changed && wanted(list)).then_some(list)
-        });
-        for list in changed.collect::<Vec<_>>() {
-            if let Err(err) = send(list.notification()).await {
-                tracing::debug!(%session, %request, %err, "could not send {}", list.method());
-                return;
-            }
-            tracing::info!(%session, %request, "sent {}", list.method());
-        }
     }
 }

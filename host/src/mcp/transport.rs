@@ -92,9 +92,19 @@ pub(super) fn http_headers(context: &RequestContext<RoleServer>) -> Option<&axum
         .map(|parts| &parts.headers)
 }
 
-/// The HTTP session a message came in (its `Mcp-Session-Id`), from the
-/// extensions rmcp hands a handler (`None` on stdio).
+/// The HTTP session an `initialize` opens or takes up, attached to it by
+/// the session manager (`http::resume`): rmcp names a new session in no
+/// header of the request.
+#[derive(Clone, Debug)]
+pub(super) struct Opened(pub(super) rmcp::transport::streamable_http_server::session::SessionId);
+
+/// The HTTP session a message came in (its `Mcp-Session-Id`, or the one an
+/// `initialize` opens), from the extensions rmcp hands a handler (`None` on
+/// stdio).
 pub(super) fn http_session_id(extensions: &rmcp::model::Extensions) -> Option<&str> {
+    if let Some(Opened(id)) = extensions.get::<Opened>() {
+        return Some(id);
+    }
     extensions
         .get::<axum::http::request::Parts>()?
         .headers

@@ -155,6 +155,12 @@ impl SessionStore {
     }
 }
 
+/// A name for the session `id` that does not give it away (a digest, the
+/// same on every replica): what logs and the session's invocation may show.
+pub fn public_name(id: &str) -> String {
+    digest(id)
+}
+
 /// What a session is stored under: 128 bits of a digest of its ID, as hex.
 /// The ID itself (a bearer secret) is never stored.
 fn digest(id: &str) -> String {

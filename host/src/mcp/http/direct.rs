@@ -121,11 +121,18 @@ impl Sessions {
         map.insert(id, entry);
     }
 
+    /// Whether `principal` may use the session `id`, if it is held here.
+    pub(in crate::mcp) fn is_owned_by(&self, id: &str, principal: &Principal) -> Option<bool> {
+        let session = self.get(id)?.session.upgrade()?;
+        Some(session.is_owned_by(principal))
+    }
+
     fn get(&self, id: &str) -> Option<Arc<Entry>> {
         self.map().get(id).cloned()
     }
 
-    fn remove(&self, id: &str) {
+    /// Forgets the session `id` (it ended).
+    pub(in crate::mcp) fn remove(&self, id: &str) {
         self.map().remove(id);
     }
 }
@@ -177,11 +184,7 @@ pub(in crate::mcp) async fn serve(
                 target: "toolhost::auth",
                 "refused to end an MCP session another caller opened"
             );
-            return (
-                StatusCode::NOT_FOUND,
-                "no MCP session of yours has that ID\n",
-            )
-                .into_response();
+            return super::fleet::not_yours();
         }
         // The session ends: so do its direct calls, as rmcp's would.
         shared.direct.remove(session_id);

@@ -119,8 +119,12 @@ impl SessionManager for Resumable {
     async fn initialize_session(
         &self,
         id: &SessionId,
-        message: ClientJsonRpcMessage,
+        mut message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        if let ClientJsonRpcMessage::Request(request) = &mut message {
+            let opened = crate::mcp::transport::Opened(id.clone());
+            request.request.extensions_mut().insert(opened);
+        }
         Ok(self.inner.initialize_session(id, message).await?)
     }
 

@@ -1,0 +1,137 @@
+"""MCP 2025-11-25 sessions (what today's agent frameworks speak, on mcp 1.x)
+through nginx round robin: each request of a session may reach any replica,
+which takes the session up from its record in Redis (issue 37)."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import types
+
+from conftest import CALL_S, REPLICA, Cluster, connect_legacy, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def texts(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+def ok(result: types.CallToolResult) -> Any:
+    assert not result.is_error, texts(result)
+    return result.structured_content
+
+
+def redis_keys(cluster: Cluster, pattern: str) -> list[str]:
+    argv = ["redis-cli", "-p", str(cluster.redis_port), "--scan", "--pattern", pattern]
+    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=CALL_S).stdout.split()
+
+
+def posted(session: str, body: dict[str, Any]) -> dict[str, Any]:
+    """What a 2025-11-25 client POSTs in session `session`."""
+    headers = {
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25",
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+    }
+    return {"headers": headers, "json": body}
+
+
+async def test_a_session_is_served_by_every_replica(cluster: Cluster) -> None:
+    """One session, its requests spread over the three replicas by round robin:
+    each is answered (before, 2 of 2 mcp 1.30 runs failed with "Session
+    terminated"); its unnamed `temp:` state (the session's invocation) is read
+    on the replicas that did not set it."""
+    async with connect_legacy(cluster.url) as (session, seen):
+        with anyio.fail_after(CALL_S):
+            tools = await session.list_tools()
+            assert "add" in {tool.name for tool in tools.tools}
+            for i in range(12):
+                assert ok(await session.call_tool("add", {"a": i, "b": 1})) == {"result": i + 1}
+            assert ok(await session.call_tool("remember", {"key": "k", "value": "v"})) == {"stored": "k"}
+            for _ in range(3):
+                assert ok(await session.call_tool("remember", {"key": "k"})) == {"value": "v"}
+    replicas = seen.of("tools/call")
+    assert None not in replicas, seen.answers
+    assert set(replicas) == {r.name for r in cluster.replicas}, replicas
+    assert len(set(replicas[-4:])) > 1, f"the state's set and reads stayed on one replica: {replicas}"
+    assert len(set(seen.sessions)) == 1, seen.sessions
+    assert all(e.status < 400 for e in seen.exchanges), [(e.method, e.rpc, e.status) for e in seen.exchanges]
+
+
+async def test_a_deleted_session_is_gone_from_every_replica(cluster: Cluster) -> None:
+    """The client's `DELETE` (on leaving) ends the session on every replica,
+    and its record and invocation state in Redis; no key holds its ID."""
+    async with connect_legacy(cluster.url) as (session, seen):
+        with anyio.fail_after(CALL_S):
+            for i in range(6):
+                assert ok(await session.call_tool("add", {"a": i, "b": 1})) == {"result": i + 1}
+            assert ok(await session.call_tool("remember", {"key": "k", "value": "v"})) == {"stored": "k"}
+        [session_id] = set(seen.sessions)
+        assert len(redis_keys(cluster, "*sess:*")) == 1
+        assert not [key for key in redis_keys(cluster, "*") if session_id in key]
+    assert any(e.method == "DELETE" and e.status < 300 for e in seen.exchanges), seen.exchanges
+    wait_until("the session's record and state deleted", lambda: not redis_keys(cluster, "*sess:*"), CALL_S)
+    wait_until("the session's state deleted", lambda: not redis_keys(cluster, "*inv:*"), CALL_S)
+    ping = posted(session_id, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    async with httpx2.AsyncClient(timeout=CALL_S) as http:
+        for replica in cluster.replicas:
+            # A replica still holding a copy closes it at its next request (it
+            # renews a session at most once a second).
+            async def refused(replica: Any = replica) -> bool:
+                return (await http.post(replica.url, **ping)).status_code == 404
+
+            with anyio.fail_after(CALL_S):
+                while not await refused():
+                    await anyio.sleep(0.2)
+
+
+async def test_a_session_goes_on_when_its_replica_is_killed(cluster: Cluster) -> None:
+    """`kill -9` of the replica that opened the session: the others serve it on,
+    with the same ID and its state."""
+    async with connect_legacy(cluster.url) as (session, seen):
+        with anyio.fail_after(CALL_S):
+            assert ok(await session.call_tool("remember", {"key": "k", "value": "v"})) == {"stored": "k"}
+        opened_on = next(e.replica for e in seen.exchanges if e.rpc == "initialize")
+        victim = next(r for r in cluster.replicas if r.name == opened_on)
+        victim.process.kill9()
+        # nginx may try the dead replica for a request before it marks it down:
+        # a request it cannot pass on fails with 502, which the client reports.
+        answered = 0
+        with anyio.fail_after(CALL_S):
+            for i in range(9):
+                try:
+                    assert ok(await session.call_tool("remember", {"key": "k"})) == {"value": "v"}
+                    answered += 1
+                except Exception as error:  # a clear error: the transport said what failed
+                    assert str(error).strip(), f"call {i} failed without saying why"
+        assert answered >= 6, f"only {answered} of 9 calls were answered after the kill"
+    after = [e for e in seen.exchanges if e.rpc == "tools/call"][1:]
+    assert {e.replica for e in after if e.status == 200} <= {r.name for r in cluster.replicas} - {opened_on}
+    assert len(set(seen.sessions)) == 1, seen.sessions
+
+
+async def test_every_replica_takes_up_the_owners_session(cluster: Cluster) -> None:
+    """Asked directly (no balancer between), each replica serves the session's
+    owner, whichever replica opened it."""
+    async with connect_legacy(cluster.url) as (session, seen):
+        with anyio.fail_after(CALL_S):
+            assert ok(await session.call_tool("add", {"a": 1, "b": 1})) == {"result": 2}
+        [session_id] = set(seen.sessions)
+        call = posted(session_id, {"jsonrpc": "2.0", "id": 7, "method": "ping"})
+        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+            for replica in cluster.replicas:
+                answer = await http.post(replica.url, **call)
+                assert answer.status_code == 200, (replica.name, answer.status_code, answer.text)
+                assert answer.headers.get(REPLICA) == replica.name
+                assert '"result"' in answer.text, answer.text
