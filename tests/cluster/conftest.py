@@ -1,33 +1,17 @@
-"""The cluster: redis-server, three `toolhost serve --http` replicas sharing one
-plugins directory and one Redis, nginx in front of them (round robin, no
-affinity) and prometheus scraping them, all on loopback ports in the test's
-temp dir, started by the `cluster` fixture and stopped after it, also when the
-test fails. Clients speak MCP 2026-07-28 (sessionless) through nginx with the
-official Python SDK.
-
-`running_cluster(root, config=..., nginx_port=...)` is that fixture's body as a
-context manager, for tests whose replicas need more configuration, some of it
-naming nginx's URL (`[serve.auth] resource`: see test_cluster_auth.py).
+"""The cluster suite's fixtures and clients: the `cluster` fixture (services.py's
+`running_cluster`, see there) and the MCP clients that talk to it through nginx
+with the official Python SDK: `connect` (2026-07-28, sessionless) and
+`connect_legacy` (a 2025-11-25 session).
 
 `cargo xtask cluster-test` installs the Debian packages (redis-server, nginx,
 prometheus), builds `toolhost` and the guests, and runs this directory.
-
-Environment (set by the xtask):
-- `TOOLHOST_BIN`: the `toolhost` binary.
-- `TOOLHOST_GUESTS`: the directory of built guest `.wasm` files.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,305 +23,18 @@ from mcp import ClientSession
 from mcp.client.client import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
-#: Hang guards only (never timing assertions): the machine is small and shared.
-STARTUP_S = 120.0
-CALL_S = 30.0
-
-#: The response header naming the replica that answered.
-REPLICA = "x-toolhost-replica"
-
-#: What `toolhost serve --http` prints once it listens.
-# The whole line: a log file read while it is written may hold part of it.
-SERVING = re.compile(r"toolhost: serving MCP at (http://\S+)\n")
-
-#: The key ring every replica shares (approval states sealed by one open on all).
-KEYS = "cluster-1 " + "c1" * 20
-
-CONFIG = """\
-[state]
-url = "redis://127.0.0.1:{redis}/0"
-
-[confirm]
-tools = ["echo", "slow_job"]
-
-[limits]
-timeout_ms = 20000
-
-[plugin.hostile.limits]
-timeout_ms = 3000                 # `sleep_forever` ends with a clear error
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_until(what: str, check: Any, timeout: float = STARTUP_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {timeout} s")
-
-
-@dataclass
-class Process:
-    """A service the test started: its log, and a stop that always happens."""
-
-    name: str
-    argv: list[str]
-    log: Path
-    env: dict[str, str] | None = None
-    cwd: Path | None = None
-    popen: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Process:
-        with open(self.log, "ab") as out:
-            self.popen = subprocess.Popen(
-                self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=self.env, cwd=self.cwd
-            )
-        return self
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def stop(self) -> None:
-        if self.popen is None or self.popen.poll() is not None:
-            return
-        self.popen.send_signal(signal.SIGTERM)
-        try:
-            self.popen.wait(15)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait(10)
-
-    def kill9(self) -> None:
-        assert self.popen is not None
-        self.popen.kill()
-        self.popen.wait(10)
-
-
-@dataclass
-class Replica:
-    name: str
-    process: Process
-    url: str = ""
-
-    @property
-    def port(self) -> int:
-        return int(self.url.rsplit(":", 1)[1].split("/", 1)[0])
-
-
-@dataclass
-class Cluster:
-    root: Path
-    plugins: Path
-    redis_port: int
-    replicas: list[Replica]
-    nginx_port: int
-    prometheus_port: int
-    processes: list[Process] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        """The MCP endpoint behind nginx."""
-        return f"http://127.0.0.1:{self.nginx_port}/mcp"
-
-    def logs(self) -> str:
-        return _logs(self.processes)
-
-
-def _logs(processes: list[Process]) -> str:
-    return "\n".join(f"--- {p.name} ({p.log}) ---\n{p.text()[-20000:]}" for p in processes)
-
-
-def _start_redis(root: Path, processes: list[Process]) -> int:
-    port = free_port()
-    data = root / "redis"
-    data.mkdir()
-    redis = Process(
-        "redis-server",
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(data)],
-        root / "redis.log",
-    ).start()
-    processes.append(redis)
-
-    def pong() -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                s.sendall(b"PING\r\n")
-                return s.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    wait_until("redis-server answering PING", pong, 30)
-    return port
-
-
-def _start_replica(
-    name: str, root: Path, plugins: Path, config: Path, processes: list[Process], extra: dict[str, str]
-) -> Replica:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLHOST_")} | extra
-    env |= {
-        "TOOLHOST_REPLICA": name,
-        "TOOLHOST_STATE_KEYS": KEYS,
-        "TOOLHOST_CACHE_DIR": str(root / "cache"),
-        "TOOLHOST_LOG": "info",
-    }
-    binary = os.environ["TOOLHOST_BIN"]
-    argv = [binary, "--config", str(config), "--plugins", str(plugins), "serve", "--http", "127.0.0.1:0"]
-    process = Process(name, argv, root / f"{name}.log", env=env, cwd=root).start()
-    processes.append(process)
-    replica = Replica(name, process)
-
-    def serving() -> str | None:
-        if not process.alive():
-            raise AssertionError(f"{name} exited:\n{process.text()}")
-        found = SERVING.search(process.text())
-        return found.group(1) if found else None
-
-    replica.url = wait_until(f"{name} serving", serving)
-    return replica
-
-
-def _wait_ready(replica: Replica) -> None:
-    def ready() -> bool:
-        try:
-            return httpx2.get(f"http://127.0.0.1:{replica.port}/readyz", timeout=5).status_code == 200
-        except httpx2.HTTPError:
-            return False
-
-    wait_until(f"{replica.name} ready", ready)
-
-
-ROOT = Path(__file__).resolve().parents[2]
-#: The page whose nginx and Prometheus configuration the cluster runs.
-DEPLOY = ROOT / "docs" / "deploy.md"
-#: The replica addresses and the listen address the page uses.
-PAGE_REPLICAS = ["127.0.0.1:8381", "127.0.0.1:8382", "127.0.0.1:8383"]
-PAGE_LISTEN = "127.0.0.1:8080"
-
-
-def page_block(lang: str) -> str:
-    """The one fenced block of `lang` in docs/deploy.md."""
-    blocks = re.findall(rf"^```{lang}\n(.*?)^```", DEPLOY.read_text(), re.MULTILINE | re.DOTALL)
-    assert len(blocks) == 1, f"{DEPLOY} should hold one {lang} block, not {len(blocks)}"
-    return blocks[0]
-
-
-def with_ports(text: str, replicas: list[Replica], listen: str | None = None) -> str:
-    for page, replica in zip(PAGE_REPLICAS, replicas, strict=True):
-        assert page in text, f"{page} is not in the block"
-        text = text.replace(page, f"127.0.0.1:{replica.port}")
-    if listen is not None:
-        assert PAGE_LISTEN in text, f"{PAGE_LISTEN} is not in the block"
-        text = text.replace(PAGE_LISTEN, listen)
-    return text
-
-
-#: What runs nginx unprivileged in a temp dir, around the page's `http` content.
-NGINX = """\
-worker_processes 1;
-daemon off;
-user root;
-pid {root}/nginx.pid;
-error_log {root}/nginx-error.log info;
-events {{ worker_connections 1024; }}
-http {{
-    access_log {root}/nginx-access.log;
-    client_body_temp_path {root}/nginx-tmp/body;
-    proxy_temp_path {root}/nginx-tmp/proxy;
-    fastcgi_temp_path {root}/nginx-tmp/fastcgi;
-    uwsgi_temp_path {root}/nginx-tmp/uwsgi;
-    scgi_temp_path {root}/nginx-tmp/scgi;
-{page}
-}}
-"""
-
-#: The scrape interval of the test (the page leaves Prometheus's default).
-PROMETHEUS = """\
-global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-"""
-
-
-@contextmanager
-def running_cluster(
-    root: Path, *, config: str = "", nginx_port: int | None = None, env: dict[str, str] | None = None
-) -> Iterator[Cluster]:
-    """Starts the cluster in `root` and stops it on exit, also on failure (then
-    printing every service's log, which pytest shows for a failing test).
-
-    `config`: TOML appended to the replicas' `CONFIG` (after its tables, so it
-    may only add tables). `nginx_port`: the port nginx listens on, for a config
-    that must name the URL clients reach (`[serve.auth] resource`) before the
-    replicas start [default: a free one chosen after they are ready]. `env`:
-    more of the replicas' environment (`OTEL_*`, say).
-    """
-    guests = Path(os.environ["TOOLHOST_GUESTS"])
-    plugins = root / "plugins"
-    plugins.mkdir()
-    shutil.copyfile(guests / "echo.wasm", plugins / "echo.wasm")
-    shutil.copyfile(guests / "hostile.wasm", plugins / "hostile.wasm")
-    processes: list[Process] = []
-    try:
-        redis_port = _start_redis(root, processes)
-        config_file = root / "toolhost.toml"
-        config_file.write_text(CONFIG.format(redis=redis_port) + ("\n" + config if config else ""))
-        # The first replica compiles the plugins into the shared cache alone.
-        extra = env or {}
-        replicas = [_start_replica("replica-1", root, plugins, config_file, processes, extra)]
-        _wait_ready(replicas[0])
-        replicas += [_start_replica(f"replica-{n}", root, plugins, config_file, processes, extra) for n in (2, 3)]
-        for replica in replicas:
-            _wait_ready(replica)
-
-        if nginx_port is None:
-            nginx_port = free_port()
-        (root / "nginx-tmp").mkdir()
-        page = with_ports(page_block("nginx"), replicas, f"127.0.0.1:{nginx_port}")
-        nginx_conf = root / "nginx.conf"
-        nginx_conf.write_text(NGINX.format(root=root, page=page))
-        nginx = Process("nginx", ["nginx", "-c", str(nginx_conf), "-p", str(root)], root / "nginx.log")
-        processes.append(nginx.start())
-
-        def proxied() -> bool:
-            if not nginx.alive():
-                error_log = root / "nginx-error.log"
-                errors = error_log.read_text(errors="replace") if error_log.exists() else ""
-                raise AssertionError(f"nginx exited (port {nginx_port} taken?):\n{nginx.text()}\n{errors}")
-            try:
-                return httpx2.get(f"http://127.0.0.1:{nginx_port}/readyz", timeout=5).status_code == 200
-            except httpx2.HTTPError:
-                return False
-
-        wait_until("nginx proxying to the replicas", proxied, 30)
-
-        prometheus_port = free_port()
-        prometheus_conf = root / "prometheus.yml"
-        prometheus_conf.write_text(PROMETHEUS + with_ports(page_block("yaml"), replicas))
-        prometheus = Process(
-            "prometheus",
-            ["prometheus", f"--config.file={prometheus_conf}", f"--storage.tsdb.path={root / 'prometheus'}",
-             f"--web.listen-address=127.0.0.1:{prometheus_port}"],
-            root / "prometheus.log",
-        )
-        processes.append(prometheus.start())
-        yield Cluster(root, plugins, redis_port, replicas, nginx_port, prometheus_port, processes)
-    finally:
-        for process in reversed(processes):
-            process.stop()
-        # Shown by pytest for a failing test only.
-        print(_logs(processes))
+# What the tests import from here, made by services.py.
+from services import (  # noqa: F401
+    CALL_S,
+    REPLICA,
+    STARTUP_S,
+    Cluster,
+    Process,
+    Replica,
+    free_port,
+    running_cluster,
+    wait_until,
+)
 
 
 @pytest.fixture

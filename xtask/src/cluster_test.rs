@@ -10,7 +10,7 @@ use crate::mcp_test::pytest;
 use crate::toolchain::ensure_debian_packages;
 
 /// The Debian packages the cluster runs on.
-const PACKAGES: [&str; 3] = ["redis-server", "nginx", "prometheus"];
+pub(crate) const PACKAGES: [&str; 3] = ["redis-server", "nginx", "prometheus"];
 
 /// Installs the services, then runs the cluster tests as `mcp-test` runs
 /// its own (same build, same venv).

@@ -5,12 +5,15 @@
 //! component toolsets' `outputSchema`s, issue 34), and the snippets of
 //! `docs/frameworks.md` against `toolhost serve`, and ADK's trace with
 //! toolhost's spans in it (`docs/observability.md`'s snippet, exporting to a
-//! loopback OTLP receiver). Offline; extra arguments go to pytest.
+//! loopback OTLP receiver), and their MCP clients (mcp 1.x, 2025-11-25
+//! sessions) through the cluster's nginx to three replicas sharing Redis
+//! (`tests/cluster/services.py`). Offline; extra arguments go to pytest.
 
 use anyhow::Result;
 
 use crate::guests;
 use crate::mcp_test::pytest_with;
+use crate::toolchain::ensure_debian_packages;
 use crate::toolchain::venv;
 use crate::workspace::{root, target_dir};
 
@@ -20,6 +23,8 @@ use crate::workspace::{root, target_dir};
 /// tests 2.x), with `TOOLHOST_BIN`, `TOOLHOST_GUESTS` and `TOOLHOST_POLYGLOT`
 /// pointing at what was built.
 pub(crate) fn test(pytest_args: Vec<String>) -> Result<()> {
+    // The frameworks' clients also run through the cluster (`test_cluster.py`).
+    ensure_debian_packages("the interop tests", &crate::cluster_test::PACKAGES)?;
     let python = venv(
         "interop-venv",
         &root().join("tests/interop/requirements.txt"),

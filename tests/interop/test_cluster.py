@@ -1,0 +1,166 @@
+"""The agent frameworks' own MCP clients, each on the mcp 1.x it pins (so each
+speaks MCP 2025-11-25, in a session), and that SDK's own client, through
+docs/deploy.md's nginx (round robin, no affinity) to three replicas sharing
+Redis (tests/cluster/services.py): every call is answered, and every replica
+answers some (issue 37; before, 2 of 2 mcp 1.30 runs failed with "Session
+terminated")."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tests" / "cluster"))
+from services import CALL_S, Cluster, running_cluster  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+
+#: Calls each client makes in its one session.
+CALLS = 200
+#: A hang guard for a client's whole run (never a timing assertion).
+RUN_S = 600
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("cluster")) as cluster:
+        yield cluster
+
+
+def adds(cluster: Cluster) -> dict[str, int]:
+    """How many `add` calls each replica has run (its `/metrics`)."""
+    counts = {}
+    for replica in cluster.replicas:
+        url = replica.url.rsplit("/mcp", 1)[0] + "/metrics"
+        with urllib.request.urlopen(url, timeout=CALL_S) as response:
+            metrics = response.read().decode()
+        found = re.search(r'^toolhost_tool_calls_total\{tool="add"\} (\d+)$', metrics, re.MULTILINE)
+        counts[replica.name] = int(found.group(1)) if found else 0
+    return counts
+
+
+def spread_over_every_replica(before: dict[str, int], after: dict[str, int]) -> None:
+    ran = {name: after[name] - before[name] for name in after}
+    assert sum(ran.values()) == CALLS, ran
+    assert all(ran.values()), f"a replica ran none of the session's calls: {ran}"
+
+
+def added(structured: Any, i: int) -> None:
+    assert structured == {"result": i + 1}, structured
+
+
+async def test_the_official_sdk_1x(cluster: Cluster) -> None:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    before = adds(cluster)
+    with anyio.fail_after(RUN_S):
+        async with streamable_http_client(cluster.url) as (read, write, session_id):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                assert init.protocolVersion == "2025-11-25", init.protocolVersion
+                assert "add" in {tool.name for tool in (await session.list_tools()).tools}
+                for i in range(CALLS):
+                    result = await session.call_tool("add", {"a": i, "b": 1})
+                    assert not result.isError, result
+                    added(result.structuredContent, i)
+                assert session_id()
+    spread_over_every_replica(before, adds(cluster))
+
+
+async def test_adk_mcp_toolset(cluster: Cluster) -> None:
+    """ADK's `McpToolset` in an agent run: a scripted model calls `add` in
+    batches of 20 parallel function calls, ADK runs them through its session."""
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import InMemoryRunner
+    from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
+    from google.genai import types
+
+    batch = 20
+
+    class Adding(BaseLlm):
+        async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+            answered = sum(1 for c in llm_request.contents for p in c.parts or [] if p.function_response)
+            if answered >= CALLS:
+                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="done")]))
+                return
+            calls = [
+                types.Part(function_call=types.FunctionCall(name="add", args={"a": i, "b": 1}, id=f"c{i}"))
+                for i in range(answered, answered + batch)
+            ]
+            yield LlmResponse(content=types.Content(role="model", parts=calls))
+
+    before = adds(cluster)
+    toolset = McpToolset(connection_params=StreamableHTTPConnectionParams(url=cluster.url, timeout=CALL_S))
+    responses: dict[int, Any] = {}
+    final = None
+    try:
+        agent = LlmAgent(name="adder", model=Adding(model="scripted"), tools=[toolset])
+        runner = InMemoryRunner(agent=agent, app_name="cluster")
+        session = await runner.session_service.create_session(app_name="cluster", user_id="me")
+        question = types.Content(role="user", parts=[types.Part(text="add")])
+        with anyio.fail_after(RUN_S):
+            async for event in runner.run_async(user_id="me", session_id=session.id, new_message=question):
+                for part in (event.content.parts if event.content else None) or []:
+                    if part.function_response:
+                        responses[int(part.function_response.id[1:])] = part.function_response.response
+                if event.is_final_response():
+                    final = event.content.parts[0].text
+    finally:
+        await toolset.close()
+    assert final == "done", final
+    assert sorted(responses) == list(range(CALLS)), sorted(responses)
+    for i, response in responses.items():
+        assert not response.get("isError"), response
+        added(response.get("structuredContent"), i)
+    spread_over_every_replica(before, adds(cluster))
+
+
+async def test_langchain_mcp_adapters(cluster: Cluster) -> None:
+    """langchain-mcp-adapters' tools on one client session (`client.session`)."""
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_mcp_adapters.tools import load_mcp_tools
+
+    before = adds(cluster)
+    client = MultiServerMCPClient({"toolhost": {"transport": "streamable_http", "url": cluster.url}})
+    with anyio.fail_after(RUN_S):
+        async with client.session("toolhost") as session:
+            tools = {tool.name: tool for tool in await load_mcp_tools(session)}
+            for i in range(CALLS):
+                output = await tools["add"].ainvoke({"a": i, "b": 1})
+                text = output if isinstance(output, str) else "".join(block["text"] for block in output)
+                added(json.loads(text), i)
+    spread_over_every_replica(before, adds(cluster))
+
+
+async def test_openai_agents(cluster: Cluster) -> None:
+    """The OpenAI Agents SDK's `MCPServerStreamableHttp`."""
+    from agents.mcp import MCPServerStreamableHttp
+
+    before = adds(cluster)
+    params = {"url": cluster.url}
+    with anyio.fail_after(RUN_S):
+        async with MCPServerStreamableHttp(params=params, client_session_timeout_seconds=CALL_S) as server:
+            assert "add" in {tool.name for tool in await server.list_tools()}
+            for i in range(CALLS):
+                result = await server.call_tool("add", {"a": i, "b": 1})
+                assert not result.isError, result
+                added(result.structuredContent, i)
+    spread_over_every_replica(before, adds(cluster))
+
