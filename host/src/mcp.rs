@@ -514,13 +514,21 @@ impl McpServer {
             streams.clone(),
             resume,
         ));
-        let fleet = records.map(|records| {
+        let fleet = records.as_ref().map(|records| {
             let idle = options.session_idle_timeout;
-            Arc::new(http::fleet::Fleet::new(records, sessions.clone(), idle))
+            Arc::new(http::fleet::Fleet::new(
+                records.clone(),
+                sessions.clone(),
+                idle,
+            ))
         });
+        // What a session's client sends for a call on another replica goes there.
+        let bus = records.and(self.shared.engine.as_ref().map(|e| e.state().clone()));
+        let routed = Arc::new(http::route::Routed::new(sessions, bus));
+        routed.listen(&self.shared, stop.child_token());
         let service = StreamableHttpService::new(
             move || Ok(Session::new(shared.clone(), "http")),
-            sessions,
+            routed,
             config,
         );
         let authenticator = options

@@ -16,6 +16,7 @@
 //! its last write, and is dropped at once when it is ended
 //! ([`Engine::end_invocation`](crate::Engine::end_invocation)).
 
+pub mod bus;
 mod embedded;
 mod redis;
 pub mod sessions;

@@ -9,6 +9,7 @@ prometheus), builds `toolhost` and the guests, and runs this directory.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -67,6 +68,8 @@ class Seen:
     exchanges: list[Exchange] = field(default_factory=list)
     #: The `Mcp-Session-Id` of every request that carried one.
     sessions: list[str] = field(default_factory=list)
+    #: The JSON body of every POST (as its answer began: a stream's at once).
+    bodies: list[Any] = field(default_factory=list)
 
     def of(self, method: str) -> list[str | None]:
         return [replica for m, replica in self.answers if m == method]
@@ -80,6 +83,10 @@ class Seen:
             method = re.search(r'"method"\s*:\s*"([^"]+)"', body)
             rpc = method.group(1) if method else "?"
             self.answers.append((rpc, response.headers.get(REPLICA)))
+            try:
+                self.bodies.append(json.loads(body))
+            except ValueError:
+                self.bodies.append(None)
         if session := request.headers.get("mcp-session-id"):
             self.sessions.append(session)
         self.exchanges.append(
@@ -126,16 +133,23 @@ async def connect(
 
 @asynccontextmanager
 async def connect_legacy(
-    url: str, elicitation: Any = None, *, headers: dict[str, str] | None = None
+    url: str,
+    elicitation: Any = None,
+    *,
+    headers: dict[str, str] | None = None,
+    message_handler: Any = None,
 ) -> AsyncIterator[tuple[ClientSession, Seen]]:
     """An initialized MCP 2025-11-25 session of `url` (what mcp 1.x clients, and
     so today's agent frameworks, speak), and a record of the replica behind each
-    answer; `headers` go with every request. The session ends (`DELETE`) on exit."""
+    answer; `headers` go with every request, `message_handler` gets the server's
+    notifications. The session ends (`DELETE`) on exit."""
     seen = Seen()
     timeout = httpx2.Timeout(CALL_S, read=300)
     async with httpx2.AsyncClient(timeout=timeout, headers=headers, event_hooks={"response": [seen.record]}) as http:
         async with streamable_http_client(url, http_client=http) as (read, write):
-            async with ClientSession(read, write, elicitation_callback=elicitation) as session:
+            async with ClientSession(
+                read, write, elicitation_callback=elicitation, message_handler=message_handler
+            ) as session:
                 with anyio.fail_after(CALL_S):
                     init = await session.initialize()
                 assert init.protocol_version == "2025-11-25", init.protocol_version

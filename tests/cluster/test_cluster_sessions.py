@@ -4,7 +4,11 @@ which takes the session up from its record in Redis (issue 37)."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -12,7 +16,7 @@ import httpx2
 import pytest
 from mcp import types
 
-from conftest import CALL_S, REPLICA, Cluster, connect_legacy, wait_until
+from conftest import CALL_S, REPLICA, Cluster, connect_legacy, running_cluster, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -135,3 +139,94 @@ async def test_every_replica_takes_up_the_owners_session(cluster: Cluster) -> No
                 assert answer.status_code == 200, (replica.name, answer.status_code, answer.text)
                 assert answer.headers.get(REPLICA) == replica.name
                 assert '"result"' in answer.text, answer.text
+
+
+async def approve(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    """Approves every confirmation toolhost asks for (`[confirm]` in the cluster's config)."""
+    assert "needs your approval" in params.message, params
+    return types.ElicitResult(action="accept", content={"approve": True})
+
+
+async def test_a_confirmation_is_answered_through_any_replica(cluster: Cluster) -> None:
+    """`echo` needs approval: the replica running the call asks on the call's
+    stream (elicitation); the client's answer is a POST of its own, which round
+    robin sends to another replica, which passes it to the call's replica."""
+    async with connect_legacy(cluster.url, approve) as (session, seen):
+        with anyio.fail_after(CALL_S):
+            for i in range(6):
+                assert ok(await session.call_tool("echo", {"message": f"m{i}"}))["message"] == f"m{i}"
+    # An answer's exchange ends before its call's (whose stream waited for it).
+    calls = [e.replica for e in seen.exchanges if e.rpc == "tools/call"]
+    answers = [e for e in seen.exchanges if e.rpc == "?"]
+    assert len(answers) == 6 and all(e.status == 202 for e in answers), answers
+    pairs = list(zip(calls, [e.replica for e in answers], strict=True))
+    assert any(call != answer for call, answer in pairs), f"every answer reached its call's replica: {pairs}"
+
+
+async def in_flight(http: httpx2.AsyncClient, replica: Any) -> int:
+    """The calls `replica` runs now (its `toolhost_tool_calls_in_flight`)."""
+    metrics = (await http.get(replica.url.rsplit("/mcp", 1)[0] + "/metrics")).text
+    found = re.search(r"^toolhost_tool_calls_in_flight (\d+)$", metrics, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+async def test_a_call_is_cancelled_from_another_replica(cluster: Cluster) -> None:
+    """`notifications/cancelled` for a call (`slow_job`, 25 s, approved first)
+    reaches another replica than the call's: the call stops there, and the state
+    it would set at its end is never set."""
+    async with connect_legacy(cluster.url, approve) as (session, seen), httpx2.AsyncClient(timeout=CALL_S) as http:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(session.call_tool, "slow_job", {"ms": 25_000, "key": "done"})
+            with anyio.fail_after(CALL_S):
+                while not (running := [r for r in cluster.replicas if await in_flight(http, r)]):
+                    await anyio.sleep(0.05)
+            [runs_on] = running
+            [call] = [b for b in seen.bodies if b and b.get("params", {}).get("name") == "slow_job"]
+            [session_id] = set(seen.sessions)
+            other = next(r for r in cluster.replicas if r is not runs_on)
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": call["id"]}}
+            answer = await http.post(other.url, **posted(session_id, cancel))
+            assert answer.status_code == 202, (answer.status_code, answer.text)
+            with anyio.fail_after(CALL_S):
+                while await in_flight(http, runs_on):
+                    await anyio.sleep(0.05)
+            tasks.cancel_scope.cancel()
+        with anyio.fail_after(CALL_S):
+            assert ok(await session.call_tool("remember", {"key": "done"})) == {"value": None}
+
+
+async def test_progress_and_list_changes_reach_a_session_through_any_replica(tmp_path: Path) -> None:
+    """A streaming tool's progress reaches the session's client on the call's
+    stream, whichever replica runs it; a plugin dropped in the shared directory
+    is announced (`notifications/tools/list_changed`) on the session's GET
+    stream, whichever replica holds it."""
+    guests = Path(os.environ["TOOLHOST_GUESTS"])
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, types.ToolListChangedNotification):
+            changed.set()
+
+    config = "[serve]\nprogress_interval_ms = 0\n"
+    with running_cluster(tmp_path, config=config) as cluster:
+        async with connect_legacy(cluster.url, message_handler=on_message) as (session, seen):
+            for _ in range(6):
+                progress: list[tuple[float, str | None]] = []
+
+                async def on_progress(done: float, total: float | None, message: str | None) -> None:
+                    progress.append((done, message))
+
+                with anyio.fail_after(CALL_S):
+                    result = await session.call_tool("countdown", {"from": 3}, progress_callback=on_progress)
+                assert ok(result) == {"result": "3\n2\n1\n0\n"}, result
+                assert progress == [(i + 1, f"{3 - i}\n") for i in range(4)], progress
+            assert len({replica for rpc, replica in seen.answers if rpc == "tools/call"}) > 1, seen.answers
+            shutil.copyfile(guests / "text.wasm", cluster.plugins / "text.wasm")
+            with anyio.fail_after(CALL_S):
+                await changed.wait()
+            # Each replica loads the plugin on its own: the one announcing it
+            # may be ahead of the one answering the list.
+            with anyio.fail_after(CALL_S):
+                while "word_count" not in {tool.name for tool in (await session.list_tools()).tools}:
+                    await anyio.sleep(0.1)

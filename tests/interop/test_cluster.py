@@ -12,6 +12,7 @@ import re
 import sys
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -164,3 +165,118 @@ async def test_openai_agents(cluster: Cluster) -> None:
                 added(result.structuredContent, i)
     spread_over_every_replica(before, adds(cluster))
 
+
+
+class Outcomes:
+    """What each client's calls came to, and the kill of a replica once a
+    quarter of all calls have been answered."""
+
+    def __init__(self, cluster: Cluster, clients: int) -> None:
+        self.cluster = cluster
+        self.kill_after = clients * CALLS // 4
+        self.killed = False
+        self.answered = 0
+        self.results: dict[str, list[str]] = {}
+        self.sessions: dict[str, int] = {}
+
+    def record(self, client: str, outcome: str) -> None:
+        """`outcome`: "ok", or why the call failed (never empty: a clean failure says why)."""
+        assert outcome.strip(), f"a call of {client} failed without saying why"
+        self.results.setdefault(client, []).append(outcome)
+        self.answered += 1
+        if self.answered >= self.kill_after and not self.killed:
+            self.killed = True
+            self.cluster.replicas[1].process.kill9()
+
+    async def run(self, client: str, session: Any) -> None:
+        """Makes `client`'s calls in sessions `session()` opens (an async context
+        yielding a function that makes call `i` and says how it went). mcp 1.x
+        ends a session when a POST of it fails (a 502 from nginx for a call the
+        dead replica was running): the call fails with that error, and the client
+        opens another session for the rest, as an agent framework would."""
+        i = 0
+        while i < CALLS:
+            self.sessions[client] = self.sessions.get(client, 0) + 1
+            try:
+                async with session() as call:
+                    while i < CALLS:
+                        try:
+                            outcome = await call(i)
+                        except Exception as error:  # the call's own clean failure
+                            outcome = f"{type(error).__name__}: {error}"
+                        self.record(client, outcome)
+                        i += 1
+            except Exception as error:  # the session ended under the call
+                if i < CALLS:
+                    self.record(client, f"session lost: {type(error).__name__}: {error}")
+                    i += 1
+
+
+async def test_every_client_goes_on_when_a_replica_is_killed(tmp_path: Path) -> None:
+    """Three clients at once, 200 calls each, and `kill -9` of a replica a
+    quarter of the way: each call is answered or fails with a clear error (those
+    the dead replica was running), and each client's last calls all succeed,
+    served by the replicas left."""
+    from contextlib import asynccontextmanager
+
+    from agents.mcp import MCPServerStreamableHttp
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_mcp_adapters.tools import load_mcp_tools
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    def result_of(result: Any, i: int) -> str:
+        if result.isError:
+            return str(result.content)
+        added(result.structuredContent, i)
+        return "ok"
+
+    with running_cluster(tmp_path) as cluster:
+        url = cluster.url
+
+        @asynccontextmanager
+        async def official() -> Any:
+            async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+                await session.initialize()
+
+                async def call(i: int) -> str:
+                    return result_of(await session.call_tool("add", {"a": i, "b": 1}), i)
+
+                yield call
+
+        @asynccontextmanager
+        async def langchain() -> Any:
+            client = MultiServerMCPClient({"toolhost": {"transport": "streamable_http", "url": url}})
+            async with client.session("toolhost") as session:
+                tools = {tool.name: tool for tool in await load_mcp_tools(session)}
+
+                async def call(i: int) -> str:
+                    output = await tools["add"].ainvoke({"a": i, "b": 1})
+                    text = output if isinstance(output, str) else "".join(block["text"] for block in output)
+                    added(json.loads(text), i)
+                    return "ok"
+
+                yield call
+
+        @asynccontextmanager
+        async def openai_agents() -> Any:
+            params = {"url": url}
+            async with MCPServerStreamableHttp(params=params, client_session_timeout_seconds=CALL_S) as server:
+
+                async def call(i: int) -> str:
+                    return result_of(await server.call_tool("add", {"a": i, "b": 1}), i)
+
+                yield call
+
+        outcomes = Outcomes(cluster, 3)
+        with anyio.fail_after(RUN_S):
+            async with anyio.create_task_group() as clients:
+                for name, session in (("official", official), ("langchain", langchain), ("openai-agents", openai_agents)):
+                    clients.start_soon(outcomes.run, name, session)
+    assert outcomes.killed
+    for client, results in outcomes.results.items():
+        assert len(results) == CALLS, (client, len(results))
+        failed = [why for why in results if why != "ok"]
+        assert results[-20:] == ["ok"] * 20, f"{client}'s last calls failed: {results[-20:]}"
+        assert outcomes.sessions[client] <= 3, (client, outcomes.sessions[client], failed)
+        print(f"{client}: {len(failed)} of {CALLS} calls failed when the replica died: {failed}")

@@ -8,6 +8,7 @@ pub(super) mod direct;
 pub(super) mod fleet;
 pub(super) mod options;
 pub(super) mod resume;
+pub(super) mod route;
 pub(super) mod stateless;
 
 use std::net::SocketAddr;

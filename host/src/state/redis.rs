@@ -9,6 +9,7 @@
 //! ([`manager_config`]): a restarted Redis is used again by the first call
 //! that needs it, whichever facet it is.
 
+mod bus;
 mod claims;
 mod sessions;
 mod tasks;

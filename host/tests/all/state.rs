@@ -7,6 +7,7 @@
 //! after Redis comes back: [`recovery`]; approvals while Redis answers late:
 //! [`slow`].
 
+mod bus;
 mod recovery;
 mod sessions;
 mod slow;

@@ -131,6 +131,17 @@ impl Sessions {
         self.map().get(id).cloned()
     }
 
+    /// Cancels the direct call `request` of session `id`, if it runs here.
+    pub(in crate::mcp) fn cancel(&self, id: &str, request: &RequestId) {
+        if let Some(token) = self
+            .get(id)
+            .and_then(|entry| entry.running().remove(request))
+        {
+            tracing::info!(%request, "cancelled from another replica");
+            token.cancel();
+        }
+    }
+
     /// Forgets the session `id` (it ended).
     pub(in crate::mcp) fn remove(&self, id: &str) {
         self.map().remove(id);

@@ -108,6 +108,16 @@ impl Resumable {
     }
 }
 
+impl Resumable {
+    /// The session held here whose [`public_name`](crate::state::sessions::public_name)
+    /// is `name`.
+    pub(in crate::mcp) async fn find(&self, name: &str) -> Option<SessionId> {
+        let sessions = self.inner.sessions.read().await;
+        let public_name = crate::state::sessions::public_name;
+        sessions.keys().find(|id| public_name(id) == name).cloned()
+    }
+}
+
 impl SessionManager for Resumable {
     type Error = ResumeError;
     type Transport = WorkerTransport<LocalSessionWorker>;
