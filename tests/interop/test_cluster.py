@@ -167,6 +167,52 @@ async def test_openai_agents(cluster: Cluster) -> None:
 
 
 
+#: Confirmations each client answers (`echo` is under `[confirm]` in the cluster).
+CONFIRMED = 20
+
+
+async def test_confirmations_answered_through_any_replica(cluster: Cluster) -> None:
+    """`echo` needs approval: the replica running a call asks through
+    elicitation on the call's stream, and the client's answer (a POST of its
+    own) may reach another replica, which passes it on. mcp 1.30's
+    `ClientSession` and langchain-mcp-adapters' `on_elicitation`, 20 calls each."""
+    from langchain_mcp_adapters.callbacks import Callbacks
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_mcp_adapters.tools import load_mcp_tools
+    from mcp import ClientSession, types
+    from mcp.client.streamable_http import streamable_http_client
+
+    asked: list[str] = []
+
+    async def approve(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert "needs your approval" in params.message, params
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def approve_langchain(mcp_context: Any, params: Any, context: Any) -> types.ElicitResult:
+        return await approve(mcp_context, params)
+
+    with anyio.fail_after(RUN_S):
+        async with streamable_http_client(cluster.url) as (read, write, _):
+            async with ClientSession(read, write, elicitation_callback=approve) as session:
+                await session.initialize()
+                for i in range(CONFIRMED):
+                    result = await session.call_tool("echo", {"message": f"official {i}"})
+                    assert not result.isError, result
+                    assert result.structuredContent["message"] == f"official {i}", result
+        client = MultiServerMCPClient(
+            {"toolhost": {"transport": "streamable_http", "url": cluster.url}},
+            callbacks=Callbacks(on_elicitation=approve_langchain),
+        )
+        async with client.session("toolhost") as session:
+            tools = {tool.name: tool for tool in await load_mcp_tools(session, callbacks=client.callbacks)}
+            for i in range(CONFIRMED):
+                output = await tools["echo"].ainvoke({"message": f"langchain {i}"})
+                text = output if isinstance(output, str) else "".join(block["text"] for block in output)
+                assert json.loads(text)["message"] == f"langchain {i}", text
+    assert len(asked) == 2 * CONFIRMED, len(asked)
+
+
 class Outcomes:
     """What each client's calls came to, and the kill of a replica once a
     quarter of all calls have been answered."""
