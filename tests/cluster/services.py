@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -135,11 +137,18 @@ class Cluster:
     nginx_port: int
     prometheus_port: int
     processes: list[Process] = field(default_factory=list)
+    #: The bearer token every replica wants (`[serve] token_file`), if any.
+    token: str | None = None
 
     @property
     def url(self) -> str:
         """The MCP endpoint behind nginx."""
         return f"http://127.0.0.1:{self.nginx_port}/mcp"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What a client sends with every request: the token, if there is one."""
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def logs(self) -> str:
         return _logs(self.processes)
@@ -173,18 +182,48 @@ def _start_redis(root: Path, processes: list[Process]) -> int:
     return port
 
 
+#: The paths docs/deploy.md's unit names, and what the cluster has there.
+UNIT_PATHS = ("/usr/local/bin/toolhost", "/etc/toolhost/toolhost.toml", "/srv/toolhost/plugins", "/var/cache/toolhost")
+
+
+def unit_paths(root: Path, plugins: Path, config: Path) -> dict[str, str]:
+    return dict(zip(UNIT_PATHS, (os.environ["TOOLHOST_BIN"], str(config), str(plugins), str(root / "cache")), strict=True))
+
+
+def page_unit(n: int, paths: dict[str, str]) -> str:
+    """docs/deploy.md's systemd unit for replica `n`, its paths the cluster's."""
+    unit = page_block("ini").replace("%i", str(n))
+    for page, here in paths.items():
+        assert page in unit, f"{page} is not in the unit"
+        unit = unit.replace(page, here)
+    return unit
+
+
+def unit_command(unit: str, n: int) -> tuple[list[str], dict[str, str]]:
+    """What a unit runs: its `ExecStart` (listening on a free port, not the
+    page's) and its `Environment`."""
+    argv: list[str] = []
+    env: dict[str, str] = {}
+    for line in unit.splitlines():
+        key, _, value = line.partition("=")
+        if key == "ExecStart":
+            argv = shlex.split(value)
+        elif key == "Environment":
+            name, _, setting = value.partition("=")
+            env[name] = setting
+    page_listen = f"127.0.0.1:838{n}"
+    assert page_listen in argv, f"the unit's ExecStart does not listen on {page_listen}: {argv}"
+    return [("127.0.0.1:0" if arg == page_listen else arg) for arg in argv], env
+
+
 def _start_replica(
-    name: str, root: Path, plugins: Path, config: Path, processes: list[Process], extra: dict[str, str]
+    n: int, root: Path, plugins: Path, config: Path, processes: list[Process], extra: dict[str, str]
 ) -> Replica:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLHOST_")} | extra
-    env |= {
-        "TOOLHOST_REPLICA": name,
-        "TOOLHOST_STATE_KEYS": KEYS,
-        "TOOLHOST_CACHE_DIR": str(root / "cache"),
-        "TOOLHOST_LOG": "info",
-    }
-    binary = os.environ["TOOLHOST_BIN"]
-    argv = [binary, "--config", str(config), "--plugins", str(plugins), "serve", "--http", "127.0.0.1:0"]
+    unit = page_unit(n, unit_paths(root, plugins, config))
+    argv, unit_env = unit_command(unit, n)
+    name = unit_env["TOOLHOST_REPLICA"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLHOST_")} | unit_env | extra
+    env |= {"TOOLHOST_STATE_KEYS": KEYS, "TOOLHOST_LOG": "info"}
     process = Process(name, argv, root / f"{name}.log", env=env, cwd=root).start()
     processes.append(process)
     replica = Replica(name, process)
@@ -263,7 +302,12 @@ global:
 
 @contextmanager
 def running_cluster(
-    root: Path, *, config: str = "", nginx_port: int | None = None, env: dict[str, str] | None = None
+    root: Path,
+    *,
+    config: str = "",
+    nginx_port: int | None = None,
+    env: dict[str, str] | None = None,
+    token: bool = True,
 ) -> Iterator[Cluster]:
     """Starts the cluster in `root` and stops it on exit, also on failure (then
     printing every service's log, which pytest shows for a failing test).
@@ -272,7 +316,9 @@ def running_cluster(
     may only add tables). `nginx_port`: the port nginx listens on, for a config
     that must name the URL clients reach (`[serve.auth] resource`) before the
     replicas start [default: a free one chosen after they are ready]. `env`:
-    more of the replicas' environment (`OTEL_*`, say).
+    more of the replicas' environment (`OTEL_*`, say). `token`: whether the
+    replicas want a bearer token (`Cluster.headers`), as the page's do; not
+    with a config of `[serve.auth]` (OAuth).
     """
     guests = Path(os.environ["TOOLHOST_GUESTS"])
     plugins = root / "plugins"
@@ -283,12 +329,20 @@ def running_cluster(
     try:
         redis_port = _start_redis(root, processes)
         config_file = root / "toolhost.toml"
+        # The token Prometheus reads too, as the page's does.
+        secret = secrets.token_hex(32)
+        (root / "mcp-token").write_text(secret + "\n")
+        if token:
+            token_file = f'token_file = "{root / "mcp-token"}"\n'
+            config = config.replace("[serve]\n", "[serve]\n" + token_file, 1) if "[serve]\n" in config else (
+                f"{config}\n[serve]\n{token_file}"
+            )
         config_file.write_text(CONFIG.format(redis=redis_port) + ("\n" + config if config else ""))
         # The first replica compiles the plugins into the shared cache alone.
         extra = env or {}
-        replicas = [_start_replica("replica-1", root, plugins, config_file, processes, extra)]
+        replicas = [_start_replica(1, root, plugins, config_file, processes, extra)]
         _wait_ready(replicas[0])
-        replicas += [_start_replica(f"replica-{n}", root, plugins, config_file, processes, extra) for n in (2, 3)]
+        replicas += [_start_replica(n, root, plugins, config_file, processes, extra) for n in (2, 3)]
         for replica in replicas:
             _wait_ready(replica)
 
@@ -315,7 +369,9 @@ def running_cluster(
 
         prometheus_port = free_port()
         prometheus_conf = root / "prometheus.yml"
-        prometheus_conf.write_text(PROMETHEUS + with_ports(page_block("yaml"), replicas))
+        scrape = with_ports(page_block("yaml"), replicas)
+        assert "/etc/toolhost/mcp-token" in scrape, "the scrape does not send the token"
+        prometheus_conf.write_text(PROMETHEUS + scrape.replace("/etc/toolhost/mcp-token", str(root / "mcp-token")))
         prometheus = Process(
             "prometheus",
             ["prometheus", f"--config.file={prometheus_conf}", f"--storage.tsdb.path={root / 'prometheus'}",
@@ -323,7 +379,9 @@ def running_cluster(
             root / "prometheus.log",
         )
         processes.append(prometheus.start())
-        yield Cluster(root, plugins, redis_port, replicas, nginx_port, prometheus_port, processes)
+        yield Cluster(
+            root, plugins, redis_port, replicas, nginx_port, prometheus_port, processes, secret if token else None
+        )
     finally:
         for process in reversed(processes):
             process.stop()

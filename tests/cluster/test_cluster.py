@@ -19,6 +19,7 @@ import pytest
 from mcp import types
 
 from conftest import CALL_S, Cluster, connect, running_cluster, wait_until
+from services import page_unit, unit_paths
 
 # The tasks client of the MCP tests (tests/mcp/tasks.py).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
@@ -49,7 +50,7 @@ async def never_asked(context: Any, params: types.ElicitRequestParams) -> types.
 
 
 async def test_calls_spread_over_every_replica(cluster: Cluster) -> None:
-    async with connect(cluster.url) as (client, seen):
+    async with connect(cluster.url, headers=cluster.headers) as (client, seen):
         for i in range(12):
             with anyio.fail_after(CALL_S):
                 assert ok(await client.call_tool("add", {"a": i, "b": 1})) == {"result": i + 1}
@@ -72,13 +73,13 @@ def deletes(cluster: Cluster) -> int:
 async def test_a_calls_own_state_is_deleted_only_if_it_set_some(cluster: Cluster) -> None:
     """A call that is its own invocation (no name in `_meta`): at its end, a
     stateless one costs Redis nothing; the state of one that set some is deleted."""
-    async with connect(cluster.url) as (client, _):
+    async with connect(cluster.url, headers=cluster.headers) as (client, _):
         with anyio.fail_after(CALL_S):
             for i in range(6):
                 assert ok(await client.call_tool("add", {"a": i, "b": 1})) == {"result": i + 1}
             assert ok(await client.call_tool("remember", {"key": "k"})) == {"value": None}
     assert deletes(cluster) == 0
-    async with connect(cluster.url) as (client, _):
+    async with connect(cluster.url, headers=cluster.headers) as (client, _):
         with anyio.fail_after(CALL_S):
             assert ok(await client.call_tool("remember", {"key": "k", "value": "v"})) == {"stored": "k"}
     wait_until("the call's own state deleted", lambda: deletes(cluster) == 1, CALL_S)
@@ -88,7 +89,7 @@ async def test_a_calls_own_state_is_deleted_only_if_it_set_some(cluster: Cluster
 async def test_invocation_state_crosses_replicas(cluster: Cluster) -> None:
     """`temp:` state set by a call on one replica is read by the next calls, on the others."""
     meta = {INVOCATION: "cluster-run-1"}
-    async with connect(cluster.url) as (client, seen):
+    async with connect(cluster.url, headers=cluster.headers) as (client, seen):
         with anyio.fail_after(CALL_S):
             assert ok(await client.call_tool("remember", {"key": "k", "value": "v"}, meta=meta)) == {"stored": "k"}
             for _ in range(3):
@@ -114,7 +115,7 @@ async def test_an_approval_asked_on_one_replica_runs_once_on_another(cluster: Cl
         assert isinstance(result, types.CallToolResult), result
         return result
 
-    async with connect(cluster.url, never_asked) as (client, seen):
+    async with connect(cluster.url, never_asked, headers=cluster.headers) as (client, seen):
         # Round robin sends consecutive requests to different replicas; what else
         # reaches nginx meanwhile may line them up, so ask until they differ.
         for _ in range(5):
@@ -128,7 +129,7 @@ async def test_an_approval_asked_on_one_replica_runs_once_on_another(cluster: Cl
         assert asked_on != ran_on, seen.answers
         assert ok(ran)["message"] == args["message"], ran
     for replica in cluster.replicas:
-        async with connect(replica.url, never_asked) as (direct, _seen):
+        async with connect(replica.url, never_asked, headers=cluster.headers) as (direct, _seen):
             replay = await retry(direct, asked.request_state)
         assert replay.is_error and "already decided" in texts(replay), (replica.name, texts(replay))
 
@@ -174,7 +175,7 @@ async def test_a_replica_killed_under_load_loses_no_call(cluster: Cluster) -> No
         except Exception as error:
             sleeping[n] = f"{type(error).__name__}: {error}"
 
-    async with connect(cluster.url) as (client, _seen):
+    async with connect(cluster.url, headers=cluster.headers) as (client, _seen):
         async with anyio.create_task_group() as tasks:
             for n in range(6):
                 tasks.start_soon(sleeper, client, n)
@@ -203,7 +204,7 @@ async def running_on_replicas(cluster: Cluster, calls: int) -> None:
     (their `toolhost_tool_calls_in_flight` gauges)."""
     gauge = re.compile(r"^toolhost_tool_calls_in_flight (\d+)$", re.MULTILINE)
     running = 0
-    async with httpx2.AsyncClient(timeout=5) as http:
+    async with httpx2.AsyncClient(timeout=5, headers=cluster.headers) as http:
         with anyio.fail_after(CALL_S):
             while True:
                 running = 0
@@ -229,7 +230,7 @@ async def test_a_plugin_dropped_in_the_shared_directory_reaches_every_replica(cl
     took: dict[str, float] = {}
     answered: dict[str, Any] = {}
     for replica in cluster.replicas:
-        async with connect(replica.url) as (client, _seen):
+        async with connect(replica.url, headers=cluster.headers) as (client, _seen):
             with anyio.fail_after(30):
                 while "word_count" not in {t.name for t in (await client.list_tools()).tools}:
                     await anyio.sleep(0.1)
@@ -243,7 +244,7 @@ async def test_a_plugin_dropped_in_the_shared_directory_reaches_every_replica(cl
 
 
 async def test_prometheus_scrapes_every_replica(cluster: Cluster) -> None:
-    async with connect(cluster.url) as (client, _seen):
+    async with connect(cluster.url, headers=cluster.headers) as (client, _seen):
         for i in range(6):
             with anyio.fail_after(CALL_S):
                 ok(await client.call_tool("add", {"a": i, "b": i}))
@@ -277,9 +278,9 @@ async def test_a_task_started_on_one_replica_is_followed_on_the_others(cluster: 
     one, two, three = (r.url for r in cluster.replicas)
     extension = [TasksExtension()]
     async with (
-        connect(one, extensions=extension) as (first, _),
-        connect(two, extensions=extension) as (second, _),
-        connect(three, extensions=extension) as (third, _),
+        connect(one, extensions=extension, headers=cluster.headers) as (first, _),
+        connect(two, extensions=extension, headers=cluster.headers) as (second, _),
+        connect(three, extensions=extension, headers=cluster.headers) as (third, _),
     ):
         meta = {INVOCATION: "cluster-task-1"}
         handle = await start(first.session, "slow_job", {"ms": 500, "key": "done"}, meta)
@@ -312,9 +313,9 @@ async def test_a_task_whose_replica_dies_is_reported_failed(cluster: Cluster) ->
     failed (the call cannot move), and a cancel there changes nothing more."""
     one, two = cluster.replicas[0], cluster.replicas[1]
     extension = [TasksExtension()]
-    async with connect(one.url, extensions=extension) as (first, _):
+    async with connect(one.url, extensions=extension, headers=cluster.headers) as (first, _):
         handle = await start(first.session, "slow_job", {"ms": 15000})
-    async with connect(two.url, extensions=extension) as (second, _):
+    async with connect(two.url, extensions=extension, headers=cluster.headers) as (second, _):
         await wait(second.session, handle.task_id, until=("input_required",))
         await update(second.session, handle.task_id, {"approval": ACCEPT})
         await wait(second.session, handle.task_id, until=("working",))
@@ -334,12 +335,12 @@ async def test_calls_sent_to_a_draining_replica_go_to_another(tmp_path: Path) ->
     none is answered by the draining replica, and it says how many it refused."""
     with running_cluster(tmp_path, config="[serve]\ndrain_timeout_ms = 60000\n") as cluster:
         victim = cluster.replicas[0]
-        async with connect(cluster.url) as (client, seen):
+        async with connect(cluster.url, headers=cluster.headers) as (client, seen):
             # Round robin: nginx keeps a connection open to every replica.
             for i in range(9):
                 assert ok(await client.call_tool("add", {"a": i, "b": 1})) == {"result": i + 1}
             assert {replica for _, replica in seen.answers} >= {r.name for r in cluster.replicas}, seen.answers
-            async with connect(victim.url) as (direct, _direct_seen), anyio.create_task_group() as running:
+            async with connect(victim.url, headers=cluster.headers) as (direct, _direct_seen), anyio.create_task_group() as running:
                 # `sleep_forever` keeps the victim draining (until its 3 s limit).
                 running.start_soon(direct.call_tool, "sleep_forever", {})
                 await running_on_replicas(cluster, 1)
@@ -359,3 +360,35 @@ async def test_calls_sent_to_a_draining_replica_go_to_another(tmp_path: Path) ->
             30,
         )
         assert int(drained.group(1)) >= 1, victim.process.text()[-3000:]
+
+
+def test_the_pages_systemd_unit_is_valid(tmp_path: Path) -> None:
+    """docs/deploy.md's unit (whose `ExecStart` and environment start the
+    cluster's replicas), with this machine's paths: `systemd-analyze verify`
+    finds nothing to say."""
+    import os
+
+    paths = unit_paths(tmp_path, tmp_path / "plugins", tmp_path / "toolhost.toml")
+    unit = tmp_path / "toolhost@1.service"
+    unit.write_text(page_unit(1, paths))
+    verified = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", str(unit)],
+        capture_output=True, text=True, timeout=CALL_S, env={**os.environ, "SYSTEMD_LOG_LEVEL": "notice"},
+    )
+    assert verified.returncode == 0 and not verified.stdout.strip() and not verified.stderr.strip(), verified
+
+
+async def test_the_token_is_required_through_nginx_and_by_every_replica(cluster: Cluster) -> None:
+    """The page's replicas want the token (`[serve] token_file`): without it,
+    MCP and metrics are refused, through nginx and on every replica; with it,
+    served (and Prometheus scrapes with it: test_prometheus_scrapes_every_replica)."""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    async with httpx2.AsyncClient(timeout=CALL_S) as http:
+        for base in [cluster.url] + [r.url for r in cluster.replicas]:
+            assert (await http.post(base, json=initialize)).status_code == 401, base
+            metrics = base.rsplit("/mcp", 1)[0] + "/metrics"
+            assert (await http.get(metrics)).status_code == 401, metrics
+            assert (await http.get(metrics, headers=cluster.headers)).status_code == 200, metrics
+    async with connect(cluster.url, headers=cluster.headers) as (client, _):
+        with anyio.fail_after(CALL_S):
+            assert "add" in {tool.name for tool in (await client.list_tools()).tools}

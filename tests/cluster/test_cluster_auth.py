@@ -102,7 +102,9 @@ def auth_cluster(tmp_path: Path, auth: AuthServer) -> Iterator[Cluster]:
     """The cluster, its replicas resource servers for nginx's URL trusting `auth`."""
     nginx_port = free_port()
     resource = f"http://127.0.0.1:{nginx_port}/mcp"
-    with running_cluster(tmp_path, config=auth_config(resource, auth.issuer), nginx_port=nginx_port) as cluster:
+    with running_cluster(
+        tmp_path, config=auth_config(resource, auth.issuer), nginx_port=nginx_port, token=False
+    ) as cluster:
         assert cluster.url == resource
         print(f"--- toolhost.toml ---\n{(tmp_path / 'toolhost.toml').read_text()}")
         yield cluster

@@ -40,9 +40,10 @@ def redis_keys(cluster: Cluster, pattern: str) -> list[str]:
     return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=CALL_S).stdout.split()
 
 
-def posted(session: str, body: dict[str, Any]) -> dict[str, Any]:
-    """What a 2025-11-25 client POSTs in session `session`."""
+def posted(cluster: Cluster, session: str, body: dict[str, Any]) -> dict[str, Any]:
+    """What a 2025-11-25 client of `cluster` POSTs in session `session`."""
     headers = {
+        **cluster.headers,
         "mcp-session-id": session,
         "mcp-protocol-version": "2025-11-25",
         "accept": "application/json, text/event-stream",
@@ -56,7 +57,7 @@ async def test_a_session_is_served_by_every_replica(cluster: Cluster) -> None:
     each is answered (before, 2 of 2 mcp 1.30 runs failed with "Session
     terminated"); its unnamed `temp:` state (the session's invocation) is read
     on the replicas that did not set it."""
-    async with connect_legacy(cluster.url) as (session, seen):
+    async with connect_legacy(cluster.url, headers=cluster.headers) as (session, seen):
         with anyio.fail_after(CALL_S):
             tools = await session.list_tools()
             assert "add" in {tool.name for tool in tools.tools}
@@ -76,7 +77,7 @@ async def test_a_session_is_served_by_every_replica(cluster: Cluster) -> None:
 async def test_a_deleted_session_is_gone_from_every_replica(cluster: Cluster) -> None:
     """The client's `DELETE` (on leaving) ends the session on every replica,
     and its record and invocation state in Redis; no key holds its ID."""
-    async with connect_legacy(cluster.url) as (session, seen):
+    async with connect_legacy(cluster.url, headers=cluster.headers) as (session, seen):
         with anyio.fail_after(CALL_S):
             for i in range(6):
                 assert ok(await session.call_tool("add", {"a": i, "b": 1})) == {"result": i + 1}
@@ -87,8 +88,8 @@ async def test_a_deleted_session_is_gone_from_every_replica(cluster: Cluster) ->
     assert any(e.method == "DELETE" and e.status < 300 for e in seen.exchanges), seen.exchanges
     wait_until("the session's record and state deleted", lambda: not redis_keys(cluster, "*sess:*"), CALL_S)
     wait_until("the session's state deleted", lambda: not redis_keys(cluster, "*inv:*"), CALL_S)
-    ping = posted(session_id, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
-    async with httpx2.AsyncClient(timeout=CALL_S) as http:
+    ping = posted(cluster, session_id, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    async with httpx2.AsyncClient(timeout=CALL_S, headers=cluster.headers) as http:
         for replica in cluster.replicas:
             # A replica still holding a copy closes it at its next request (it
             # renews a session at most once a second).
@@ -103,7 +104,7 @@ async def test_a_deleted_session_is_gone_from_every_replica(cluster: Cluster) ->
 async def test_a_session_goes_on_when_its_replica_is_killed(cluster: Cluster) -> None:
     """`kill -9` of the replica that opened the session: the others serve it on,
     with the same ID and its state."""
-    async with connect_legacy(cluster.url) as (session, seen):
+    async with connect_legacy(cluster.url, headers=cluster.headers) as (session, seen):
         with anyio.fail_after(CALL_S):
             assert ok(await session.call_tool("remember", {"key": "k", "value": "v"})) == {"stored": "k"}
         opened_on = next(e.replica for e in seen.exchanges if e.rpc == "initialize")
@@ -128,12 +129,12 @@ async def test_a_session_goes_on_when_its_replica_is_killed(cluster: Cluster) ->
 async def test_every_replica_takes_up_the_owners_session(cluster: Cluster) -> None:
     """Asked directly (no balancer between), each replica serves the session's
     owner, whichever replica opened it."""
-    async with connect_legacy(cluster.url) as (session, seen):
+    async with connect_legacy(cluster.url, headers=cluster.headers) as (session, seen):
         with anyio.fail_after(CALL_S):
             assert ok(await session.call_tool("add", {"a": 1, "b": 1})) == {"result": 2}
         [session_id] = set(seen.sessions)
-        call = posted(session_id, {"jsonrpc": "2.0", "id": 7, "method": "ping"})
-        async with httpx2.AsyncClient(timeout=CALL_S) as http:
+        call = posted(cluster, session_id, {"jsonrpc": "2.0", "id": 7, "method": "ping"})
+        async with httpx2.AsyncClient(timeout=CALL_S, headers=cluster.headers) as http:
             for replica in cluster.replicas:
                 answer = await http.post(replica.url, **call)
                 assert answer.status_code == 200, (replica.name, answer.status_code, answer.text)
@@ -151,7 +152,7 @@ async def test_a_confirmation_is_answered_through_any_replica(cluster: Cluster) 
     """`echo` needs approval: the replica running the call asks on the call's
     stream (elicitation); the client's answer is a POST of its own, which round
     robin sends to another replica, which passes it to the call's replica."""
-    async with connect_legacy(cluster.url, approve) as (session, seen):
+    async with connect_legacy(cluster.url, approve, headers=cluster.headers) as (session, seen):
         with anyio.fail_after(CALL_S):
             for i in range(6):
                 assert ok(await session.call_tool("echo", {"message": f"m{i}"}))["message"] == f"m{i}"
@@ -174,7 +175,10 @@ async def test_a_call_is_cancelled_from_another_replica(cluster: Cluster) -> Non
     """`notifications/cancelled` for a call (`slow_job`, 25 s, approved first)
     reaches another replica than the call's: the call stops there, and the state
     it would set at its end is never set."""
-    async with connect_legacy(cluster.url, approve) as (session, seen), httpx2.AsyncClient(timeout=CALL_S) as http:
+    async with (
+        connect_legacy(cluster.url, approve, headers=cluster.headers) as (session, seen),
+        httpx2.AsyncClient(timeout=CALL_S, headers=cluster.headers) as http,
+    ):
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(session.call_tool, "slow_job", {"ms": 25_000, "key": "done"})
             with anyio.fail_after(CALL_S):
@@ -185,7 +189,7 @@ async def test_a_call_is_cancelled_from_another_replica(cluster: Cluster) -> Non
             [session_id] = set(seen.sessions)
             other = next(r for r in cluster.replicas if r is not runs_on)
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": call["id"]}}
-            answer = await http.post(other.url, **posted(session_id, cancel))
+            answer = await http.post(other.url, **posted(cluster, session_id, cancel))
             assert answer.status_code == 202, (answer.status_code, answer.text)
             with anyio.fail_after(CALL_S):
                 while await in_flight(http, runs_on):
@@ -210,7 +214,7 @@ async def test_progress_and_list_changes_reach_a_session_through_any_replica(tmp
 
     config = "[serve]\nprogress_interval_ms = 0\n"
     with running_cluster(tmp_path, config=config) as cluster:
-        async with connect_legacy(cluster.url, message_handler=on_message) as (session, seen):
+        async with connect_legacy(cluster.url, headers=cluster.headers, message_handler=on_message) as (session, seen):
             for _ in range(6):
                 progress: list[tuple[float, str | None]] = []
 

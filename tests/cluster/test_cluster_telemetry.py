@@ -50,7 +50,7 @@ async def test_every_replica_answers_in_the_agents_trace_and_an_approval_links_a
 ) -> None:
     tracer = trace.get_tracer("agent")
     AGENT_SPANS.clear()
-    async with connect(traced.url, never_asked) as (client, seen):
+    async with connect(traced.url, never_asked, headers=traced.headers) as (client, seen):
         with tracer.start_as_current_span("invoke_agent") as agent:
             for i in range(9):
                 with anyio.fail_after(CALL_S):
@@ -73,7 +73,7 @@ async def test_every_replica_answers_in_the_agents_trace_and_an_approval_links_a
     assert answered_by == {r.name for r in traced.replicas} == set(seen.of("tools/call")), answered_by
 
     # The state store's round trips (Redis) are spans of their own, beneath the call.
-    async with connect(traced.url, never_asked) as (client, _):
+    async with connect(traced.url, never_asked, headers=traced.headers) as (client, _):
         with tracer.start_as_current_span("invoke_agent: state") as agent, anyio.fail_after(CALL_S):
             stored = await client.call_tool("remember", {"key": "k", "value": "v"}, meta={INVOCATION: "traced-run"})
         assert stored.structured_content == {"stored": "k"}, stored
@@ -91,7 +91,7 @@ async def test_every_replica_answers_in_the_agents_trace_and_an_approval_links_a
     # again until they differ), each in a turn of its own.
     args = {"message": "linked"}
     approve = {"approval": types.ElicitResult(action="accept", content={"approve": True})}
-    async with connect(traced.url, never_asked) as (client, seen):
+    async with connect(traced.url, never_asked, headers=traced.headers) as (client, seen):
         for _ in range(5):
             with tracer.start_as_current_span("turn: ask"), anyio.fail_after(CALL_S):
                 asked = await client.session.call_tool("echo", args, allow_input_required=True)

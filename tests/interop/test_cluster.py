@@ -47,7 +47,8 @@ def adds(cluster: Cluster) -> dict[str, int]:
     counts = {}
     for replica in cluster.replicas:
         url = replica.url.rsplit("/mcp", 1)[0] + "/metrics"
-        with urllib.request.urlopen(url, timeout=CALL_S) as response:
+        request = urllib.request.Request(url, headers=cluster.headers)
+        with urllib.request.urlopen(request, timeout=CALL_S) as response:
             metrics = response.read().decode()
         found = re.search(r'^toolhost_tool_calls_total\{tool="add"\} (\d+)$', metrics, re.MULTILINE)
         counts[replica.name] = int(found.group(1)) if found else 0
@@ -67,10 +68,14 @@ def added(structured: Any, i: int) -> None:
 async def test_the_official_sdk_1x(cluster: Cluster) -> None:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
     before = adds(cluster)
     with anyio.fail_after(RUN_S):
-        async with streamable_http_client(cluster.url) as (read, write, session_id):
+        async with (
+            create_mcp_http_client(headers=cluster.headers) as http,
+            streamable_http_client(cluster.url, http_client=http) as (read, write, session_id),
+        ):
             async with ClientSession(read, write) as session:
                 init = await session.initialize()
                 assert init.protocolVersion == "2025-11-25", init.protocolVersion
@@ -108,7 +113,7 @@ async def test_adk_mcp_toolset(cluster: Cluster) -> None:
             yield LlmResponse(content=types.Content(role="model", parts=calls))
 
     before = adds(cluster)
-    toolset = McpToolset(connection_params=StreamableHTTPConnectionParams(url=cluster.url, timeout=CALL_S))
+    toolset = McpToolset(connection_params=StreamableHTTPConnectionParams(url=cluster.url, headers=cluster.headers, timeout=CALL_S))
     responses: dict[int, Any] = {}
     final = None
     try:
@@ -139,7 +144,7 @@ async def test_langchain_mcp_adapters(cluster: Cluster) -> None:
     from langchain_mcp_adapters.tools import load_mcp_tools
 
     before = adds(cluster)
-    client = MultiServerMCPClient({"toolhost": {"transport": "streamable_http", "url": cluster.url}})
+    client = MultiServerMCPClient({"toolhost": {"transport": "streamable_http", "url": cluster.url, "headers": cluster.headers}})
     with anyio.fail_after(RUN_S):
         async with client.session("toolhost") as session:
             tools = {tool.name: tool for tool in await load_mcp_tools(session)}
@@ -155,7 +160,7 @@ async def test_openai_agents(cluster: Cluster) -> None:
     from agents.mcp import MCPServerStreamableHttp
 
     before = adds(cluster)
-    params = {"url": cluster.url}
+    params = {"url": cluster.url, "headers": cluster.headers}
     with anyio.fail_after(RUN_S):
         async with MCPServerStreamableHttp(params=params, client_session_timeout_seconds=CALL_S) as server:
             assert "add" in {tool.name for tool in await server.list_tools()}
@@ -181,6 +186,7 @@ async def test_confirmations_answered_through_any_replica(cluster: Cluster) -> N
     from langchain_mcp_adapters.tools import load_mcp_tools
     from mcp import ClientSession, types
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
     asked: list[str] = []
 
@@ -193,7 +199,10 @@ async def test_confirmations_answered_through_any_replica(cluster: Cluster) -> N
         return await approve(mcp_context, params)
 
     with anyio.fail_after(RUN_S):
-        async with streamable_http_client(cluster.url) as (read, write, _):
+        async with (
+            create_mcp_http_client(headers=cluster.headers) as http,
+            streamable_http_client(cluster.url, http_client=http) as (read, write, _),
+        ):
             async with ClientSession(read, write, elicitation_callback=approve) as session:
                 await session.initialize()
                 for i in range(CONFIRMED):
@@ -201,7 +210,7 @@ async def test_confirmations_answered_through_any_replica(cluster: Cluster) -> N
                     assert not result.isError, result
                     assert result.structuredContent["message"] == f"official {i}", result
         client = MultiServerMCPClient(
-            {"toolhost": {"transport": "streamable_http", "url": cluster.url}},
+            {"toolhost": {"transport": "streamable_http", "url": cluster.url, "headers": cluster.headers}},
             callbacks=Callbacks(on_elicitation=approve_langchain),
         )
         async with client.session("toolhost") as session:
@@ -270,6 +279,7 @@ async def test_every_client_goes_on_when_a_replica_is_killed(tmp_path: Path) -> 
     from langchain_mcp_adapters.tools import load_mcp_tools
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
     def result_of(result: Any, i: int) -> str:
         if result.isError:
@@ -278,11 +288,15 @@ async def test_every_client_goes_on_when_a_replica_is_killed(tmp_path: Path) -> 
         return "ok"
 
     with running_cluster(tmp_path) as cluster:
-        url = cluster.url
+        url, headers = cluster.url, cluster.headers
 
         @asynccontextmanager
         async def official() -> Any:
-            async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+            async with (
+                create_mcp_http_client(headers=headers) as http,
+                streamable_http_client(url, http_client=http) as (read, write, _),
+                ClientSession(read, write) as session,
+            ):
                 await session.initialize()
 
                 async def call(i: int) -> str:
@@ -292,7 +306,7 @@ async def test_every_client_goes_on_when_a_replica_is_killed(tmp_path: Path) -> 
 
         @asynccontextmanager
         async def langchain() -> Any:
-            client = MultiServerMCPClient({"toolhost": {"transport": "streamable_http", "url": url}})
+            client = MultiServerMCPClient({"toolhost": {"transport": "streamable_http", "url": url, "headers": headers}})
             async with client.session("toolhost") as session:
                 tools = {tool.name: tool for tool in await load_mcp_tools(session)}
 
@@ -306,7 +320,7 @@ async def test_every_client_goes_on_when_a_replica_is_killed(tmp_path: Path) -> 
 
         @asynccontextmanager
         async def openai_agents() -> Any:
-            params = {"url": url}
+            params = {"url": url, "headers": headers}
             async with MCPServerStreamableHttp(params=params, client_session_timeout_seconds=CALL_S) as server:
 
                 async def call(i: int) -> str:

@@ -9,8 +9,9 @@ use anyhow::Result;
 use crate::mcp_test::pytest;
 use crate::toolchain::ensure_debian_packages;
 
-/// The Debian packages the cluster runs on.
-pub(crate) const PACKAGES: [&str; 3] = ["redis-server", "nginx", "prometheus"];
+/// The Debian packages the cluster runs on (systemd: `systemd-analyze` checks
+/// the deploy page's unit).
+pub(crate) const PACKAGES: [&str; 4] = ["redis-server", "nginx", "prometheus", "systemd"];
 
 /// Installs the services, then runs the cluster tests as `mcp-test` runs
 /// its own (same build, same venv).
