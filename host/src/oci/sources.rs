@@ -23,7 +23,10 @@
 //! not served (the previous one keeps serving) and is checked again at each
 //! poll, since a signature may be pushed after the component. That a digest's
 //! signature verified is recorded in the cache directory (per set of keys),
-//! so a restart while the registry is down serves the version last verified.
+//! so a restart while the registry is down serves the version last verified,
+//! and so does a restart while the tag's newest version is not (yet) signed
+//! (a replica restarted then serves what the others kept serving; with a
+//! cache directory of its own, what it last served itself).
 //!
 //! A sidecar policy is never read for these plugins: their grants are the
 //! operator's, from `[plugin.NAME]` as for any plugin.
@@ -568,6 +571,29 @@ impl Entry {
                     stale = Some(format!(
                         "{error}; serving {target}, whose signature was verified before"
                     ));
+                }
+                // Nothing serves yet (a start, a restarted replica) and the
+                // tag's newest version is not signed: the version the tag
+                // last had here, if its signature verified with these keys
+                // (the replicas that kept serving serve it too).
+                Err(error) if serving.is_none() && source.pin.is_none() => {
+                    let last = store.remembered(&source.reference).await;
+                    let Some(last) = last.filter(|last| *last != target) else {
+                        return Err(Failure::say(error.to_string()));
+                    };
+                    let (Some(file), true) = (
+                        store.verified(&last).await,
+                        store.signed(&last, keys.fingerprint()).await,
+                    ) else {
+                        return Err(Failure::say(error.to_string()));
+                    };
+                    return Ok(Fetched::New {
+                        digest: last.clone(),
+                        file,
+                        stale: Some(format!(
+                            "{error}; serving {last}, the version last verified here"
+                        )),
+                    });
                 }
                 Err(error) => return Err(Failure::say(error.to_string())),
             }

@@ -206,6 +206,23 @@ async fn a_source_requiring_signatures_serves_only_versions_signed_with_its_keys
     );
     assert!(serving_echo(&plugins));
 
+    // A restart meanwhile (a replica sharing the cache) serves the version
+    // last verified, as the others do, and says why.
+    {
+        let source = signed_source(vec![a_pub.clone()]);
+        let (_dir, plugins, restarted) = follow(vec![source], cache.path()).await;
+        assert_eq!(
+            status(&restarted).digest.as_ref(),
+            Some(&first.manifest_digest)
+        );
+        let error = status(&restarted).error.unwrap_or_default();
+        assert!(
+            error.contains("is not signed") && error.contains("the version last verified here"),
+            "{error}"
+        );
+        assert!(serving_echo(&plugins));
+    }
+
     // Signed with another key: still refused.
     signer.sign(&tag, &b_key).await.unwrap();
     until(&sources, "the wrongly signed version refused", |s| {
