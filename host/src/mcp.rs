@@ -490,12 +490,15 @@ impl McpServer {
             // lets the server choose); one that sends more streams them.
             .with_json_response(true);
         // Replicas sharing a state store share 2025-11-25 sessions too.
-        let records = self
+        let fleet_state = self
             .shared
             .engine
             .as_ref()
-            .filter(|engine| engine.state().is_shared())
-            .map(|engine| Arc::new(http::fleet::Records::new(engine.state().sessions())));
+            .map(|engine| engine.state().clone())
+            .filter(crate::state::StateStore::is_shared);
+        let records = fleet_state
+            .as_ref()
+            .map(|state| Arc::new(http::fleet::Records::new(state.sessions())));
         if let Some(records) = &records {
             config.session_store = Some(records.clone());
         }
@@ -523,8 +526,7 @@ impl McpServer {
             ))
         });
         // What a session's client sends for a call on another replica goes there.
-        let bus = records.and(self.shared.engine.as_ref().map(|e| e.state().clone()));
-        let routed = Arc::new(http::route::Routed::new(sessions, bus));
+        let routed = Arc::new(http::route::Routed::new(sessions, fleet_state));
         routed.listen(&self.shared, stop.child_token());
         let service = StreamableHttpService::new(
             move || Ok(Session::new(shared.clone(), "http")),

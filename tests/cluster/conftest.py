@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.client import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
@@ -36,6 +36,20 @@ from services import (  # noqa: F401
     running_cluster,
     wait_until,
 )
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def texts(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+def ok(result: types.CallToolResult) -> Any:
+    assert not result.is_error, texts(result)
+    return result.structured_content
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import httpx2
 import pytest
 from mcp import types
 
-from conftest import CALL_S, Cluster, connect, running_cluster, wait_until
+from conftest import CALL_S, Cluster, connect, ok, running_cluster, texts, wait_until
 from services import page_unit, unit_paths
 
 # The tasks client of the MCP tests (tests/mcp/tasks.py).
@@ -28,20 +28,6 @@ from tasks import TasksExtension, cancel, get, start, update, wait  # noqa: E402
 pytestmark = pytest.mark.anyio
 
 INVOCATION = "dev.toolhost/invocation"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def texts(result: types.CallToolResult) -> str:
-    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
-
-
-def ok(result: types.CallToolResult) -> Any:
-    assert not result.is_error, texts(result)
-    return result.structured_content
 
 
 async def never_asked(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:

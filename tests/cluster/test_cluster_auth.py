@@ -33,7 +33,7 @@ import httpx2
 import pytest
 from mcp import MCPError, types
 
-from conftest import CALL_S, REPLICA, Cluster, connect, connect_legacy, free_port, running_cluster
+from conftest import CALL_S, Cluster, REPLICA, connect, connect_legacy, free_port, ok, running_cluster, texts
 
 # The authorization server and the tasks client of the MCP tests (tests/mcp).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
@@ -52,11 +52,6 @@ BOB_GRANTED = ["echo", "remember", "slow_job", "add", "who*"]
 
 #: Tools of the cluster's guests that bob's rules do not grant.
 NOT_BOBS = [("ok", {}), ("flag", {"not": "an argument"}), ("fail", {})]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def auth_config(resource: str, issuer: str) -> str:
@@ -120,15 +115,6 @@ def alice(auth: AuthServer, cluster: Cluster) -> dict[str, str]:
 
 def bob(auth: AuthServer, cluster: Cluster) -> dict[str, str]:
     return bearer(auth.token(cluster.url, sub="bob", groups=["staff"]))
-
-
-def texts(result: types.CallToolResult) -> str:
-    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
-
-
-def ok(result: types.CallToolResult) -> Any:
-    assert not result.is_error, texts(result)
-    return result.structured_content
 
 
 async def never_asked(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:

@@ -16,23 +16,9 @@ import httpx2
 import pytest
 from mcp import types
 
-from conftest import CALL_S, REPLICA, Cluster, connect_legacy, running_cluster, wait_until
+from conftest import CALL_S, Cluster, REPLICA, connect_legacy, ok, running_cluster, wait_until
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def texts(result: types.CallToolResult) -> str:
-    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
-
-
-def ok(result: types.CallToolResult) -> Any:
-    assert not result.is_error, texts(result)
-    return result.structured_content
 
 
 def redis_keys(cluster: Cluster, pattern: str) -> list[str]:

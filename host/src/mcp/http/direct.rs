@@ -95,6 +95,14 @@ impl Entry {
     fn running(&self) -> MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Cancels the direct call `request`, if it runs.
+    fn cancel(&self, request: &RequestId) {
+        if let Some(token) = self.running().remove(request) {
+            tracing::info!(%request, "cancelled");
+            token.cancel();
+        }
+    }
 }
 
 impl Sessions {
@@ -133,12 +141,8 @@ impl Sessions {
 
     /// Cancels the direct call `request` of session `id`, if it runs here.
     pub(in crate::mcp) fn cancel(&self, id: &str, request: &RequestId) {
-        if let Some(token) = self
-            .get(id)
-            .and_then(|entry| entry.running().remove(request))
-        {
-            tracing::info!(%request, "cancelled from another replica");
-            token.cancel();
+        if let Some(entry) = self.get(id) {
+            entry.cancel(request);
         }
     }
 
@@ -226,10 +230,7 @@ pub(in crate::mcp) async fn serve(
     let (id, call) = match message {
         Read::Call(id, call) => (id, call),
         Read::Cancelled(id) => {
-            if let Some(token) = entry.running().remove(&id) {
-                tracing::info!(%id, "cancelled");
-                token.cancel();
-            }
+            entry.cancel(&id);
             return pass(parts, bytes).await;
         }
     };

@@ -309,7 +309,6 @@ pub(in crate::mcp) async fn gate(
         .get::<Arc<Principal>>()
         .cloned()
         .unwrap_or_else(|| Arc::new(Principal::anonymous()));
-    let owner = principal.key();
     let id = request
         .headers()
         .get("mcp-session-id")
@@ -317,10 +316,10 @@ pub(in crate::mcp) async fn gate(
         .map(SessionId::from);
     let Some(id) = id else {
         let response = next.run(request).await;
-        return fleet.opened(&shared, response, &owner).await;
+        return fleet.opened(&shared, response, &principal.key()).await;
     };
     if request.method() == Method::DELETE {
-        return match fleet.records.store.end(&id, &owner).await {
+        return match fleet.records.store.end(&id, &principal.key()).await {
             Ok(Ended::NotOwner) => {
                 tracing::warn!(target: "toolhost::auth", "refused to end an MCP session another caller opened");
                 not_yours()
