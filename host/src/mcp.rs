@@ -507,7 +507,11 @@ impl McpServer {
         sessions.session_config.keep_alive = Some(options.session_idle_timeout);
         // Every request stream opens with a priming event whose ID names it.
         sessions.session_config.sse_retry = Some(http::resume::RETRY);
-        let streams = Arc::new(http::resume::Streams::new(self.shared.metrics.clone()));
+        let tag = fleet_state.as_ref().map(|_| http::route::new_tag());
+        let streams = Arc::new(http::resume::Streams::new(
+            self.shared.metrics.clone(),
+            tag.clone(),
+        ));
         let resume = http::resume::ResumeOptions {
             window: options.stream_resume,
             close_after: options.stream_close_after,
@@ -526,7 +530,7 @@ impl McpServer {
             ))
         });
         // What a session's client sends for a call on another replica goes there.
-        let routed = Arc::new(http::route::Routed::new(sessions, fleet_state));
+        let routed = Arc::new(http::route::Routed::new(sessions, tag.zip(fleet_state)));
         routed.listen(&self.shared, stop.child_token());
         let service = StreamableHttpService::new(
             move || Ok(Session::new(shared.clone(), "http")),

@@ -4,17 +4,19 @@ which takes the session up from its record in Redis (issue 37)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from mcp import types
+from mcp import MCPError, types
 
 from conftest import CALL_S, Cluster, REPLICA, connect_legacy, ok, running_cluster, wait_until
 
@@ -220,3 +222,116 @@ async def test_progress_and_list_changes_reach_a_session_through_any_replica(tmp
             with anyio.fail_after(CALL_S):
                 while "word_count" not in {tool.name for tool in (await session.list_tools()).tools}:
                     await anyio.sleep(0.1)
+
+
+async def sse(response: httpx2.Response) -> AsyncIterator[tuple[str | None, Any]]:
+    """The events of an SSE response as they come: (ID, JSON-RPC message or
+    None for a priming event)."""
+    event_id: str | None = None
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if line:
+            field, _, value = line.partition(":")
+            if field == "id":
+                event_id = value.strip()
+            elif field == "data":
+                data.append(value.removeprefix(" "))
+            continue
+        if event_id is not None or data:
+            text = "\n".join(data).strip()
+            yield event_id, json.loads(text) if text else None
+        event_id, data = None, []
+
+
+async def cut_after_priming(http: httpx2.AsyncClient, url: str, request: dict[str, Any]) -> str:
+    """POSTs `request` to `url` and drops its stream after the priming event:
+    the event's ID, which a resume names."""
+    async with http.stream("POST", url, **request) as response:
+        assert response.status_code == 200, (response.status_code, await response.aread())
+        async for event_id, message in sse(response):
+            assert event_id and message is None, (event_id, message)
+            return event_id
+    raise AssertionError("the stream ended before its priming event")
+
+
+async def resumed(http: httpx2.AsyncClient, url: str, headers: dict[str, str], last: str) -> list[Any]:
+    """What a `GET` resuming after event `last` on `url` gives, to its end."""
+    async with http.stream("GET", url, headers=headers | {"last-event-id": last}) as response:
+        assert response.status_code == 200, (response.status_code, await response.aread())
+        return [message async for _, message in sse(response) if message is not None]
+
+
+async def test_a_stream_is_resumed_on_its_replica_only_and_ends_with_it(cluster: Cluster) -> None:
+    """A call's stream dropped on one replica: a resume that reaches another
+    replica, which numbered a stream of the same session alike, gets nothing
+    there (before: the other call's events); on the call's replica, the rest.
+    Once the call's replica is killed, a resume anywhere gets a JSON-RPC error
+    for the call (before: an empty stream, which clients retry for ever)."""
+    first, second, third = cluster.replicas
+    async with (
+        connect_legacy(cluster.url, headers=cluster.headers) as (session, seen),
+        httpx2.AsyncClient(timeout=CALL_S) as http,
+    ):
+        with anyio.fail_after(CALL_S):
+            await session.send_ping()
+        [session_id] = set(seen.sessions)
+        headers = posted(cluster, session_id, {})["headers"]
+
+        def call(n: int) -> dict[str, Any]:
+            body = {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                    "params": {"name": "sleep_forever", "arguments": {}}}
+            return posted(cluster, session_id, body)
+
+        with anyio.fail_after(CALL_S):
+            cut = await cut_after_priming(http, first.url, call(501))
+            # The same session's call on another replica, read to its end.
+            async with http.stream("POST", second.url, **call(502)) as response:
+                events = [event async for event in sse(response)]
+            assert events[-1][1]["id"] == 502, events
+            own = lambda event_id: event_id.split(".")[0]  # noqa: E731 (rmcp's INDEX/STREAM)
+            assert own(events[0][0]) == own(cut), f"the replicas numbered the streams apart: {events[0][0]}, {cut}"
+            assert await resumed(http, second.url, headers, cut) == []
+            [answer] = await resumed(http, first.url, headers, cut)
+        assert answer["id"] == 501, answer
+
+        with anyio.fail_after(CALL_S):
+            cut = await cut_after_priming(http, third.url, call(503))
+        third.process.kill9()
+        with anyio.fail_after(CALL_S):
+            # Until Redis has seen the dead replica's subscription go, the
+            # resume is sent back to retry, as while it lived.
+            while not (answers := await resumed(http, second.url, headers, cut)):
+                await anyio.sleep(0.1)
+        [answer] = answers
+        assert answer["id"] == 503 and "stopped before it answered" in answer["error"]["message"], answer
+
+
+async def test_a_call_whose_replica_dies_fails_cleanly_for_the_sdk(cluster: Cluster) -> None:
+    """mcp's client, its session through nginx: the replica running its call
+    (`slow_job`, 25 s) is killed; the client resumes the call's stream through
+    nginx on another replica and gets the call's end as a clear error, not a
+    wait to its read timeout."""
+    async with (
+        connect_legacy(cluster.url, approve, headers=cluster.headers) as (session, _),
+        httpx2.AsyncClient(timeout=CALL_S, headers=cluster.headers) as http,
+    ):
+        failed: list[BaseException] = []
+
+        async def slow_job() -> None:
+            try:
+                await session.call_tool("slow_job", {"ms": 25_000})
+            except MCPError as error:
+                failed.append(error)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(slow_job)
+            with anyio.fail_after(CALL_S):
+                while not (running := [r for r in cluster.replicas if await in_flight(http, r)]):
+                    await anyio.sleep(0.05)
+            [runs_on] = running
+            runs_on.process.kill9()
+            with anyio.fail_after(CALL_S):
+                while not failed:
+                    await anyio.sleep(0.05)
+        [error] = failed
+        assert "stopped before it answered" in str(error), error

@@ -38,6 +38,18 @@ impl StateStore {
         }
     }
 
+    /// How many subscribers (replicas) hear `channel` now; `Ok(0)` for an
+    /// in-process store.
+    ///
+    /// # Errors
+    /// [`StateError::Unavailable`] or [`StateError::Timeout`].
+    pub async fn listeners(&self, channel: &str) -> Result<u64, StateError> {
+        match &self.repr {
+            Repr::Embedded(_) => Ok(0),
+            Repr::Redis(redis) => redis.listeners(channel).await,
+        }
+    }
+
     /// The messages published on `channels` from now on, until the receiver
     /// is dropped; `None` for an in-process store. The subscription is
     /// remade whenever Redis drops it (every 200 ms while it is away;

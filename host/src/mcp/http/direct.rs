@@ -424,6 +424,7 @@ async fn run(
         );
     }
     entry.running().insert(id.clone(), token);
+    let call = id.clone();
     let running = Arc::clone(entry);
     let finished = answer.map(move |message| {
         running.running().remove(&id);
@@ -446,7 +447,7 @@ async fn run(
         std::future::ready(event)
     });
     let reader = options.streams.keep(
-        Some((entry.id.clone(), number)),
+        Some(((entry.id.clone(), number), &call)),
         hangup,
         owner,
         priming,

@@ -20,15 +20,14 @@
 //! is given up.
 
 use std::collections::{HashMap, VecDeque};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use axum::response::IntoResponse as _;
 use futures_util::future::Either;
 use futures_util::{Stream, StreamExt};
-use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, GetExtensions, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
@@ -156,6 +155,10 @@ impl SessionManager for Resumable {
             let stream = self.inner.create_stream(id, message).await?;
             return Ok(Either::Right(Either::Right(stream)));
         }
+        let call = match &message {
+            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
         let (hangup, owner) = match &mut message {
             ClientJsonRpcMessage::Request(request) => request
                 .request
@@ -176,9 +179,14 @@ impl SessionManager for Resumable {
             .and_then(parse_event_id)
             .and_then(|(_, request)| request);
         let key = request.map(|request| (id.clone(), request));
-        let reader = self
-            .streams
-            .keep(key, hangup, owner, first, inner, self.options);
+        let reader = self.streams.keep(
+            key.zip(call.as_ref()),
+            hangup,
+            owner,
+            first,
+            inner,
+            self.options,
+        );
         Ok(Either::Left(reader))
     }
 
@@ -252,8 +260,9 @@ pub(in crate::mcp) fn take_over(
 }
 
 /// rmcp's event ID, `INDEX/REQUEST` (a request's stream) or `INDEX` (the
-/// session's own).
+/// session's own), without a fleet's stamp (`.TAG…`, see [`super::route`]).
 fn parse_event_id(id: &str) -> Option<(usize, Option<u64>)> {
+    let id = id.split_once('.').map_or(id, |(own, _)| own);
     match id.split_once('/') {
         Some((index, request)) => Some((index.parse().ok()?, Some(request.parse().ok()?))),
         None => Some((id.parse().ok()?, None)),
@@ -293,14 +302,18 @@ pub(in crate::mcp) fn refuse_foreign(
 pub(in crate::mcp) struct Streams {
     map: Mutex<HashMap<Key, Arc<Replay>>>,
     metrics: Arc<Metrics>,
+    /// This replica's tag, in a fleet: its streams' event IDs carry it.
+    tag: Option<Arc<str>>,
 }
 
 impl Streams {
-    /// No streams yet; resumes and streams given up are counted in `metrics`.
-    pub(in crate::mcp) fn new(metrics: Arc<Metrics>) -> Self {
+    /// No streams yet; resumes and streams given up are counted in
+    /// `metrics`; `tag`: this replica's in a fleet ([`super::route::stamp`]).
+    pub(in crate::mcp) fn new(metrics: Arc<Metrics>, tag: Option<Arc<str>>) -> Self {
         Self {
             map: Mutex::default(),
             metrics,
+            tag,
         }
     }
 
@@ -309,20 +322,26 @@ impl Streams {
     }
 
     /// Keeps a request's stream, opened by `first` (its priming event, whose
-    /// ID names it) and then `events`, so that it can be resumed under `key`:
+    /// ID names it) and then `events`, so that it can be resumed under `key`
+    /// (with the JSON-RPC ID of the call it answers):
     /// read to its end by a task of its own, whoever reads it; the reader
     /// returned is the client's first. `hangup`: cancelled when the stream is
     /// given up.
     pub(in crate::mcp) fn keep(
         self: &Arc<Self>,
-        key: Option<Key>,
+        key: Option<(Key, &RequestId)>,
         hangup: Option<Hangup>,
         owner: Option<(String, String)>,
         first: ServerSseMessage,
         events: impl Stream<Item = ServerSseMessage> + Send + Unpin + 'static,
         options: ResumeOptions,
     ) -> Reader {
-        let replay = Arc::new(Replay::new(key.clone(), hangup, owner));
+        let stamp = match (&self.tag, &key) {
+            (Some(tag), Some((_, call))) => super::route::stamp(tag, call),
+            _ => String::new(),
+        };
+        let key = key.map(|(key, _)| key);
+        let replay = Arc::new(Replay::new(key.clone(), hangup, owner, stamp));
         replay.push(first);
         if let Some(key) = key {
             self.insert(key, replay.clone());
@@ -414,6 +433,8 @@ struct Replay {
     hangup: Option<Hangup>,
     /// The issuer and subject of the caller whose request it answers.
     owner: Option<(String, String)>,
+    /// What its event IDs end with in a fleet (else empty).
+    stamp: String,
 }
 
 struct State {
@@ -436,9 +457,15 @@ struct State {
 }
 
 impl Replay {
-    fn new(key: Option<Key>, hangup: Option<Hangup>, owner: Option<(String, String)>) -> Self {
+    fn new(
+        key: Option<Key>,
+        hangup: Option<Hangup>,
+        owner: Option<(String, String)>,
+        stamp: String,
+    ) -> Self {
         Self {
             key,
+            stamp,
             state: Mutex::new(State {
                 events: VecDeque::new(),
                 bytes: 0,
@@ -461,7 +488,7 @@ impl Replay {
     }
 
     /// Keeps an event (dropping the oldest over the bounds) and wakes the reader.
-    fn push(&self, event: ServerSseMessage) {
+    fn push(&self, mut event: ServerSseMessage) {
         let size = event
             .message
             .as_ref()
@@ -476,6 +503,9 @@ impl Replay {
             .as_deref()
             .and_then(parse_event_id)
             .map_or(state.next_index, |(index, _)| index);
+        if let Some(id) = &mut event.event_id {
+            id.push_str(&self.stamp);
+        }
         state.next_index = index + 1;
         state.bytes += size;
         state.events.push_back((index, event, size));
@@ -574,122 +604,8 @@ async fn forward(
     }
 }
 
-/// A client's view of a request's stream: the events after the one it last
-/// saw, then those to come, to the end. A newer reader of the same stream
-/// (a resume) ends it.
-pub(in crate::mcp) struct Reader {
-    replay: Arc<Replay>,
-    streams: Arc<Streams>,
-    /// This reader's number.
-    number: u64,
-    /// The index of the next event to give.
-    next: usize,
-    /// Ends the reader early, so its client polls.
-    close_at: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// Gave the stream's end: the stream is read.
-    ended: bool,
-    /// Gave its last event (the end, or an early close).
-    stopped: bool,
-}
-
-impl Reader {
-    /// Attaches a reader that starts at event `next`; the previous one ends.
-    fn attach(
-        replay: Arc<Replay>,
-        streams: Arc<Streams>,
-        next: usize,
-        close_after: Option<Duration>,
-    ) -> Self {
-        let number = {
-            let mut state = replay.lock();
-            state.readers += 1;
-            state.reader = state.readers;
-            state.detached_at = None;
-            if let Some(waker) = state.waker.take() {
-                waker.wake();
-            }
-            if let Some((oldest, _, _)) = state.events.front()
-                && *oldest > next
-            {
-                tracing::warn!(
-                    missed = oldest - next,
-                    "a resumed stream misses events: more were sent than a stream keeps"
-                );
-            }
-            state.reader
-        };
-        replay.changed.notify_one();
-        Self {
-            replay,
-            streams,
-            number,
-            next,
-            close_at: close_after.map(|after| Box::pin(tokio::time::sleep(after))),
-            ended: false,
-            stopped: false,
-        }
-    }
-}
-
-impl Stream for Reader {
-    type Item = ServerSseMessage;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
-        let this = self.get_mut();
-        if this.stopped {
-            return Poll::Ready(None);
-        }
-        let mut state = this.replay.lock();
-        if state.reader != this.number || (state.gone && !state.done) {
-            this.stopped = true;
-            return Poll::Ready(None);
-        }
-        let next = this.next;
-        if let Some((index, event, _)) = state.events.iter().find(|(index, _, _)| *index >= next) {
-            this.next = index + 1;
-            return Poll::Ready(Some(event.clone()));
-        }
-        if state.done {
-            this.ended = true;
-            this.stopped = true;
-            return Poll::Ready(None);
-        }
-        if let Some(close_at) = &mut this.close_at
-            && close_at.as_mut().poll(cx).is_ready()
-        {
-            // The client resumes after the stream's retry interval.
-            this.stopped = true;
-            return Poll::Ready(None);
-        }
-        state.waker = Some(cx.waker().clone());
-        Poll::Pending
-    }
-}
-
-impl Drop for Reader {
-    fn drop(&mut self) {
-        {
-            let mut state = self.replay.lock();
-            if state.reader != self.number {
-                return;
-            }
-            state.reader = 0;
-            state.waker = None;
-            if self.ended {
-                state.gone = true;
-            } else {
-                state.detached_at = Some(Instant::now());
-            }
-        }
-        self.replay.changed.notify_one();
-        if self.ended {
-            // Read to its end: nothing more to keep. The forwarder ends.
-            self.replay.forget(&self.streams);
-        } else {
-            self.streams.trim();
-        }
-    }
-}
-
+mod reader;
 #[cfg(test)]
 mod tests;
+
+pub(in crate::mcp) use reader::Reader;

@@ -15,11 +15,23 @@
 //! The bus delivers at most once: an answer lost (its replica gone, or
 //! Redis reconnecting) leaves the call waiting for its confirmation
 //! deadline, which then fails it clearly.
+//!
+//! A request's stream stays on the replica that runs the call, and so does
+//! its resumption: each replica numbers a session's streams from 0 too, so
+//! [`stamp`] adds its tag (and the call's JSON-RPC ID) to the stream's
+//! event IDs. A `GET` resuming a stream of another replica is never joined
+//! to a stream here: while that replica lives the client is sent back to
+//! retry (rmcp's empty stream: through round robin it reaches the holder on
+//! a later try); once it is gone (nobody hears its channel), the client is
+//! answered a JSON-RPC error for its call, which ended with the replica.
 
 use std::sync::Arc;
 
 use futures_util::Stream;
-use rmcp::model::{ClientJsonRpcMessage, ClientNotification, RequestId, ServerJsonRpcMessage};
+use futures_util::future::Either;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ErrorData, RequestId, ServerJsonRpcMessage,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
@@ -35,6 +47,11 @@ use crate::state::sessions::public_name;
 
 /// The channel every replica hears: cancellations.
 const EVERYONE: &str = "sessions";
+
+/// A new tag for this replica (random: replicas need no names of their own).
+pub(in crate::mcp) fn new_tag() -> Arc<str> {
+    crate::mcp::approval::random_id()[..12].into()
+}
 
 /// A replica's own channel: answers to the requests it sent.
 fn own_channel(tag: &str) -> String {
@@ -53,6 +70,57 @@ fn untagged(id: &RequestId) -> Option<(&str, i64)> {
     };
     let (tag, n) = id.split_once('.')?;
     Some((tag, n.parse().ok()?))
+}
+
+/// How a request stream's event ID (rmcp's `INDEX/REQUEST`) reaches the
+/// client in a fleet: with the tag of the replica that holds the stream
+/// and, when it is short, the JSON-RPC ID of the call it answers:
+/// `INDEX/REQUEST.TAG[.nNUMBER|.sSTRING]`.
+pub(in crate::mcp) fn stamp(tag: &str, call: &RequestId) -> String {
+    match call {
+        RequestId::Number(n) => format!(".{tag}.n{n}"),
+        RequestId::String(s)
+            if s.len() <= MAX_STAMPED_ID
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
+            format!(".{tag}.s{s}")
+        }
+        RequestId::String(_) => format!(".{tag}"),
+    }
+}
+
+/// The longest string JSON-RPC ID an event ID carries.
+const MAX_STAMPED_ID: usize = 64;
+
+/// A stamped event ID read back: rmcp's own, the holder's tag, and the
+/// call's ID if it was carried. `None` for an ID no replica stamped.
+fn read_stamp(event_id: &str) -> Option<(&str, &str, Option<RequestId>)> {
+    let (index, rest) = event_id.split_once('/')?;
+    let (request, rest) = rest.split_once('.')?;
+    let own = &event_id[..index.len() + 1 + request.len()];
+    let (tag, call) = match rest.split_once('.') {
+        Some((tag, call)) => (tag, Some(call)),
+        None => (rest, None),
+    };
+    let call = call.and_then(|call| match call.split_at_checked(1)? {
+        ("n", n) => Some(RequestId::Number(n.parse().ok()?)),
+        ("s", s) => Some(RequestId::String(s.into())),
+        _ => None,
+    });
+    Some((own, tag, call))
+}
+
+/// What a client resuming a stream of a replica that is gone is answered:
+/// its call's end.
+fn holder_gone(call: RequestId) -> ServerSseMessage {
+    let why = "the MCP server replica that ran this call stopped before it answered, so its \
+               stream cannot be resumed; the call may have partly run: send it again if that \
+               is safe";
+    ServerSseMessage::from_message(ServerJsonRpcMessage::error(
+        ErrorData::internal_error(why, None),
+        Some(call),
+    ))
 }
 
 /// What goes over the bus: a client's message of a session.
@@ -117,12 +185,9 @@ pub(in crate::mcp) struct Routed {
 }
 
 impl Routed {
-    /// `inner`'s sessions, routed over `store`'s bus when it is shared.
-    pub(in crate::mcp) fn new(inner: Arc<Resumable>, store: Option<StateStore>) -> Self {
-        let bus = store.map(|store| {
-            let tag: Arc<str> = crate::mcp::approval::random_id()[..12].into();
-            (tag, store)
-        });
+    /// `inner`'s sessions, routed over `bus`: the shared store's, and this
+    /// replica's tag ([`new_tag`]).
+    pub(in crate::mcp) fn new(inner: Arc<Resumable>, bus: Option<(Arc<str>, StateStore)>) -> Self {
         Self { inner, bus }
     }
 
@@ -288,12 +353,41 @@ impl SessionManager for Routed {
         self.inner.create_standalone_stream(id).await
     }
 
+    /// A stream of this replica's is resumed here; one of another replica
+    /// never is (module docs).
     async fn resume(
         &self,
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.inner.resume(id, last_event_id).await
+        let Some((own_tag, store)) = &self.bus else {
+            return Ok(Either::Right(self.inner.resume(id, last_event_id).await?));
+        };
+        let Some((own, holder, call)) = read_stamp(&last_event_id) else {
+            return Ok(Either::Right(self.inner.resume(id, last_event_id).await?));
+        };
+        if holder == &**own_tag {
+            let own = own.to_owned();
+            return Ok(Either::Right(self.inner.resume(id, own).await?));
+        }
+        let gone = matches!(store.listeners(&own_channel(holder)).await, Ok(0));
+        let answer = match call {
+            Some(call) if gone => {
+                tracing::info!(
+                    "a client resumed the stream of a call whose replica is gone: answered \
+                     that the call ended with it"
+                );
+                vec![holder_gone(call)]
+            }
+            // An empty stream, as rmcp answers a stream it does not know,
+            // without its warning: the client retries, and a retry every
+            // few seconds while it waits is no news.
+            _ => {
+                tracing::debug!(gone, "a client resumed another replica's stream here");
+                Vec::new()
+            }
+        };
+        Ok(Either::Left(futures_util::stream::iter(answer)))
     }
 
     async fn restore_session(
@@ -321,5 +415,26 @@ mod tests {
         assert_eq!(untagged(&RequestId::Number(7)), None);
         assert_eq!(untagged(&RequestId::String("7".into())), None);
         assert_eq!(untagged(&RequestId::String("ab.x".into())), None);
+    }
+
+    #[test]
+    fn a_stamped_event_id_reads_back_as_rmcps_its_holder_and_its_call() {
+        let number = format!("3/7{}", stamp("ab12", &RequestId::Number(42)));
+        assert_eq!(number, "3/7.ab12.n42");
+        assert_eq!(
+            read_stamp(&number),
+            Some(("3/7", "ab12", Some(RequestId::Number(42))))
+        );
+        let string = format!("0/1{}", stamp("ab12", &RequestId::String("call-9".into())));
+        assert_eq!(
+            read_stamp(&string),
+            Some(("0/1", "ab12", Some(RequestId::String("call-9".into()))))
+        );
+        // A long or odd string ID is left out: the holder is still known.
+        let odd = format!("0/1{}", stamp("ab12", &RequestId::String("a.b/c".into())));
+        assert_eq!(read_stamp(&odd), Some(("0/1", "ab12", None)));
+        // rmcp's own IDs (one replica) and the session's stream are nobody's.
+        assert_eq!(read_stamp("3/7"), None);
+        assert_eq!(read_stamp("12"), None);
     }
 }

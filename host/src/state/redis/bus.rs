@@ -1,6 +1,7 @@
 //! The bus in Redis: `PUBLISH` on the shared connection, and one pub/sub
 //! connection per subscription, remade when Redis drops it.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
@@ -28,6 +29,21 @@ impl Redis {
                 .await
         })
         .await
+    }
+
+    /// `PUBSUB NUMSUB` of `channel`: how many subscribers hear it.
+    pub(crate) async fn listeners(&self, channel: &str) -> Result<u64, StateError> {
+        let channel = self.channel(channel);
+        let counts: HashMap<String, u64> = self
+            .run("pubsub numsub", |mut c| async move {
+                ::redis::cmd("PUBSUB")
+                    .arg("NUMSUB")
+                    .arg(channel)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok(counts.into_values().sum())
     }
 
     /// Subscribes to `channels` on a task of its own, which sends what

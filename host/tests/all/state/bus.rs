@@ -50,6 +50,10 @@ async fn replicas_hear_each_other_on_the_bus_and_after_redis_restarts() {
             payload: "first".to_owned()
         }
     );
+    // Who hears a channel (how a replica tells that another is gone).
+    assert_eq!(b.listeners("rt:a").await.unwrap(), 1);
+    assert_eq!(b.listeners("rt:b").await.unwrap(), 0);
+    assert_eq!(other_fleet.listeners("rt:a").await.unwrap(), 0);
     // Another prefix is another fleet; an unsubscribed channel, nobody.
     assert_eq!(other_fleet.publish("rt:a", "not ours").await.unwrap(), 0);
     assert_eq!(b.publish("rt:b", "nobody's").await.unwrap(), 0);
@@ -66,7 +70,8 @@ async fn replicas_hear_each_other_on_the_bus_and_after_redis_restarts() {
     // A dropped subscription is gone from Redis.
     drop(heard);
     let started = Instant::now();
-    while b.publish("sessions", "gone").await.unwrap() > 0 {
+    while b.publish("sessions", "gone").await.unwrap() > 0 || b.listeners("rt:a").await.unwrap() > 0
+    {
         assert!(
             started.elapsed() < Duration::from_secs(15),
             "still subscribed"
@@ -80,4 +85,5 @@ async fn an_in_process_store_has_no_bus() {
     let store = StateStore::embedded();
     assert!(store.subscribe(vec!["sessions".to_owned()]).is_none());
     assert_eq!(store.publish("sessions", "x").await.unwrap(), 0);
+    assert_eq!(store.listeners("sessions").await.unwrap(), 0);
 }

@@ -4,7 +4,7 @@ use super::*;
 use tokio_util::sync::CancellationToken;
 
 fn streams() -> Streams {
-    Streams::new(Arc::new(Metrics::new()))
+    Streams::new(Arc::new(Metrics::new()), None)
 }
 
 fn event(id: &str) -> ServerSseMessage {
@@ -25,6 +25,7 @@ fn kept(
         Some(key.clone()),
         Some(Hangup::new(token.clone(), "test")),
         Some(("https://issuer".to_owned(), owner.to_owned())),
+        String::new(),
     ));
     streams.insert(key, replay.clone());
     (replay, token)
@@ -60,7 +61,7 @@ fn only_the_caller_that_made_a_request_resumes_its_stream() {
 
 #[test]
 fn a_stream_keeps_its_newest_events_within_its_bounds() {
-    let replay = Replay::new(None, None, None);
+    let replay = Replay::new(None, None, None, String::new());
     for index in 0..MAX_EVENTS + 100 {
         replay.push(event(&format!("{index}/0")));
     }
