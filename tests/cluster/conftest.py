@@ -4,7 +4,8 @@ with the official Python SDK: `connect` (2026-07-28, sessionless) and
 `connect_legacy` (a 2025-11-25 session).
 
 `cargo xtask cluster-test` installs the Debian packages (redis-server, nginx,
-prometheus), builds `toolhost` and the guests, and runs this directory.
+prometheus; systemd, podman, runc and debootstrap for the deploy page's unit
+and container), builds `toolhost` and the guests, and runs this directory.
 """
 
 from __future__ import annotations

@@ -151,14 +151,14 @@ class Cluster:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def logs(self) -> str:
-        return _logs(self.processes)
+        return logs(self.processes)
 
 
-def _logs(processes: list[Process]) -> str:
+def logs(processes: list[Process]) -> str:
     return "\n".join(f"--- {p.name} ({p.log}) ---\n{p.text()[-20000:]}" for p in processes)
 
 
-def _start_redis(root: Path, processes: list[Process]) -> int:
+def start_redis(root: Path, processes: list[Process]) -> int:
     port = free_port()
     data = root / "redis"
     data.mkdir()
@@ -183,11 +183,13 @@ def _start_redis(root: Path, processes: list[Process]) -> int:
 
 
 #: The paths docs/deploy.md's unit names, and what the cluster has there.
-UNIT_PATHS = ("/usr/local/bin/toolhost", "/etc/toolhost/toolhost.toml", "/srv/toolhost/plugins", "/var/cache/toolhost")
+UNIT_PATHS = ("/usr/local/bin/toolhost", "/etc/toolhost", "/srv/toolhost/plugins", "/var/cache/toolhost")
 
 
-def unit_paths(root: Path, plugins: Path, config: Path) -> dict[str, str]:
-    return dict(zip(UNIT_PATHS, (os.environ["TOOLHOST_BIN"], str(config), str(plugins), str(root / "cache")), strict=True))
+def unit_paths(root: Path, plugins: Path, etc: Path) -> dict[str, str]:
+    """The cluster's paths for the unit's: `etc` holds what the page puts in
+    `/etc/toolhost` (the configuration, the keys, the token)."""
+    return dict(zip(UNIT_PATHS, (os.environ["TOOLHOST_BIN"], str(etc), str(plugins), str(root / "cache")), strict=True))
 
 
 def page_unit(n: int, paths: dict[str, str]) -> str:
@@ -199,31 +201,58 @@ def page_unit(n: int, paths: dict[str, str]) -> str:
     return unit
 
 
-def unit_command(unit: str, n: int) -> tuple[list[str], dict[str, str]]:
+def unit_command(unit: str, n: int, credentials: Path) -> tuple[list[str], dict[str, str]]:
     """What a unit runs: its `ExecStart` (listening on a free port, not the
-    page's) and its `Environment`."""
+    page's) and its `Environment`, with its `LoadCredential`s copied into
+    `credentials` (read-only, as systemd does) and `%d` naming it."""
     argv: list[str] = []
     env: dict[str, str] = {}
+    credentials.mkdir(parents=True, exist_ok=True)
     for line in unit.splitlines():
         key, _, value = line.partition("=")
         if key == "ExecStart":
-            argv = shlex.split(value)
+            argv = shlex.split(value.replace("%d", str(credentials)))
         elif key == "Environment":
             name, _, setting = value.partition("=")
             env[name] = setting
+        elif key == "LoadCredential":
+            name, _, source = value.partition(":")
+            copy = credentials / name
+            shutil.copyfile(source, copy)
+            copy.chmod(0o400)
     page_listen = f"127.0.0.1:838{n}"
     assert page_listen in argv, f"the unit's ExecStart does not listen on {page_listen}: {argv}"
     return [("127.0.0.1:0" if arg == page_listen else arg) for arg in argv], env
 
 
+def write_etc(root: Path, redis_port: int, config: str, token: bool) -> tuple[Path, str]:
+    """What the page puts in /etc/toolhost, in `root/etc`: the configuration
+    (`CONFIG` and `config`, which may only add tables), the key ring every
+    replica shares (approval states sealed by one open on all) and the token
+    (Prometheus reads it too). Returns the directory and the token."""
+    etc = root / "etc"
+    etc.mkdir()
+    (etc / "state-keys").write_text(KEYS + "\n")
+    secret = secrets.token_hex(32)
+    (etc / "mcp-token").write_text(secret + "\n")
+    for secret_file in ("state-keys", "mcp-token"):
+        (etc / secret_file).chmod(0o600)
+    serve = 'state_key_file = "state-keys"\n' + ('token_file = "mcp-token"\n' if token else "")
+    config = config.replace("[serve]\n", "[serve]\n" + serve, 1) if "[serve]\n" in config else (
+        f"{config}\n[serve]\n{serve}"
+    )
+    (etc / "toolhost.toml").write_text(CONFIG.format(redis=redis_port) + "\n" + config)
+    return etc, secret
+
+
 def _start_replica(
-    n: int, root: Path, plugins: Path, config: Path, processes: list[Process], extra: dict[str, str]
+    n: int, root: Path, plugins: Path, etc: Path, processes: list[Process], extra: dict[str, str]
 ) -> Replica:
-    unit = page_unit(n, unit_paths(root, plugins, config))
-    argv, unit_env = unit_command(unit, n)
+    unit = page_unit(n, unit_paths(root, plugins, etc))
+    argv, unit_env = unit_command(unit, n, root / f"credentials-{n}")
     name = unit_env["TOOLHOST_REPLICA"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLHOST_")} | unit_env | extra
-    env |= {"TOOLHOST_STATE_KEYS": KEYS, "TOOLHOST_LOG": "info"}
+    env |= {"TOOLHOST_LOG": "info"}
     process = Process(name, argv, root / f"{name}.log", env=env, cwd=root).start()
     processes.append(process)
     replica = Replica(name, process)
@@ -238,7 +267,7 @@ def _start_replica(
     return replica
 
 
-def _wait_ready(replica: Replica) -> None:
+def wait_ready(replica: Replica) -> None:
     def ready() -> bool:
         try:
             return httpx2.get(f"http://127.0.0.1:{replica.port}/readyz", timeout=5).status_code == 200
@@ -327,24 +356,15 @@ def running_cluster(
     shutil.copyfile(guests / "hostile.wasm", plugins / "hostile.wasm")
     processes: list[Process] = []
     try:
-        redis_port = _start_redis(root, processes)
-        config_file = root / "toolhost.toml"
-        # The token Prometheus reads too, as the page's does.
-        secret = secrets.token_hex(32)
-        (root / "mcp-token").write_text(secret + "\n")
-        if token:
-            token_file = f'token_file = "{root / "mcp-token"}"\n'
-            config = config.replace("[serve]\n", "[serve]\n" + token_file, 1) if "[serve]\n" in config else (
-                f"{config}\n[serve]\n{token_file}"
-            )
-        config_file.write_text(CONFIG.format(redis=redis_port) + ("\n" + config if config else ""))
+        redis_port = start_redis(root, processes)
+        etc, secret = write_etc(root, redis_port, config, token)
         # The first replica compiles the plugins into the shared cache alone.
         extra = env or {}
-        replicas = [_start_replica(1, root, plugins, config_file, processes, extra)]
-        _wait_ready(replicas[0])
-        replicas += [_start_replica(n, root, plugins, config_file, processes, extra) for n in (2, 3)]
+        replicas = [_start_replica(1, root, plugins, etc, processes, extra)]
+        wait_ready(replicas[0])
+        replicas += [_start_replica(n, root, plugins, etc, processes, extra) for n in (2, 3)]
         for replica in replicas:
-            _wait_ready(replica)
+            wait_ready(replica)
 
         if nginx_port is None:
             nginx_port = free_port()
@@ -371,7 +391,7 @@ def running_cluster(
         prometheus_conf = root / "prometheus.yml"
         scrape = with_ports(page_block("yaml"), replicas)
         assert "/etc/toolhost/mcp-token" in scrape, "the scrape does not send the token"
-        prometheus_conf.write_text(PROMETHEUS + scrape.replace("/etc/toolhost/mcp-token", str(root / "mcp-token")))
+        prometheus_conf.write_text(PROMETHEUS + scrape.replace("/etc/toolhost/mcp-token", str(etc / "mcp-token")))
         prometheus = Process(
             "prometheus",
             ["prometheus", f"--config.file={prometheus_conf}", f"--storage.tsdb.path={root / 'prometheus'}",
@@ -386,4 +406,4 @@ def running_cluster(
         for process in reversed(processes):
             process.stop()
         # Shown by pytest for a failing test only.
-        print(_logs(processes))
+        print(logs(processes))

@@ -354,7 +354,11 @@ def test_the_pages_systemd_unit_is_valid(tmp_path: Path) -> None:
     finds nothing to say."""
     import os
 
-    paths = unit_paths(tmp_path, tmp_path / "plugins", tmp_path / "toolhost.toml")
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    for name in ("toolhost.toml", "state-keys", "mcp-token"):
+        (etc / name).touch()
+    paths = unit_paths(tmp_path, tmp_path / "plugins", etc)
     unit = tmp_path / "toolhost@1.service"
     unit.write_text(page_unit(1, paths))
     verified = subprocess.run(

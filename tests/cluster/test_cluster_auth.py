@@ -101,7 +101,7 @@ def auth_cluster(tmp_path: Path, auth: AuthServer) -> Iterator[Cluster]:
         tmp_path, config=auth_config(resource, auth.issuer), nginx_port=nginx_port, token=False
     ) as cluster:
         assert cluster.url == resource
-        print(f"--- toolhost.toml ---\n{(tmp_path / 'toolhost.toml').read_text()}")
+        print(f"--- toolhost.toml ---\n{(tmp_path / 'etc' / 'toolhost.toml').read_text()}")
         yield cluster
 
 

@@ -9,13 +9,22 @@ use anyhow::Result;
 use crate::mcp_test::pytest;
 use crate::toolchain::ensure_debian_packages;
 
-/// The Debian packages the cluster runs on (systemd: `systemd-analyze` checks
-/// the deploy page's unit).
-pub(crate) const PACKAGES: [&str; 4] = ["redis-server", "nginx", "prometheus", "systemd"];
+/// The Debian packages the cluster's services are (the interop suite runs
+/// them too).
+pub(crate) const SERVICES: [&str; 3] = ["redis-server", "nginx", "prometheus"];
+
+/// What the cluster tests need besides: systemd (`systemd-analyze` checks
+/// the deploy page's unit); podman, runc and debootstrap build and run the
+/// page's container, there being no Docker engine here, from a base image
+/// made of Debian's packages.
+const CHECKS: [&str; 4] = ["systemd", "podman", "runc", "debootstrap"];
 
 /// Installs the services, then runs the cluster tests as `mcp-test` runs
 /// its own (same build, same venv).
 pub(crate) fn test(pytest_args: Vec<String>) -> Result<()> {
-    ensure_debian_packages("the cluster tests", &PACKAGES)?;
+    ensure_debian_packages(
+        "the cluster tests",
+        &[SERVICES.as_slice(), &CHECKS].concat(),
+    )?;
     pytest("tests/cluster", pytest_args)
 }

@@ -24,7 +24,7 @@ use crate::workspace::{root, target_dir};
 /// pointing at what was built.
 pub(crate) fn test(pytest_args: Vec<String>) -> Result<()> {
     // The frameworks' clients also run through the cluster (`test_cluster.py`).
-    ensure_debian_packages("the interop tests", &crate::cluster_test::PACKAGES)?;
+    ensure_debian_packages("the interop tests", &crate::cluster_test::SERVICES)?;
     let python = venv(
         "interop-venv",
         &root().join("tests/interop/requirements.txt"),
