@@ -180,7 +180,15 @@ async def test_confirmations_answered_through_any_replica(cluster: Cluster) -> N
     """`echo` needs approval: the replica running a call asks through
     elicitation on the call's stream, and the client's answer (a POST of its
     own) may reach another replica, which passes it on. mcp 1.30's
-    `ClientSession` and langchain-mcp-adapters' `on_elicitation`, 20 calls each."""
+    `ClientSession`, langchain-mcp-adapters' `on_elicitation` and ADK's
+    `McpToolset` `elicitation_callback` (in an agent run), 20 calls each
+    (openai-agents' MCP client takes no elicitation callback)."""
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import InMemoryRunner
+    from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
+    from google.genai import types as genai
     from langchain_mcp_adapters.callbacks import Callbacks
     from langchain_mcp_adapters.client import MultiServerMCPClient
     from langchain_mcp_adapters.tools import load_mcp_tools
@@ -219,7 +227,191 @@ async def test_confirmations_answered_through_any_replica(cluster: Cluster) -> N
                 output = await tools["echo"].ainvoke({"message": f"langchain {i}"})
                 text = output if isinstance(output, str) else "".join(block["text"] for block in output)
                 assert json.loads(text)["message"] == f"langchain {i}", text
-    assert len(asked) == 2 * CONFIRMED, len(asked)
+        class Echoing(BaseLlm):
+            async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+                answered = sum(1 for c in llm_request.contents for p in c.parts or [] if p.function_response)
+                if answered >= CONFIRMED:
+                    yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(text="done")]))
+                    return
+                call = genai.FunctionCall(name="echo", args={"message": f"adk {answered}"}, id=f"e{answered}")
+                yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(function_call=call)]))
+
+        toolset = McpToolset(
+            connection_params=StreamableHTTPConnectionParams(url=cluster.url, headers=cluster.headers, timeout=CALL_S),
+            elicitation_callback=approve,
+        )
+        echoed = []
+        try:
+            runner = InMemoryRunner(agent=LlmAgent(name="echoer", model=Echoing(model="scripted"), tools=[toolset]), app_name="confirm")
+            run = await runner.session_service.create_session(app_name="confirm", user_id="me")
+            question = genai.Content(role="user", parts=[genai.Part(text="echo")])
+            async for event in runner.run_async(user_id="me", session_id=run.id, new_message=question):
+                for part in (event.content.parts if event.content else None) or []:
+                    if part.function_response:
+                        echoed.append(part.function_response.response.get("structuredContent"))
+        finally:
+            await toolset.close()
+        assert [e and e.get("message") for e in echoed] == [f"adk {i}" for i in range(CONFIRMED)], echoed
+    assert len(asked) == 3 * CONFIRMED, len(asked)
+
+
+def in_flight(cluster: Cluster) -> int:
+    """The calls the replicas run now (their `toolhost_tool_calls_in_flight`)."""
+    running = 0
+    for replica in cluster.replicas:
+        url = replica.url.rsplit("/mcp", 1)[0] + "/metrics"
+        request = urllib.request.Request(url, headers=cluster.headers)
+        with urllib.request.urlopen(request, timeout=CALL_S) as response:
+            metrics = response.read().decode()
+        found = re.search(r"^toolhost_tool_calls_in_flight (\d+)$", metrics, re.MULTILINE)
+        running += int(found.group(1)) if found else 0
+    return running
+
+
+#: What `countdown` from 3 gives: its chunks, and the final result holds them all.
+COUNTDOWN = "3\n2\n1\n0\n"
+
+
+async def cancelled(cluster: Cluster, session: Any, call: Any, key: str) -> None:
+    """Starts `call()` (a `slow_job` of 25 s setting state `key` at its end,
+    approved through the client's elicitation) and cancels it with
+    `notifications/cancelled` sent on `session` (mcp 1.x's `ClientSession`,
+    which numbers its requests from 0: the call's ID is the number it is about
+    to use); round robin takes the notification to any replica, the call
+    stops, and `key` is never set."""
+    from mcp import types
+
+    request_id = session._request_id  # mcp 1.x: the ID its next request gets
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(call)
+        with anyio.fail_after(CALL_S):
+            while not await anyio.to_thread.run_sync(in_flight, cluster):
+                await anyio.sleep(0.05)
+        notification = types.CancelledNotification(
+            params=types.CancelledNotificationParams(requestId=request_id, reason="the user stopped it")
+        )
+        await session.send_notification(types.ClientNotification(notification))
+        with anyio.fail_after(CALL_S):
+            while await anyio.to_thread.run_sync(in_flight, cluster):
+                await anyio.sleep(0.05)
+        tasks.cancel_scope.cancel()
+    result = await session.call_tool("remember", {"key": key})
+    assert result.structuredContent == {"value": None}, result
+
+
+async def approve(context: Any, params: Any) -> Any:
+    from mcp import types
+
+    assert "needs your approval" in params.message, params
+    return types.ElicitResult(action="accept", content={"approve": True})
+
+
+async def test_progress_and_cancellation_through_each_framework(cluster: Cluster) -> None:
+    """Each client's own way to get a streaming tool's progress (`countdown`,
+    with a `progressToken`: the progress comes on the call's stream from the
+    replica running it), and a `slow_job` cancelled on its session:
+    mcp 1.30's `progress_callback`; langchain-mcp-adapters' `on_progress`;
+    openai-agents' `meta` and `message_handler`; ADK's `McpToolset`
+    `progress_callback` in an agent run. mcp 1.30 and langchain send the
+    cancellation on their session; `slow_job` needs an approval, which
+    openai-agents cannot give (it takes no elicitation callback), and ADK's
+    toolset exposes no session to send one on."""
+    from agents.mcp import MCPServerStreamableHttp
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import InMemoryRunner
+    from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
+    from google.genai import types as genai
+    from langchain_mcp_adapters.callbacks import Callbacks
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_mcp_adapters.tools import load_mcp_tools
+    from mcp import ClientSession, types
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    progress: dict[str, list[float]] = {}
+
+    def on_progress(client: str) -> Any:
+        async def record(done: float, total: float | None = None, message: str | None = None, *_: Any) -> None:
+            progress.setdefault(client, []).append(done)
+
+        return record
+
+    with anyio.fail_after(RUN_S):
+        async with (
+            create_mcp_http_client(headers=cluster.headers) as http,
+            streamable_http_client(cluster.url, http_client=http) as (read, write, _),
+            ClientSession(read, write, elicitation_callback=approve) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("countdown", {"from": 3}, progress_callback=on_progress("official"))
+            assert result.structuredContent == {"result": COUNTDOWN}, result
+
+            async def official_job() -> None:
+                await session.call_tool("slow_job", {"ms": 25_000, "key": "official"})
+
+            await cancelled(cluster, session, official_job, "official")
+
+        async def langchain_progress(progress_value: float, total: float | None, message: str | None, context: Any) -> None:
+            await on_progress("langchain")(progress_value)
+
+        async def langchain_approve(mcp_context: Any, params: Any, context: Any) -> Any:
+            return await approve(mcp_context, params)
+
+        client = MultiServerMCPClient(
+            {"toolhost": {"transport": "streamable_http", "url": cluster.url, "headers": cluster.headers}},
+            callbacks=Callbacks(on_progress=langchain_progress, on_elicitation=langchain_approve),
+        )
+        async with client.session("toolhost") as session:
+            tools = {tool.name: tool for tool in await load_mcp_tools(session, callbacks=client.callbacks)}
+            output = await tools["countdown"].ainvoke({"from": 3})
+            text = output if isinstance(output, str) else "".join(block["text"] for block in output)
+            assert text == COUNTDOWN, text  # the text content: the chunks
+
+            async def langchain_job() -> None:
+                await tools["slow_job"].ainvoke({"ms": 25_000, "key": "langchain"})
+
+            await cancelled(cluster, session, langchain_job, "langchain")
+
+        async def openai_messages(message: Any) -> None:
+            root = getattr(message, "root", message)
+            if isinstance(root, types.ProgressNotification) and root.params.progressToken == "openai-1":
+                await on_progress("openai-agents")(root.params.progress)
+
+        params = {"url": cluster.url, "headers": cluster.headers}
+        async with MCPServerStreamableHttp(
+            params=params, client_session_timeout_seconds=CALL_S, message_handler=openai_messages
+        ) as server:
+            result = await server.call_tool("countdown", {"from": 3}, meta={"progressToken": "openai-1"})
+            assert result.structuredContent == {"result": COUNTDOWN}, result
+
+        class Counting(BaseLlm):
+            async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+                if any(p.function_response for c in llm_request.contents for p in c.parts or []):
+                    yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(text="done")]))
+                    return
+                call = genai.FunctionCall(name="countdown", args={"from": 3}, id="c1")
+                yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(function_call=call)]))
+
+        toolset = McpToolset(
+            connection_params=StreamableHTTPConnectionParams(url=cluster.url, headers=cluster.headers, timeout=CALL_S),
+            progress_callback=on_progress("adk"),
+        )
+        responses = []
+        try:
+            agent = LlmAgent(name="counter", model=Counting(model="scripted"), tools=[toolset])
+            runner = InMemoryRunner(agent=agent, app_name="cluster")
+            adk_session = await runner.session_service.create_session(app_name="cluster", user_id="me")
+            question = genai.Content(role="user", parts=[genai.Part(text="count")])
+            async for event in runner.run_async(user_id="me", session_id=adk_session.id, new_message=question):
+                responses += [p.function_response.response for p in (event.content.parts if event.content else None) or [] if p.function_response]
+        finally:
+            await toolset.close()
+        assert [r.get("structuredContent") for r in responses] == [{"result": COUNTDOWN}], responses
+    assert set(progress) == {"official", "langchain", "openai-agents", "adk"}, progress
+    for client, seen in progress.items():
+        assert seen and seen == sorted(seen) and seen[-1] <= 4, (client, seen)
 
 
 class Outcomes:
@@ -268,13 +460,19 @@ class Outcomes:
 
 
 async def test_every_client_goes_on_when_a_replica_is_killed(tmp_path: Path) -> None:
-    """Three clients at once, 200 calls each, and `kill -9` of a replica a
-    quarter of the way: each call is answered or fails with a clear error (those
+    """Four clients at once (mcp 1.30, langchain-mcp-adapters, openai-agents,
+    ADK), 200 calls each, and `kill -9` of a replica a quarter of the way: each call is answered or fails with a clear error (those
     the dead replica was running), and each client's last calls all succeed,
     served by the replicas left."""
     from contextlib import asynccontextmanager
 
     from agents.mcp import MCPServerStreamableHttp
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import InMemoryRunner
+    from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
+    from google.genai import types as genai
     from langchain_mcp_adapters.client import MultiServerMCPClient
     from langchain_mcp_adapters.tools import load_mcp_tools
     from mcp import ClientSession
@@ -328,11 +526,52 @@ async def test_every_client_goes_on_when_a_replica_is_killed(tmp_path: Path) -> 
 
                 yield call
 
-        outcomes = Outcomes(cluster, 3)
+        @asynccontextmanager
+        async def adk() -> Any:
+            """An agent run per call: the scripted model asks for `add`, ADK
+            calls it through its toolset's session, the model says done."""
+            wanted: dict[str, int] = {}
+
+            class Adding(BaseLlm):
+                async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+                    if any(p.function_response for c in llm_request.contents for p in c.parts or []):
+                        yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(text="done")]))
+                        return
+                    i = wanted["i"]
+                    call = genai.FunctionCall(name="add", args={"a": i, "b": 1}, id=f"c{i}")
+                    yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(function_call=call)]))
+
+            toolset = McpToolset(
+                connection_params=StreamableHTTPConnectionParams(url=url, headers=headers, timeout=CALL_S)
+            )
+            try:
+                agent = LlmAgent(name="adder", model=Adding(model="scripted"), tools=[toolset])
+                runner = InMemoryRunner(agent=agent, app_name="kill")
+                question = genai.Content(role="user", parts=[genai.Part(text="add")])
+
+                async def call(i: int) -> str:
+                    wanted["i"] = i
+                    run = await runner.session_service.create_session(app_name="kill", user_id="me")
+                    responses = []
+                    async for event in runner.run_async(user_id="me", session_id=run.id, new_message=question):
+                        parts = (event.content.parts if event.content else None) or []
+                        responses += [p.function_response.response for p in parts if p.function_response]
+                    [response] = responses
+                    if "structuredContent" not in response or response.get("isError"):
+                        return f"ADK's function response: {response}"
+                    added(response["structuredContent"], i)
+                    return "ok"
+
+                yield call
+            finally:
+                await toolset.close()
+
+        clients = (("official", official), ("langchain", langchain), ("openai-agents", openai_agents), ("adk", adk))
+        outcomes = Outcomes(cluster, len(clients))
         with anyio.fail_after(RUN_S):
-            async with anyio.create_task_group() as clients:
-                for name, session in (("official", official), ("langchain", langchain), ("openai-agents", openai_agents)):
-                    clients.start_soon(outcomes.run, name, session)
+            async with anyio.create_task_group() as tasks:
+                for name, session in clients:
+                    tasks.start_soon(outcomes.run, name, session)
     assert outcomes.killed
     for client, results in outcomes.results.items():
         assert len(results) == CALLS, (client, len(results))
