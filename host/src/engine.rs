@@ -176,8 +176,8 @@ impl Engine {
                 baseline,
                 config: config.clone(),
                 code_cache,
+                updates: crate::catalog::ResourceUpdates::new(&state),
                 state,
-                updates: Default::default(),
                 runtime: std::sync::OnceLock::new(),
                 // One load per core.
                 preload: Arc::new(tokio::sync::Semaphore::new(cores)),

@@ -4,6 +4,7 @@ when any replica may answer any request (MCP 2026-07-28)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -208,8 +209,6 @@ async def running_on_replicas(cluster: Cluster, calls: int) -> None:
 
 async def test_a_plugin_dropped_in_the_shared_directory_reaches_every_replica(cluster: Cluster) -> None:
     """Listed by every replica (asked directly, not through nginx) within 30 s."""
-    import os
-
     guests = os.environ["TOOLHOST_GUESTS"]
     started = time.monotonic()
     shutil.copyfile(f"{guests}/text.wasm", cluster.plugins / "text.wasm")
@@ -352,8 +351,6 @@ def test_the_pages_systemd_unit_is_valid(tmp_path: Path) -> None:
     """docs/deploy.md's unit (whose `ExecStart` and environment start the
     cluster's replicas), with this machine's paths: `systemd-analyze verify`
     finds nothing to say."""
-    import os
-
     etc = tmp_path / "etc"
     etc.mkdir()
     for name in ("toolhost.toml", "state-keys", "mcp-token"):
@@ -382,3 +379,29 @@ async def test_the_token_is_required_through_nginx_and_by_every_replica(cluster:
     async with connect(cluster.url, headers=cluster.headers) as (client, _):
         with anyio.fail_after(CALL_S):
             assert "add" in {tool.name for tool in (await client.list_tools()).tools}
+
+
+async def test_a_resource_update_reaches_subscribers_on_every_replica(cluster: Cluster) -> None:
+    """A call on one replica says a resource changed (`touch_resources`): a
+    client listening for that resource on another replica hears it, whichever
+    pair (before, only subscribers of the replica that ran the call did)."""
+    guests = Path(os.environ["TOOLHOST_GUESTS"])
+    shutil.copyfile(guests / "mcp_conformance.wasm", cluster.plugins / "mcp_conformance.wasm")
+    watched = "test://watched-resource"
+    replicas = cluster.replicas
+    for listener, caller in zip(replicas, replicas[1:] + replicas[:1], strict=True):
+        async with (
+            connect(listener.url, headers=cluster.headers) as (listening, _),
+            connect(caller.url, headers=cluster.headers) as (calling, _),
+        ):
+            with anyio.fail_after(CALL_S):
+                for client in (listening, calling):
+                    while "touch_resources" not in {tool.name for tool in (await client.list_tools()).tools}:
+                        await anyio.sleep(0.1)
+                async with listening.listen(resource_subscriptions=[watched]) as subscription:
+                    assert list(subscription.honored.resource_subscriptions or []) == [watched], subscription.honored
+                    touch = {"uris": ["test://static-text", watched]}
+                    result = await calling.call_tool("touch_resources", touch)
+                    assert not result.is_error, texts(result)
+                    event = await subscription.__anext__()
+            assert getattr(event, "uri", None) == watched, (listener.name, caller.name, event)
