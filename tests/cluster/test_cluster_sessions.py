@@ -335,3 +335,95 @@ async def test_a_call_whose_replica_dies_fails_cleanly_for_the_sdk(cluster: Clus
                     await anyio.sleep(0.05)
         [error] = failed
         assert "stopped before it answered" in str(error), error
+
+
+async def messages_of(http: httpx2.AsyncClient, url: str, request: dict[str, Any]) -> list[Any]:
+    """The JSON-RPC messages answering a POST (a JSON body, or an SSE stream to its end)."""
+    async with http.stream("POST", url, **request) as response:
+        assert response.status_code in (200, 202), (response.status_code, await response.aread())
+        if response.headers.get("content-type", "").startswith("application/json"):
+            return [json.loads(await response.aread())]
+        return [message async for _, message in sse(response) if message is not None]
+
+
+async def open_session(http: httpx2.AsyncClient, cluster: Cluster, url: str) -> str:
+    """A 2025-11-25 session opened on `url` by hand (no client keeps a `GET`
+    stream of its own): its ID."""
+    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "by-hand", "version": "1"}}}
+    headers = {**cluster.headers, "accept": "application/json, text/event-stream", "content-type": "application/json"}
+    async with http.stream("POST", url, json=body, headers=headers) as response:
+        assert response.status_code == 200, (response.status_code, await response.aread())
+        session_id = response.headers["mcp-session-id"]
+        await response.aread()
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, **posted(cluster, session_id, initialized))).status_code == 202
+    return session_id
+
+
+async def heard_on_get_stream(http: httpx2.AsyncClient, url: str, headers: dict[str, str], method: str,
+                              act: Any) -> Any:
+    """Opens the session's `GET` stream on `url`, then calls `act()` every 0.2 s
+    until the stream carries a `method` notification: its params."""
+    heard: list[Any] = []
+    async with anyio.create_task_group() as tasks:
+
+        async def listen() -> None:
+            async with http.stream("GET", url, headers=headers) as response:
+                assert response.status_code == 200, (response.status_code, await response.aread())
+                async for _, message in sse(response):
+                    if message and message.get("method") == method:
+                        heard.append(message["params"])
+                        tasks.cancel_scope.cancel()
+
+        tasks.start_soon(listen)
+        with anyio.fail_after(CALL_S):
+            while not heard:
+                await act()
+                await anyio.sleep(0.2)
+    return heard[0]
+
+
+async def test_a_sessions_log_level_and_subscriptions_hold_on_every_replica(cluster: Cluster) -> None:
+    """`logging/setLevel` sent to one replica: a call on each other replica logs
+    the guest's line at that level (on the session's `GET` stream there, where a
+    call's log messages go); `resources/subscribe` sent to one replica: the
+    session's `GET` stream on another hears of the resource's update, made by a
+    call on the third (before: each replica kept its own, so neither happened)."""
+    guests = Path(os.environ["TOOLHOST_GUESTS"])
+    shutil.copyfile(guests / "mcp_conformance.wasm", cluster.plugins / "mcp_conformance.wasm")
+    first, second, third = cluster.replicas
+    watched = "test://watched-resource"
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(CALL_S, read=60)) as http:
+        session_id = await open_session(http, cluster, first.url)
+        headers = posted(cluster, session_id, {})["headers"]
+
+        def request(n: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return posted(cluster, session_id, {"jsonrpc": "2.0", "id": n, "method": method, "params": params})
+
+        with anyio.fail_after(CALL_S):
+            for replica in cluster.replicas:
+                while True:
+                    [listed] = await messages_of(http, replica.url, request(1, "tools/list", {}))
+                    if "touch_resources" in {tool["name"] for tool in listed["result"]["tools"]}:
+                        break
+                    await anyio.sleep(0.1)
+        [answer] = await messages_of(http, first.url, request(2, "logging/setLevel", {"level": "info"}))
+        assert "result" in answer, answer
+        for replica in (second, third):
+
+            async def whoami(replica: Any = replica) -> None:
+                await messages_of(http, replica.url, request(3, "tools/call", {"name": "whoami", "arguments": {}}))
+
+            logged = await heard_on_get_stream(http, replica.url, headers, "notifications/message", whoami)
+            assert logged == {"level": "info", "logger": "whoami", "data": "whoami called"}, (replica.name, logged)
+
+        [answer] = await messages_of(http, first.url, request(4, "resources/subscribe", {"uri": watched}))
+        assert "result" in answer, answer
+
+        async def touch() -> None:
+            call = {"name": "touch_resources", "arguments": {"uris": [watched]}}
+            await messages_of(http, third.url, request(5, "tools/call", call))
+
+        updated = await heard_on_get_stream(http, second.url, headers, "notifications/resources/updated", touch)
+        assert updated == {"uri": watched}, updated

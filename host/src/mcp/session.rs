@@ -29,6 +29,7 @@ use super::{Shared, auth, transport};
 use sha2::{Digest as _, Sha256};
 
 mod changes;
+pub(super) mod settings;
 
 use crate::Engine;
 use crate::hex::hex;
@@ -372,35 +373,11 @@ impl Session {
         let _ = self.state.peer.set(peer.clone());
         if let Some(id) = transport::http_session_id(extensions) {
             self.shared.direct.register(id, self);
+            // Taken up from another replica: what its client set there.
+            settings::load_soon(self, id);
         }
         tracing::info!(session = %self.state.id(), client = client.as_deref().unwrap_or("?"), "MCP session initialized");
         self.forward_changes(peer.clone());
-    }
-
-    /// Tells this session's client of list changes until the session ends.
-    fn forward_changes(&self, peer: Peer<RoleServer>) {
-        let Some(changes) = &self.shared.changes else {
-            return;
-        };
-        let changes = changes.resubscribe();
-        let ended = self.state.ended.clone();
-        let session = self.state.id().to_owned();
-        let shared = Arc::clone(&self.shared);
-        tokio::spawn(async move {
-            let send = |notification: ServerNotification| {
-                let peer = peer.clone();
-                async move {
-                    if peer.is_transport_closed() {
-                        return Err("the transport is closed".to_owned());
-                    }
-                    peer.send_notification(notification)
-                        .await
-                        .map_err(|e| e.to_string())
-                }
-            };
-            let stop = ended.cancelled();
-            forward_list_changes(&shared, changes, stop, send, &session, None, |_| true).await;
-        });
     }
 }
 
@@ -578,7 +555,7 @@ impl ServerHandler for Session {
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        features::logging::set_level(self, request, &context)
+        features::logging::set_level(self, request, &context).await
     }
 
     async fn get_task(

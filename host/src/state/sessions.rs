@@ -3,7 +3,8 @@
 //!
 //! A session is one [`SessionRecord`]: the client's `initialize` params (to
 //! replay the handshake), the principal that opened it (no other may use or
-//! end it), and when it began. It lives while the client uses it: each
+//! end it), when it began, and what its client set in it through any replica
+//! ([`Setting`]: its log level and resource subscriptions). It lives while the client uses it: each
 //! replica that serves one of its requests [`touch`](SessionStore::touch)es
 //! it, which keeps it for another idle timeout; a `DELETE` from its owner
 //! [`end`](SessionStore::end)s it at once, on every replica.
@@ -41,6 +42,12 @@ pub struct SessionRecord {
     pub owner: String,
     /// When the session began, Unix time in milliseconds.
     pub created_at_ms: u64,
+    /// The lowest level of log messages the client wants
+    /// (`logging/setLevel`), if it set one.
+    pub log_level: Option<String>,
+    /// The resources the client subscribed to (`resources/subscribe`),
+    /// sorted.
+    pub subscriptions: Vec<String>,
 }
 
 impl SessionRecord {
@@ -50,8 +57,40 @@ impl SessionRecord {
             initialize: initialize.into(),
             owner: owner.into(),
             created_at_ms: now_ms(),
+            log_level: None,
+            subscriptions: Vec::new(),
         }
     }
+}
+
+/// What a session's client set in it, for every replica that serves it
+/// ([`SessionStore::set`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Setting<'a> {
+    /// `logging/setLevel`.
+    LogLevel(&'a str),
+    /// `resources/subscribe`, at most this many resources a session.
+    Subscribe {
+        /// The resource.
+        uri: &'a str,
+        /// The most subscriptions a session keeps.
+        limit: usize,
+    },
+    /// `resources/unsubscribe`.
+    Unsubscribe(&'a str),
+}
+
+/// The outcome of [`SessionStore::set`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Set {
+    /// Kept.
+    Set,
+    /// There is no such session (ended, or expired).
+    Missing,
+    /// The session has as many subscriptions as it may: nothing changed.
+    Full,
 }
 
 /// The outcome of [`SessionStore::end`].
@@ -137,6 +176,31 @@ impl SessionStore {
         match &self.store.repr {
             Repr::Embedded(embedded) => Ok(embedded.sessions.touch(&key, idle)),
             Repr::Redis(redis) => redis.touch_session(&key, millis(idle)).await,
+        }
+    }
+
+    /// Keeps `setting` in the session, for the replicas that take it up or
+    /// hold it: one atomic step. It changes neither the owner nor when the
+    /// session expires.
+    ///
+    /// # Errors
+    /// [`StateError::SessionRecord`] for a level or URI of over
+    /// [`MAX_SESSION_RECORD_BYTES`]; in Redis, [`StateError::Unavailable`]
+    /// or [`StateError::Timeout`].
+    pub async fn set(&self, id: &str, setting: Setting<'_>) -> Result<Set, StateError> {
+        let text = match setting {
+            Setting::LogLevel(text) | Setting::Unsubscribe(text) => text,
+            Setting::Subscribe { uri, .. } => uri,
+        };
+        if text.len() > MAX_SESSION_RECORD_BYTES {
+            return Err(StateError::SessionRecord {
+                limit: MAX_SESSION_RECORD_BYTES,
+            });
+        }
+        let key = digest(id);
+        match &self.store.repr {
+            Repr::Embedded(embedded) => Ok(embedded.sessions.set(&key, setting)),
+            Repr::Redis(redis) => redis.set_in_session(&key, setting).await,
         }
     }
 

@@ -60,8 +60,8 @@ impl SessionLevel {
 }
 
 /// `logging/setLevel`: from now on the session's calls send their guests'
-/// messages at `level` and above.
-pub(in crate::mcp) fn set_level(
+/// messages at `level` and above (on every replica that serves it).
+pub(in crate::mcp) async fn set_level(
     session: &Session,
     request: SetLevelRequestParams,
     context: &RequestContext<RoleServer>,
@@ -73,7 +73,19 @@ pub(in crate::mcp) fn set_level(
         .log_level()
         .0
         .store(rank(request.level), Ordering::Relaxed);
-    Ok(())
+    let Ok(Value::String(level)) = serde_json::to_value(request.level) else {
+        return Ok(());
+    };
+    let setting = crate::state::sessions::Setting::LogLevel(&level);
+    crate::mcp::session::settings::share(session, context, setting).await
+}
+
+/// The level another replica's copy of the session keeps (`settings`), if
+/// it is one.
+pub(in crate::mcp) fn restore(session: &Session, level: &str) {
+    if let Ok(level) = serde_json::from_value::<LoggingLevel>(Value::String(level.to_owned())) {
+        session.log_level().0.store(rank(level), Ordering::Relaxed);
+    }
 }
 
 /// `cx`, with a sink sending its guest's messages to the client of `request`

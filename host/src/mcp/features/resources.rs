@@ -23,6 +23,7 @@ use super::{Feature, List, Offered};
 use crate::catalog::{ResourceSpec, ResourceTemplateSpec};
 use crate::mcp::convert::{catalog_error, resource_contents};
 use crate::mcp::session::Session;
+use crate::state::sessions::Setting;
 use crate::toolset::ToolsetChange;
 use crate::toolset::ToolsetExt;
 
@@ -88,7 +89,7 @@ pub(in crate::mcp) async fn subscribe(
             uri: request.uri,
         }));
     }
-    let (subscriptions, ended, engine) = session.subscriptions();
+    let (subscriptions, ..) = session.subscriptions();
     {
         let mut uris = subscriptions.uris();
         if uris.len() >= MAX_SUBSCRIPTIONS && !uris.contains(&request.uri) {
@@ -97,16 +98,41 @@ pub(in crate::mcp) async fn subscribe(
                 None,
             ));
         }
-        uris.insert(request.uri);
+        uris.insert(request.uri.clone());
     }
-    let Some(engine) = engine else {
-        return Ok(());
-    };
     // The request's own peer: the session's is set by `notifications/initialized`,
     // whose handler may not have run yet when a prompt client subscribes.
-    let peer = context.peer.clone();
+    forward(session, context.peer.clone());
+    let setting = Setting::Subscribe {
+        uri: &request.uri,
+        limit: MAX_SUBSCRIPTIONS,
+    };
+    let shared = crate::mcp::session::settings::share(session, &context, setting).await;
+    if shared.is_err() {
+        subscriptions.uris().remove(&request.uri);
+    }
+    shared
+}
+
+/// The session's subscriptions as another replica's copy of it keeps them
+/// (`settings`): from now on this copy tells its client of their updates.
+pub(in crate::mcp) fn restore(session: &Session, uris: Vec<String>) {
+    let (subscriptions, ..) = session.subscriptions();
+    *subscriptions.uris() = uris.into_iter().take(MAX_SUBSCRIPTIONS).collect();
+    if let Some(peer) = session.peer() {
+        forward(session, peer.clone());
+    }
+}
+
+/// Tells `peer` of every update of a resource the session subscribed to,
+/// until the session ends (one forwarder a session).
+fn forward(session: &Session, peer: rmcp::Peer<RoleServer>) {
+    let (subscriptions, ended, engine) = session.subscriptions();
+    let Some(engine) = engine else {
+        return;
+    };
     if subscriptions.forwarding.swap(true, Ordering::AcqRel) {
-        return Ok(());
+        return;
     }
     let mut updates = engine.resource_updates();
     let (subscriptions, ended) = (Arc::clone(subscriptions), ended.clone());
@@ -133,7 +159,6 @@ pub(in crate::mcp) async fn subscribe(
             }
         }
     });
-    Ok(())
 }
 
 /// 2026-07-28's `subscriptions/listen` with `resourceSubscriptions`: `send`
@@ -204,7 +229,8 @@ pub(in crate::mcp) async fn unsubscribe(
         .await?;
     let (subscriptions, ..) = session.subscriptions();
     subscriptions.uris().remove(&request.uri);
-    Ok(())
+    let setting = Setting::Unsubscribe(&request.uri);
+    crate::mcp::session::settings::share(session, &context, setting).await
 }
 
 /// `resources/list`: every resource the caller may read.

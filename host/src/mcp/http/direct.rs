@@ -135,6 +135,11 @@ impl Sessions {
         Some(session.is_owned_by(principal))
     }
 
+    /// The session `id`, if it is held here.
+    pub(in crate::mcp) fn session(&self, id: &str) -> Option<Session> {
+        self.get(id)?.session.upgrade()
+    }
+
     fn get(&self, id: &str) -> Option<Arc<Entry>> {
         self.map().get(id).cloned()
     }

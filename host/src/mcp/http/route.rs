@@ -16,6 +16,10 @@
 //! Redis reconnecting) leaves the call waiting for its confirmation
 //! deadline, which then fails it clearly.
 //!
+//! The listener also hears that a session's settings changed (its
+//! `logging/setLevel`, `resources/subscribe`), and has the session's copy
+//! here load them ([`settings`]).
+//!
 //! A request's stream stays on the replica that runs the call, and so does
 //! its resumption: each replica numbers a session's streams from 0 too, so
 //! [`stamp`] adds its tag (and the call's JSON-RPC ID) to the stream's
@@ -42,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::resume::{Resumable, ResumeError};
 use crate::mcp::Shared;
+use crate::mcp::session::settings::{self, CHANNEL as SETTINGS};
 use crate::state::StateStore;
 use crate::state::sessions::public_name;
 
@@ -204,8 +209,8 @@ impl Routed {
         let Some((tag, store)) = &self.bus else {
             return;
         };
-        let Some(mut messages) = store.subscribe(vec![own_channel(tag), EVERYONE.to_owned()])
-        else {
+        let channels = vec![own_channel(tag), EVERYONE.to_owned(), SETTINGS.to_owned()];
+        let Some(mut messages) = store.subscribe(channels) else {
             return;
         };
         let (routed, shared) = (Arc::downgrade(self), Arc::downgrade(shared));
@@ -220,6 +225,15 @@ impl Routed {
                 let (Some(routed), Some(shared)) = (routed.upgrade(), shared.upgrade()) else {
                     return;
                 };
+                if message.channel == SETTINGS {
+                    // A session's settings changed: its copy here loads them.
+                    if let Some(id) = routed.inner.find(&message.payload).await
+                        && let Some(session) = shared.direct.session(&id)
+                    {
+                        settings::load_soon(&session, &id);
+                    }
+                    continue;
+                }
                 let Ok(routed_message) = serde_json::from_str::<Envelope>(&message.payload) else {
                     tracing::debug!(channel = %message.channel, "an unreadable message on the bus");
                     continue;

@@ -1,7 +1,10 @@
 //! A session's list-changed notifications: one loop for a 2025-11-25
 //! session's client and a 2026-07-28 listening request.
 
+use std::sync::Arc;
+
 use rmcp::model::ServerNotification;
+use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast;
 
 use crate::mcp::Shared;
@@ -51,5 +54,33 @@ pub(super) async fn forward_list_changes<F, Fut>(
             }
             tracing::info!(%session, %request, "sent {}", list.method());
         }
+    }
+}
+
+impl super::Session {
+    /// Tells this session's client of list changes until the session ends.
+    pub(super) fn forward_changes(&self, peer: Peer<RoleServer>) {
+        let Some(changes) = &self.shared.changes else {
+            return;
+        };
+        let changes = changes.resubscribe();
+        let ended = self.state.ended.clone();
+        let session = self.state.id().to_owned();
+        let shared = Arc::clone(&self.shared);
+        tokio::spawn(async move {
+            let send = |notification: ServerNotification| {
+                let peer = peer.clone();
+                async move {
+                    if peer.is_transport_closed() {
+                        return Err("the transport is closed".to_owned());
+                    }
+                    peer.send_notification(notification)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+            };
+            let stop = ended.cancelled();
+            forward_list_changes(&shared, changes, stop, send, &session, None, |_| true).await;
+        });
     }
 }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::{deadline, lock};
 use crate::state::StateError;
-use crate::state::sessions::{Ended, SessionRecord};
+use crate::state::sessions::{Ended, SessionRecord, Set, Setting};
 
 #[derive(Debug)]
 struct Slot {
@@ -87,6 +87,32 @@ impl Sessions {
             }
             None => false,
         }
+    }
+
+    pub(crate) fn set(&self, key: &str, setting: Setting<'_>) -> Set {
+        let now = Instant::now();
+        let mut slots = lock(&self.slots);
+        let Some(slot) = slots.get_mut(key).filter(|slot| slot.expires > now) else {
+            slots.remove(key);
+            return Set::Missing;
+        };
+        let record = &mut slot.record;
+        match setting {
+            Setting::LogLevel(level) => record.log_level = Some(level.to_owned()),
+            Setting::Subscribe { uri, limit } => {
+                if let Err(at) = record
+                    .subscriptions
+                    .binary_search_by(|s| s.as_str().cmp(uri))
+                {
+                    if record.subscriptions.len() >= limit {
+                        return Set::Full;
+                    }
+                    record.subscriptions.insert(at, uri.to_owned());
+                }
+            }
+            Setting::Unsubscribe(uri) => record.subscriptions.retain(|s| s != uri),
+        }
+        Set::Set
     }
 
     pub(crate) fn end(&self, key: &str, owner: &str) -> Ended {

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use toolhost::state::StateStore;
-use toolhost::state::sessions::{Ended, SessionRecord, SessionStore};
+use toolhost::state::sessions::{Ended, SessionRecord, SessionStore, Set, Setting};
 
 use super::Redis;
 use super::tasks::{ask, shared};
@@ -37,6 +37,51 @@ async fn lifecycle(a: &SessionStore, b: &SessionStore) {
     assert_eq!(a.get("never").await.unwrap(), None);
     // An ended session's ID may be used again.
     assert!(b.create("s-1", &bob, HOUR).await.unwrap());
+}
+
+/// What a client sets in a session, kept for every replica: a level, and
+/// subscriptions within a bound; nothing for a session that is gone; ending
+/// the session ends them.
+async fn settings(a: &SessionStore, b: &SessionStore) {
+    let record = SessionRecord::new(INIT, "alice");
+    assert!(a.create("set", &record, HOUR).await.unwrap());
+    assert_eq!(
+        a.set("set", Setting::LogLevel("info")).await.unwrap(),
+        Set::Set
+    );
+    let subscribe = |uri| Setting::Subscribe { uri, limit: 2 };
+    for uri in ["test://b", "test://a", "test://b"] {
+        assert_eq!(b.set("set", subscribe(uri)).await.unwrap(), Set::Set);
+    }
+    assert_eq!(
+        b.set("set", subscribe("test://c")).await.unwrap(),
+        Set::Full
+    );
+    let kept = a.get("set").await.unwrap().unwrap();
+    assert_eq!(kept.log_level.as_deref(), Some("info"));
+    assert_eq!(kept.subscriptions, ["test://a", "test://b"]);
+    assert_eq!(kept.owner, "alice");
+    assert_eq!(
+        a.set("set", Setting::Unsubscribe("test://a"))
+            .await
+            .unwrap(),
+        Set::Set
+    );
+    assert_eq!(b.set("set", subscribe("test://c")).await.unwrap(), Set::Set);
+    assert_eq!(
+        a.set("set", Setting::LogLevel("debug")).await.unwrap(),
+        Set::Set
+    );
+    let kept = b.get("set").await.unwrap().unwrap();
+    assert_eq!(kept.log_level.as_deref(), Some("debug"));
+    assert_eq!(kept.subscriptions, ["test://b", "test://c"]);
+    assert_eq!(a.end("set", "alice").await.unwrap(), Ended::Ended);
+    // A setting never brings an ended session back.
+    assert_eq!(
+        b.set("set", Setting::LogLevel("info")).await.unwrap(),
+        Set::Missing
+    );
+    assert_eq!(a.get("set").await.unwrap(), None);
 }
 
 /// A session touched within its idle timeout lives on; one left idle
@@ -73,10 +118,12 @@ async fn sessions_expire_in_process_on_the_paused_clock() {
 async fn sessions_behave_alike_in_process_and_in_redis() {
     let local = StateStore::embedded();
     lifecycle(&local.sessions(), &local.sessions()).await;
+    settings(&local.sessions(), &local.sessions()).await;
 
     let redis = Redis::start();
     let (a, b) = (shared(&redis, "sessions:"), shared(&redis, "sessions:"));
     lifecycle(&a.sessions(), &b.sessions()).await;
+    settings(&a.sessions(), &b.sessions()).await;
     expiry(&a.sessions()).await;
 }
 
