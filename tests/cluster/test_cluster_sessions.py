@@ -386,10 +386,11 @@ async def heard_on_get_stream(http: httpx2.AsyncClient, url: str, headers: dict[
 
 async def test_a_sessions_log_level_and_subscriptions_hold_on_every_replica(cluster: Cluster) -> None:
     """`logging/setLevel` sent to one replica: a call on each other replica logs
-    the guest's line at that level (on the session's `GET` stream there, where a
-    call's log messages go); `resources/subscribe` sent to one replica: the
-    session's `GET` stream on another hears of the resource's update, made by a
-    call on the third (before: each replica kept its own, so neither happened)."""
+    the guest's line at that level (on the session's `GET` stream, where a
+    call's log messages go, held by the call's replica or another);
+    `resources/subscribe` sent to one replica: the session's `GET` stream on
+    another hears of the resource's update, made by a call on the third (before:
+    each replica kept its own, and log lines stayed on the call's replica)."""
     guests = Path(os.environ["TOOLHOST_GUESTS"])
     shutil.copyfile(guests / "mcp_conformance.wasm", cluster.plugins / "mcp_conformance.wasm")
     first, second, third = cluster.replicas
@@ -410,6 +411,14 @@ async def test_a_sessions_log_level_and_subscriptions_hold_on_every_replica(clus
                     await anyio.sleep(0.1)
         [answer] = await messages_of(http, first.url, request(2, "logging/setLevel", {"level": "info"}))
         assert "result" in answer, answer
+
+        async def whoami_on_third() -> None:
+            await messages_of(http, third.url, request(3, "tools/call", {"name": "whoami", "arguments": {}}))
+
+        # A call's log line reaches the session's GET stream on another replica
+        # (one that has logged nothing yet).
+        logged = await heard_on_get_stream(http, second.url, headers, "notifications/message", whoami_on_third)
+        assert logged == {"level": "info", "logger": "whoami", "data": "whoami called"}, logged
         for replica in (second, third):
 
             async def whoami(replica: Any = replica) -> None:
@@ -417,6 +426,7 @@ async def test_a_sessions_log_level_and_subscriptions_hold_on_every_replica(clus
 
             logged = await heard_on_get_stream(http, replica.url, headers, "notifications/message", whoami)
             assert logged == {"level": "info", "logger": "whoami", "data": "whoami called"}, (replica.name, logged)
+
 
         [answer] = await messages_of(http, first.url, request(4, "resources/subscribe", {"uri": watched}))
         assert "result" in answer, answer

@@ -30,6 +30,7 @@ use serde_json::Value;
 use super::Feature;
 use crate::mcp::revision::Revision;
 use crate::mcp::session::Session;
+use crate::mcp::session::settings;
 use crate::tool::{LogLevel, LogSink};
 use crate::toolset::Context;
 
@@ -119,26 +120,36 @@ pub(in crate::mcp) fn attach(
     });
     let peer = request.peer.clone();
     let logger = tool.to_owned();
+    // In a fleet, through the bus to whichever replica holds the session's
+    // `GET` stream, where messages that belong to no request go.
+    let relay = settings::log_relay(session, request);
+    let send = move |message: LoggingMessageNotificationParam| {
+        let (peer, relay) = (peer.clone(), relay.clone());
+        async move {
+            if let Some(relay) = &relay
+                && relay_line(relay, &message).await
+            {
+                return true;
+            }
+            peer.notify_logging_message(message).await.is_ok()
+        }
+    };
     // Ends when the call's sink is gone (its instance dropped or rearmed).
     tokio::spawn(async move {
         while let Some(message) = waiting.recv().await {
-            if peer.notify_logging_message(message).await.is_err() {
+            if !send(message).await {
                 return;
             }
         }
         let dropped = dropped.load(Ordering::Relaxed);
         if dropped > 0 {
-            let _ = peer
-                .notify_logging_message(
-                    LoggingMessageNotificationParam::new(
-                        LoggingLevel::Warning,
-                        Value::String(format!(
-                            "{dropped} log message(s) of this call were dropped (at most {MAX_PER_CALL} per call are sent)"
-                        )),
-                    )
-                    .with_logger(logger),
-                )
-                .await;
+            let message = LoggingMessageNotificationParam::new(
+                LoggingLevel::Warning,
+                Value::String(format!(
+                    "{dropped} log message(s) of this call were dropped (at most {MAX_PER_CALL} per call are sent)"
+                )),
+            );
+            send(message.with_logger(logger)).await;
         }
     });
     cx.with_log_sink(sink)
@@ -206,4 +217,36 @@ mod tests {
         assert!(rank(mcp_level(LogLevel::Warn)) > rank(mcp_level(LogLevel::Info)));
         assert_eq!(mcp_level(LogLevel::Trace), LoggingLevel::Debug);
     }
+}
+
+/// A call's log message on the bus ([`settings::LOGS`]).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(in crate::mcp) struct LogLine {
+    /// The session's public name.
+    pub(in crate::mcp) session: String,
+    message: LoggingMessageNotificationParam,
+}
+
+/// Publishes a call's log message for every replica's copy of its session
+/// (this one's too): false if it could not, when the caller sends it itself.
+async fn relay_line(
+    (store, session): &(crate::state::StateStore, String),
+    message: &LoggingMessageNotificationParam,
+) -> bool {
+    let line = LogLine {
+        session: session.clone(),
+        message: message.clone(),
+    };
+    let Ok(payload) = serde_json::to_string(&line) else {
+        return false;
+    };
+    store
+        .publish(settings::LOGS, &payload)
+        .await
+        .is_ok_and(|heard| heard > 0)
+}
+
+/// Sends a log message heard on the bus to this copy's client.
+pub(in crate::mcp) async fn send_line(peer: &rmcp::Peer<RoleServer>, line: LogLine) {
+    let _ = peer.notify_logging_message(line.message).await;
 }

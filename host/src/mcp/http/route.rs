@@ -46,7 +46,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::resume::{Resumable, ResumeError};
 use crate::mcp::Shared;
-use crate::mcp::session::settings::{self, CHANNEL as SETTINGS};
+use crate::mcp::features::logging::{LogLine, send_line};
+use crate::mcp::session::settings::{self, CHANNEL as SETTINGS, LOGS};
 use crate::state::StateStore;
 use crate::state::sessions::public_name;
 
@@ -209,7 +210,12 @@ impl Routed {
         let Some((tag, store)) = &self.bus else {
             return;
         };
-        let channels = vec![own_channel(tag), EVERYONE.to_owned(), SETTINGS.to_owned()];
+        let channels = vec![
+            own_channel(tag),
+            EVERYONE.to_owned(),
+            SETTINGS.to_owned(),
+            LOGS.to_owned(),
+        ];
         let Some(mut messages) = store.subscribe(channels) else {
             return;
         };
@@ -225,6 +231,18 @@ impl Routed {
                 let (Some(routed), Some(shared)) = (routed.upgrade(), shared.upgrade()) else {
                     return;
                 };
+                if message.channel == LOGS {
+                    // A call's log message: this copy sends it, if it has a
+                    // client to send it to.
+                    if let Ok(line) = serde_json::from_str::<LogLine>(&message.payload)
+                        && let Some(id) = routed.inner.find(&line.session).await
+                        && let Some(session) = shared.direct.session(&id)
+                        && let Some(peer) = session.peer().cloned()
+                    {
+                        tokio::spawn(async move { send_line(&peer, line).await });
+                    }
+                    continue;
+                }
                 if message.channel == SETTINGS {
                     // A session's settings changed: its copy here loads them.
                     if let Some(id) = routed.inner.find(&message.payload).await

@@ -3,8 +3,10 @@
 //! in its record in the shared store ([`Setting`]), and each change told to
 //! the other replicas over the bus ([`CHANNEL`], the session's public name),
 //! whose copies of the session then load the record again; a replica that
-//! takes the session up loads it too. Without a shared store, nothing here
-//! does anything: the session's one copy keeps its settings.
+//! takes the session up loads it too. A call's log messages go the same way
+//! ([`LOGS`]): they belong to the session's `GET` stream, which another
+//! replica may hold. Without a shared store, nothing here does anything: the
+//! session's one copy keeps its settings and sends its own messages.
 
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -91,4 +93,21 @@ pub(in crate::mcp) fn load_soon(session: &Session, id: &str) {
             resources::restore(&session, record.subscriptions);
         }
     });
+}
+
+/// The bus channel of a call's log messages in a fleet: they belong to no
+/// request, so they go out on the session's `GET` stream, which another
+/// replica may hold; every replica's copy of the session sends what it
+/// hears, and only the stream's holder has a client to send it to.
+pub(in crate::mcp) const LOGS: &str = "logs";
+
+/// Where the log messages of a call of `context`'s session go besides its
+/// replica: the fleet's bus ([`LOGS`]), if there is one.
+pub(in crate::mcp) fn log_relay(
+    session: &Session,
+    context: &RequestContext<RoleServer>,
+) -> Option<(StateStore, String)> {
+    let store = fleet_store(session)?.clone();
+    let id = transport::http_session_id(&context.extensions)?;
+    Some((store, public_name(id)))
 }
