@@ -56,8 +56,11 @@ const EVERYONE: &str = "sessions";
 
 /// A new tag for this replica (random: replicas need no names of their own).
 pub(in crate::mcp) fn new_tag() -> Arc<str> {
-    crate::mcp::approval::random_id()[..12].into()
+    crate::mcp::approval::random_id()[..TAG_LEN].into()
 }
+
+/// How many hex digits a replica's tag has.
+const TAG_LEN: usize = 12;
 
 /// A replica's own channel: answers to the requests it sent.
 fn own_channel(tag: &str) -> String {
@@ -109,6 +112,11 @@ fn read_stamp(event_id: &str) -> Option<(&str, &str, Option<RequestId>)> {
         Some((tag, call)) => (tag, Some(call)),
         None => (rest, None),
     };
+    // What a client sends is only a tag if it looks like one (it names a
+    // Redis channel a resume asks about).
+    if tag.len() != TAG_LEN || !tag.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
     let call = call.and_then(|call| match call.split_at_checked(1)? {
         ("n", n) => Some(RequestId::Number(n.parse().ok()?)),
         ("s", s) => Some(RequestId::String(s.into())),
@@ -451,22 +459,26 @@ mod tests {
 
     #[test]
     fn a_stamped_event_id_reads_back_as_rmcps_its_holder_and_its_call() {
-        let number = format!("3/7{}", stamp("ab12", &RequestId::Number(42)));
-        assert_eq!(number, "3/7.ab12.n42");
+        let tag = "0123456789ab";
+        let number = format!("3/7{}", stamp(tag, &RequestId::Number(42)));
+        assert_eq!(number, "3/7.0123456789ab.n42");
         assert_eq!(
             read_stamp(&number),
-            Some(("3/7", "ab12", Some(RequestId::Number(42))))
+            Some(("3/7", tag, Some(RequestId::Number(42))))
         );
-        let string = format!("0/1{}", stamp("ab12", &RequestId::String("call-9".into())));
+        let string = format!("0/1{}", stamp(tag, &RequestId::String("call-9".into())));
         assert_eq!(
             read_stamp(&string),
-            Some(("0/1", "ab12", Some(RequestId::String("call-9".into()))))
+            Some(("0/1", tag, Some(RequestId::String("call-9".into()))))
         );
         // A long or odd string ID is left out: the holder is still known.
-        let odd = format!("0/1{}", stamp("ab12", &RequestId::String("a.b/c".into())));
-        assert_eq!(read_stamp(&odd), Some(("0/1", "ab12", None)));
-        // rmcp's own IDs (one replica) and the session's stream are nobody's.
+        let odd = format!("0/1{}", stamp(tag, &RequestId::String("a.b/c".into())));
+        assert_eq!(read_stamp(&odd), Some(("0/1", tag, None)));
+        // rmcp's own IDs (one replica) and the session's stream are nobody's,
+        // and so is what is no tag.
         assert_eq!(read_stamp("3/7"), None);
         assert_eq!(read_stamp("12"), None);
+        assert_eq!(read_stamp("3/7.ab12.n42"), None);
+        assert_eq!(read_stamp("3/7.0123456789xy.n42"), None);
     }
 }
