@@ -88,48 +88,75 @@ async def test_the_official_sdk_1x(cluster: Cluster) -> None:
     spread_over_every_replica(before, adds(cluster))
 
 
+#: A function call a scripted model asks for: tool, arguments, call ID.
+Call = tuple[str, dict[str, Any], str]
+
+
+class ScriptedAgent:
+    """An ADK agent whose tools are `toolset` and whose model is a script:
+    given how many function responses its run has seen, `script` returns the
+    function calls to ask for next, or none, and then the model says "done"."""
+
+    def __init__(self, toolset: Any, script: Any) -> None:
+        from google.adk.agents import LlmAgent
+        from google.adk.models.base_llm import BaseLlm
+        from google.adk.models.llm_response import LlmResponse
+        from google.adk.runners import InMemoryRunner
+        from google.genai import types as genai
+
+        class Scripted(BaseLlm):
+            async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+                answered = sum(1 for c in llm_request.contents for p in c.parts or [] if p.function_response)
+                calls = [
+                    genai.Part(function_call=genai.FunctionCall(name=name, args=args, id=id))
+                    for name, args, id in script(answered)
+                ]
+                parts = calls or [genai.Part(text="done")]
+                yield LlmResponse(content=genai.Content(role="model", parts=parts))
+
+        agent = LlmAgent(name="scripted", model=Scripted(model="scripted"), tools=[toolset])
+        self.runner = InMemoryRunner(agent=agent, app_name="cluster")
+        self.question = genai.Content(role="user", parts=[genai.Part(text="go")])
+
+    async def run(self) -> tuple[list[tuple[str, Any]], str | None]:
+        """One run, in a session of its own: the function responses (call ID,
+        response) in order, and the model's final text."""
+        session = await self.runner.session_service.create_session(app_name="cluster", user_id="me")
+        responses, final = [], None
+        async for event in self.runner.run_async(user_id="me", session_id=session.id, new_message=self.question):
+            parts = (event.content.parts if event.content else None) or []
+            responses += [(p.function_response.id, p.function_response.response) for p in parts if p.function_response]
+            if event.is_final_response():
+                final = parts[0].text if parts else None
+        return responses, final
+
+
+def adk_toolset(cluster_url: str, headers: dict[str, str], **options: Any) -> Any:
+    """ADK's `McpToolset` of the cluster (`options`: its callbacks)."""
+    from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
+
+    params = StreamableHTTPConnectionParams(url=cluster_url, headers=headers, timeout=CALL_S)
+    return McpToolset(connection_params=params, **options)
+
+
 async def test_adk_mcp_toolset(cluster: Cluster) -> None:
     """ADK's `McpToolset` in an agent run: a scripted model calls `add` in
     batches of 20 parallel function calls, ADK runs them through its session."""
-    from google.adk.agents import LlmAgent
-    from google.adk.models.base_llm import BaseLlm
-    from google.adk.models.llm_response import LlmResponse
-    from google.adk.runners import InMemoryRunner
-    from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
-    from google.genai import types
-
     batch = 20
 
-    class Adding(BaseLlm):
-        async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
-            answered = sum(1 for c in llm_request.contents for p in c.parts or [] if p.function_response)
-            if answered >= CALLS:
-                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="done")]))
-                return
-            calls = [
-                types.Part(function_call=types.FunctionCall(name="add", args={"a": i, "b": 1}, id=f"c{i}"))
-                for i in range(answered, answered + batch)
-            ]
-            yield LlmResponse(content=types.Content(role="model", parts=calls))
+    def script(answered: int) -> list[Call]:
+        if answered >= CALLS:
+            return []
+        return [("add", {"a": i, "b": 1}, f"c{i}") for i in range(answered, answered + batch)]
 
     before = adds(cluster)
-    toolset = McpToolset(connection_params=StreamableHTTPConnectionParams(url=cluster.url, headers=cluster.headers, timeout=CALL_S))
-    responses: dict[int, Any] = {}
-    final = None
+    toolset = adk_toolset(cluster.url, cluster.headers)
     try:
-        agent = LlmAgent(name="adder", model=Adding(model="scripted"), tools=[toolset])
-        runner = InMemoryRunner(agent=agent, app_name="cluster")
-        session = await runner.session_service.create_session(app_name="cluster", user_id="me")
-        question = types.Content(role="user", parts=[types.Part(text="add")])
         with anyio.fail_after(RUN_S):
-            async for event in runner.run_async(user_id="me", session_id=session.id, new_message=question):
-                for part in (event.content.parts if event.content else None) or []:
-                    if part.function_response:
-                        responses[int(part.function_response.id[1:])] = part.function_response.response
-                if event.is_final_response():
-                    final = event.content.parts[0].text
+            ran, final = await ScriptedAgent(toolset, script).run()
     finally:
         await toolset.close()
+    responses = {int(id[1:]): response for id, response in ran}
     assert final == "done", final
     assert sorted(responses) == list(range(CALLS)), sorted(responses)
     for i, response in responses.items():
@@ -183,12 +210,6 @@ async def test_confirmations_answered_through_any_replica(cluster: Cluster) -> N
     `ClientSession`, langchain-mcp-adapters' `on_elicitation` and ADK's
     `McpToolset` `elicitation_callback` (in an agent run), 20 calls each
     (openai-agents' MCP client takes no elicitation callback)."""
-    from google.adk.agents import LlmAgent
-    from google.adk.models.base_llm import BaseLlm
-    from google.adk.models.llm_response import LlmResponse
-    from google.adk.runners import InMemoryRunner
-    from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
-    from google.genai import types as genai
     from langchain_mcp_adapters.callbacks import Callbacks
     from langchain_mcp_adapters.client import MultiServerMCPClient
     from langchain_mcp_adapters.tools import load_mcp_tools
@@ -227,30 +248,15 @@ async def test_confirmations_answered_through_any_replica(cluster: Cluster) -> N
                 output = await tools["echo"].ainvoke({"message": f"langchain {i}"})
                 text = output if isinstance(output, str) else "".join(block["text"] for block in output)
                 assert json.loads(text)["message"] == f"langchain {i}", text
-        class Echoing(BaseLlm):
-            async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
-                answered = sum(1 for c in llm_request.contents for p in c.parts or [] if p.function_response)
-                if answered >= CONFIRMED:
-                    yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(text="done")]))
-                    return
-                call = genai.FunctionCall(name="echo", args={"message": f"adk {answered}"}, id=f"e{answered}")
-                yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(function_call=call)]))
+        def echo(answered: int) -> list[Call]:
+            return [("echo", {"message": f"adk {answered}"}, f"e{answered}")] if answered < CONFIRMED else []
 
-        toolset = McpToolset(
-            connection_params=StreamableHTTPConnectionParams(url=cluster.url, headers=cluster.headers, timeout=CALL_S),
-            elicitation_callback=approve,
-        )
-        echoed = []
+        toolset = adk_toolset(cluster.url, cluster.headers, elicitation_callback=approve)
         try:
-            runner = InMemoryRunner(agent=LlmAgent(name="echoer", model=Echoing(model="scripted"), tools=[toolset]), app_name="confirm")
-            run = await runner.session_service.create_session(app_name="confirm", user_id="me")
-            question = genai.Content(role="user", parts=[genai.Part(text="echo")])
-            async for event in runner.run_async(user_id="me", session_id=run.id, new_message=question):
-                for part in (event.content.parts if event.content else None) or []:
-                    if part.function_response:
-                        echoed.append(part.function_response.response.get("structuredContent"))
+            ran, _ = await ScriptedAgent(toolset, echo).run()
         finally:
             await toolset.close()
+        echoed = [response.get("structuredContent") for _, response in ran]
         assert [e and e.get("message") for e in echoed] == [f"adk {i}" for i in range(CONFIRMED)], echoed
     assert len(asked) == 3 * CONFIRMED, len(asked)
 
@@ -317,12 +323,6 @@ async def test_progress_and_cancellation_through_each_framework(cluster: Cluster
     openai-agents cannot give (it takes no elicitation callback), and ADK's
     toolset exposes no session to send one on."""
     from agents.mcp import MCPServerStreamableHttp
-    from google.adk.agents import LlmAgent
-    from google.adk.models.base_llm import BaseLlm
-    from google.adk.models.llm_response import LlmResponse
-    from google.adk.runners import InMemoryRunner
-    from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
-    from google.genai import types as genai
     from langchain_mcp_adapters.callbacks import Callbacks
     from langchain_mcp_adapters.client import MultiServerMCPClient
     from langchain_mcp_adapters.tools import load_mcp_tools
@@ -386,28 +386,15 @@ async def test_progress_and_cancellation_through_each_framework(cluster: Cluster
             result = await server.call_tool("countdown", {"from": 3}, meta={"progressToken": "openai-1"})
             assert result.structuredContent == {"result": COUNTDOWN}, result
 
-        class Counting(BaseLlm):
-            async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
-                if any(p.function_response for c in llm_request.contents for p in c.parts or []):
-                    yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(text="done")]))
-                    return
-                call = genai.FunctionCall(name="countdown", args={"from": 3}, id="c1")
-                yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(function_call=call)]))
+        def count(answered: int) -> list[Call]:
+            return [] if answered else [("countdown", {"from": 3}, "c1")]
 
-        toolset = McpToolset(
-            connection_params=StreamableHTTPConnectionParams(url=cluster.url, headers=cluster.headers, timeout=CALL_S),
-            progress_callback=on_progress("adk"),
-        )
-        responses = []
+        toolset = adk_toolset(cluster.url, cluster.headers, progress_callback=on_progress("adk"))
         try:
-            agent = LlmAgent(name="counter", model=Counting(model="scripted"), tools=[toolset])
-            runner = InMemoryRunner(agent=agent, app_name="cluster")
-            adk_session = await runner.session_service.create_session(app_name="cluster", user_id="me")
-            question = genai.Content(role="user", parts=[genai.Part(text="count")])
-            async for event in runner.run_async(user_id="me", session_id=adk_session.id, new_message=question):
-                responses += [p.function_response.response for p in (event.content.parts if event.content else None) or [] if p.function_response]
+            ran, _ = await ScriptedAgent(toolset, count).run()
         finally:
             await toolset.close()
+        responses = [response for _, response in ran]
         assert [r.get("structuredContent") for r in responses] == [{"result": COUNTDOWN}], responses
     assert set(progress) == {"official", "langchain", "openai-agents", "adk"}, progress
     for client, seen in progress.items():
@@ -467,12 +454,6 @@ async def test_every_client_goes_on_when_a_replica_is_killed(tmp_path: Path) -> 
     from contextlib import asynccontextmanager
 
     from agents.mcp import MCPServerStreamableHttp
-    from google.adk.agents import LlmAgent
-    from google.adk.models.base_llm import BaseLlm
-    from google.adk.models.llm_response import LlmResponse
-    from google.adk.runners import InMemoryRunner
-    from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
-    from google.genai import types as genai
     from langchain_mcp_adapters.client import MultiServerMCPClient
     from langchain_mcp_adapters.tools import load_mcp_tools
     from mcp import ClientSession
@@ -532,31 +513,17 @@ async def test_every_client_goes_on_when_a_replica_is_killed(tmp_path: Path) -> 
             calls it through its toolset's session, the model says done."""
             wanted: dict[str, int] = {}
 
-            class Adding(BaseLlm):
-                async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
-                    if any(p.function_response for c in llm_request.contents for p in c.parts or []):
-                        yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(text="done")]))
-                        return
-                    i = wanted["i"]
-                    call = genai.FunctionCall(name="add", args={"a": i, "b": 1}, id=f"c{i}")
-                    yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(function_call=call)]))
+            def add(answered: int) -> list[Call]:
+                i = wanted["i"]
+                return [] if answered else [("add", {"a": i, "b": 1}, f"c{i}")]
 
-            toolset = McpToolset(
-                connection_params=StreamableHTTPConnectionParams(url=url, headers=headers, timeout=CALL_S)
-            )
+            toolset = adk_toolset(url, headers)
             try:
-                agent = LlmAgent(name="adder", model=Adding(model="scripted"), tools=[toolset])
-                runner = InMemoryRunner(agent=agent, app_name="kill")
-                question = genai.Content(role="user", parts=[genai.Part(text="add")])
+                agent = ScriptedAgent(toolset, add)
 
                 async def call(i: int) -> str:
                     wanted["i"] = i
-                    run = await runner.session_service.create_session(app_name="kill", user_id="me")
-                    responses = []
-                    async for event in runner.run_async(user_id="me", session_id=run.id, new_message=question):
-                        parts = (event.content.parts if event.content else None) or []
-                        responses += [p.function_response.response for p in parts if p.function_response]
-                    [response] = responses
+                    [(_, response)], _ = await agent.run()
                     if "structuredContent" not in response or response.get("isError"):
                         return f"ADK's function response: {response}"
                     added(response["structuredContent"], i)
