@@ -47,8 +47,10 @@ use tokio_util::sync::CancellationToken;
 use super::resume::{Resumable, ResumeError};
 use crate::mcp::Shared;
 use crate::mcp::features::logging::{LogLine, send_line};
+use crate::mcp::session::Session;
 use crate::mcp::session::settings::{self, CHANNEL as SETTINGS, LOGS};
 use crate::state::StateStore;
+use crate::state::bus::BusMessage;
 use crate::state::sessions::public_name;
 
 /// The channel every replica hears: cancellations.
@@ -212,8 +214,9 @@ impl Routed {
         }
     }
 
-    /// Hears the bus until `stop`: delivers answers to this replica's
-    /// requests and others' cancellations to the sessions held here.
+    /// Hears the bus until `stop`: answers to this replica's requests,
+    /// others' cancellations, settings and log lines, for the sessions held
+    /// here ([`Self::hear`]).
     pub(in crate::mcp) fn listen(self: &Arc<Self>, shared: &Arc<Shared>, stop: CancellationToken) {
         let Some((tag, store)) = &self.bus else {
             return;
@@ -239,41 +242,49 @@ impl Routed {
                 let (Some(routed), Some(shared)) = (routed.upgrade(), shared.upgrade()) else {
                     return;
                 };
-                if message.channel == LOGS {
-                    // A call's log message: this copy sends it, if it has a
-                    // client to send it to.
-                    if let Ok(line) = serde_json::from_str::<LogLine>(&message.payload)
-                        && let Some(id) = routed.inner.find(&line.session).await
-                        && let Some(session) = shared.direct.session(&id)
-                        && let Some(peer) = session.peer().cloned()
-                    {
-                        tokio::spawn(async move { send_line(&peer, line).await });
-                    }
-                    continue;
-                }
-                if message.channel == SETTINGS {
-                    // A session's settings changed: its copy here loads them.
-                    if let Some(id) = routed.inner.find(&message.payload).await
-                        && let Some(session) = shared.direct.session(&id)
-                    {
-                        settings::load_soon(&session, &id);
-                    }
-                    continue;
-                }
-                let Ok(routed_message) = serde_json::from_str::<Envelope>(&message.payload) else {
-                    tracing::debug!(channel = %message.channel, "an unreadable message on the bus");
-                    continue;
-                };
-                if routed_message.from == *tag {
-                    continue;
-                }
-                routed.deliver(&shared, routed_message).await;
+                routed.hear(&shared, &tag, message).await;
             }
         });
     }
 
-    /// Hands a message from another replica to the session held here, if
-    /// one is.
+    /// What the bus brought, for the session held here it names, if one is:
+    /// a call's log line (this copy sends it, if it has a client to send it
+    /// to), a change of the session's settings (this copy loads them), or a
+    /// client's message another replica received.
+    async fn hear(&self, shared: &Shared, tag: &str, message: BusMessage) {
+        match message.channel.as_str() {
+            LOGS => {
+                if let Ok(line) = serde_json::from_str::<LogLine>(&message.payload)
+                    && let Some((_, session)) = self.held(shared, &line.session).await
+                    && let Some(peer) = session.peer().cloned()
+                {
+                    tokio::spawn(async move { send_line(&peer, line).await });
+                }
+            }
+            SETTINGS => {
+                if let Some((id, session)) = self.held(shared, &message.payload).await {
+                    settings::load_soon(&session, &id);
+                }
+            }
+            _ => match serde_json::from_str::<Envelope>(&message.payload) {
+                Ok(routed) if routed.from != tag => self.deliver(shared, routed).await,
+                Ok(_) => {}
+                Err(_) => {
+                    tracing::debug!(channel = %message.channel, "an unreadable message on the bus");
+                }
+            },
+        }
+    }
+
+    /// The session held here whose public name is `name`, and its ID.
+    async fn held(&self, shared: &Shared, name: &str) -> Option<(SessionId, Session)> {
+        let id = self.inner.find(name).await?;
+        let session = shared.direct.session(&id)?;
+        Some((id, session))
+    }
+
+    /// Hands a client's message another replica received to the session
+    /// held here, if one is.
     async fn deliver(&self, shared: &Shared, routed: Envelope) {
         let Some(id) = self.inner.find(&routed.session).await else {
             return;
