@@ -302,6 +302,9 @@ pub(crate) fn main() -> ExitCode {
     let result = runtime.block_on(run(cli));
     // Exports what waits, while the runtime still runs its client.
     drop(telemetry);
+    // A blocking job still running (a guest's file read on a slow disk, a
+    // DNS lookup) does not hold the exit up for long.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`toolhost describe x | head -1`): it has

@@ -74,6 +74,7 @@ pub use auth::{
     Unverified,
 };
 use calls::Calls;
+pub use calls::STOPPING;
 use features::{Feature, completions, logging, prompts, resources, tasks, tools};
 pub use http::options::{HttpOptions, REPLICA_HEADER};
 use session::Session;
@@ -242,6 +243,7 @@ impl McpServer {
                     approvals: approval::Approvals::new(
                         ApprovalKeys::generate(),
                         Self::DEFAULT_APPROVAL_TTL,
+                        crate::state::StateStore::embedded(),
                     ),
                 },
                 resources: resources::Resources {
@@ -311,6 +313,13 @@ impl McpServer {
         // Task records live where invocation state does: in Redis, when the
         // engine's state is there, so every replica sees them.
         shared.tasks.store = engine.state().tasks();
+        // Approvals seal the epoch of the store their use is recorded in.
+        let approvals = &shared.tools.approvals;
+        shared.tools.approvals = approval::Approvals::new(
+            approvals.keys().clone(),
+            approvals.ttl(),
+            engine.state().clone(),
+        );
         self
     }
 
@@ -345,10 +354,14 @@ impl McpServer {
     /// that needs confirmation answers `InputRequiredResult` and the client
     /// retries with the answer. Replicas behind one load balancer need the
     /// same keys; without this call each process makes its own, and an
-    /// approval can only be answered to the process that asked.
+    /// approval can only be answered to the process that asked. They also
+    /// need the same state store ([`McpServer::with_engine`]'s): an approval
+    /// runs only where its use is recorded in the store it was asked in
+    /// ([`StateStore::epoch`](crate::state::StateStore::epoch)).
     pub fn with_approval_keys(mut self, keys: ApprovalKeys) -> Self {
-        let ttl = self.shared.tools.approvals.ttl();
-        self.shared_mut().tools.approvals = approval::Approvals::new(keys, ttl);
+        let approvals = &self.shared.tools.approvals;
+        let (ttl, store) = (approvals.ttl(), approvals.store().clone());
+        self.shared_mut().tools.approvals = approval::Approvals::new(keys, ttl, store);
         self
     }
 
@@ -356,8 +369,9 @@ impl McpServer {
     /// 2026-07-28 (default [`McpServer::DEFAULT_APPROVAL_TTL`]); a later
     /// answer is refused and the call must be made again.
     pub fn with_approval_ttl(mut self, ttl: Duration) -> Self {
-        let keys = self.shared.tools.approvals.keys().clone();
-        self.shared_mut().tools.approvals = approval::Approvals::new(keys, ttl);
+        let approvals = &self.shared.tools.approvals;
+        let (keys, store) = (approvals.keys().clone(), approvals.store().clone());
+        self.shared_mut().tools.approvals = approval::Approvals::new(keys, ttl, store);
         self
     }
 
@@ -459,7 +473,9 @@ impl McpServer {
     /// When `shutdown` completes the server drains: it stops accepting
     /// connections, closes idle ones, refuses new `tools/call`s, and lets the
     /// calls still running finish for up to [`HttpOptions::drain_timeout`];
-    /// then it ends the sessions, which cancels the calls left.
+    /// then it cuts the calls left (their guests stopped, each answered with
+    /// a JSON-RPC error whose `data` names [`STOPPING`]), ends the sessions
+    /// and returns within a few seconds.
     ///
     /// # Errors
     /// [`McpError::Http`] if serving fails.

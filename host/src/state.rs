@@ -109,8 +109,8 @@ impl StateOptions {
 
     /// What every Redis key starts with (default `toolhost:`): invocation
     /// state is at `PREFIXinv:ID`, used approvals at `PREFIXused:HASH`,
-    /// tasks at `PREFIXtask:ID`. Give each deployment sharing one Redis
-    /// database its own.
+    /// tasks at `PREFIXtask:ID`, the store's epoch at `PREFIXepoch`. Give
+    /// each deployment sharing one Redis database its own.
     pub fn prefix(&mut self, prefix: impl Into<String>) -> &mut Self {
         self.prefix = prefix.into();
         self
@@ -130,6 +130,14 @@ impl StateOptions {
         self.timeout = timeout;
         self
     }
+}
+
+/// A new epoch (see [`StateStore::epoch`]): 128 random bits (std's
+/// hasher keys, seeded from the OS), as hex.
+fn new_epoch() -> String {
+    use std::hash::{BuildHasher as _, RandomState};
+    let half = || RandomState::new().hash_one(std::process::id());
+    format!("{:016x}{:016x}", half(), half())
 }
 
 /// `url` with its password, if any, replaced by `***`.
@@ -251,6 +259,24 @@ impl StateStore {
         match &self.repr {
             Repr::Embedded(embedded) => Ok(embedded.claim_once(nonce)),
             Repr::Redis(redis) => redis.claim_once(nonce).await,
+        }
+    }
+
+    /// This store's epoch: a random ID made when the store is first asked
+    /// for it, and kept in it (in Redis at `PREFIXepoch`, without expiry; in
+    /// process, made with the store). A store that lost its data (Redis
+    /// restarted without persistence, flushed, or a key evicted; a new
+    /// process) has a new one. Whatever relies on the store remembering
+    /// something (an approval used once) seals the epoch it was made in and
+    /// is refused in another, so losing the store never makes a used
+    /// approval usable again.
+    ///
+    /// # Errors
+    /// As [`claim_once`](Self::claim_once).
+    pub async fn epoch(&self) -> Result<String, StateError> {
+        match &self.repr {
+            Repr::Embedded(embedded) => Ok(embedded.epoch.clone()),
+            Repr::Redis(redis) => redis.epoch().await,
         }
     }
 

@@ -252,7 +252,7 @@ def _start_replica(
     argv, unit_env = unit_command(unit, n, root / f"credentials-{n}")
     name = unit_env["TOOLHOST_REPLICA"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLHOST_")} | unit_env | extra
-    env |= {"TOOLHOST_LOG": "info"}
+    env |= {"TOOLHOST_LOG": extra.get("TOOLHOST_LOG", "info")}
     process = Process(name, argv, root / f"{name}.log", env=env, cwd=root).start()
     processes.append(process)
     replica = Replica(name, process)

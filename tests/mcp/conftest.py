@@ -27,7 +27,9 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -117,6 +119,38 @@ def make_plugins(tmp_path: Path, guests_dir: Path) -> PluginsFactory:
         return directory
 
     return make
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A `redis-server` of this test alone (on a free loopback port, persisting
+    nothing), for servers that share a state store: its URL. Stopped after."""
+    for _ in range(10):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        server = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(tmp_path)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + STARTUP_S
+        while server.poll() is None and time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                time.sleep(0.05)
+        if server.poll() is None:
+            try:
+                yield f"redis://127.0.0.1:{port}/0"
+            finally:
+                server.terminate()
+                server.wait(10)
+            return
+    raise RuntimeError("redis-server could not bind a free loopback port in 10 tries")
 
 
 @pytest.fixture

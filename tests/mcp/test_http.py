@@ -384,11 +384,41 @@ async def test_drain_deadline_cancels_what_is_left(launch: Launch, make_plugins:
                 async with httpx2.AsyncClient(timeout=CALL_S) as other:
                     await _wait_running(other, server, 1)
                 server.process.send_signal(signal.SIGTERM)
-                await _read_until(running, "\0")  # to the end: the stop ends the stream
+                # To the end: the call's answer says it was cut short, then the stream ends.
+                body = await _read_until(running, "\0")
+        assert '"id":2' in body and "cut short" in body and '"may_have_run":true' in body, body
         assert await _exit_code(server) == 0, server.stderr()
         log = server.stderr()
         assert "draining: 1 call(s) running" in log, log
-        assert "drain deadline reached" in log and "1 call(s) still running are cancelled" in log, log
+        assert "drain deadline reached" in log and "1 call(s) still running are cut short" in log, log
+
+
+async def test_the_drain_deadline_stops_guests_that_wait(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """Guests that burn no fuel, one in a WASI sleep and one waiting for an HTTP
+    answer that never comes, are stopped at the drain deadline as a spinning one
+    is: each call answers that it was cut short, and the server exits 0."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # accepts, never answers
+        port = silent.getsockname()[1]
+        grant = f'[plugin.http.grants.network]\nhttp = ["http://127.0.0.1:{port}"]\n'
+        config = "[serve]\ndrain_timeout_ms = 500\n\n" + grant
+        fetch = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                 "params": {"name": "http_fetch", "arguments": {"url": f"http://127.0.0.1:{port}/"}}}
+        async with launch(make_plugins("hostile", "http"), flags=LONG, config=config) as server:
+            async with httpx2.AsyncClient(timeout=CALL_S) as http:
+                headers = await open_session(http, server)
+                async with (
+                    http.stream("POST", server.url, json=_call(2, "sleep_forever"), headers=headers) as sleeping,
+                    http.stream("POST", server.url, json=fetch, headers=headers) as fetching,
+                ):
+                    async with httpx2.AsyncClient(timeout=CALL_S) as other:
+                        await _wait_running(other, server, 2)
+                    server.process.send_signal(signal.SIGTERM)
+                    bodies = {2: await _read_until(sleeping, "\0"), 3: await _read_until(fetching, "\0")}
+            assert await _exit_code(server) == 0, server.stderr()
+    for id, body in bodies.items():
+        assert f'"id":{id}' in body and "cut short" in body, body
 
 
 #: One sample line of the Prometheus/OpenMetrics text format: name, labels, value.

@@ -102,25 +102,36 @@ async def test_an_approval_runs_the_call_once_with_the_arguments_asked(
         assert "already decided" in text, text
 
 
-async def test_an_approval_may_be_answered_to_another_server_with_the_same_keys(
-    launch: Launch, make_plugins: PluginsFactory
+async def test_an_approval_may_be_answered_to_another_server_with_the_same_keys_and_store(
+    launch: Launch, make_plugins: PluginsFactory, redis_url: str
 ) -> None:
+    """Servers with the same keys and state store (replicas) answer each other's
+    approvals, once; one with other keys cannot open the state, and one with the
+    same keys but a store of its own refuses it: it could not record the
+    approval's use where the others look (it would run once on each)."""
     plugins = make_plugins("echo")
+    shared = CONFIRM_ECHO + f'\n[state]\nurl = "{redis_url}"\n'
     env = {"TOOLHOST_STATE_KEYS": KEYS}
     other_keys = {"TOOLHOST_STATE_KEYS": "k2 " + "b2" * 20}
     async with (
-        launch(plugins, config=CONFIRM_ECHO, env=env) as first,
-        launch(plugins, config=CONFIRM_ECHO, env=env) as second,
+        launch(plugins, config=shared, env=env) as first,
+        launch(plugins, config=shared, env=env) as second,
+        launch(plugins, config=CONFIRM_ECHO, env=env) as alone,
         launch(plugins, config=CONFIRM_ECHO, env=other_keys) as stranger,
         first.connect(by_hand) as one,
         second.connect(by_hand) as two,
+        alone.connect(by_hand) as own_store,
         stranger.connect(by_hand) as three,
     ):
         args = {"message": "across"}
         asked = await ask(one, "echo", args)
         text = error(await answer(three, "echo", args, asked.request_state))
         assert "key this server does not hold" in text, text
+        text = error(await answer(own_store, "echo", args, asked.request_state))
+        assert "could not record its use" in text and "[state] url" in text, text
         assert ok(await answer(two, "echo", args, asked.request_state))["message"] == "across"
+        text = error(await answer(one, "echo", args, asked.request_state))
+        assert "already decided" in text, text
 
 
 async def test_a_late_answer_is_refused(launch: Launch, make_plugins: PluginsFactory) -> None:

@@ -213,18 +213,19 @@ async def test_content_is_recorded_when_asked_and_redacted(
 
 @pytest.mark.parametrize("protocol", [MODERN])
 async def test_an_approval_answered_on_another_replica_links_to_where_it_was_asked(
-    launch: Launch, make_plugins: PluginsFactory, receiver: Receiver
+    launch: Launch, make_plugins: PluginsFactory, receiver: Receiver, redis_url: str
 ) -> None:
-    # Two replicas with the same keys; the agent asks on one, in one trace, and
+    # Two replicas with the same keys and store; the agent asks on one, in one trace, and
     # answers on the other, in another (a new agent turn): the answer's server
     # span links to the asking one, and both calls carry the same call ID.
     tracer = trace.get_tracer("agent")
     plugins = make_plugins("echo")
     env = {**exporting_to(receiver), "TOOLHOST_STATE_KEYS": KEYS}
     args = {"message": "approved elsewhere"}
+    config = CONFIRM_ECHO + f'\n[state]\nurl = "{redis_url}"\n'
     async with (
-        launch(plugins, config=CONFIRM_ECHO, env=env) as first,
-        launch(plugins, config=CONFIRM_ECHO, env=env) as second,
+        launch(plugins, config=config, env=env) as first,
+        launch(plugins, config=config, env=env) as second,
         first.connect(by_hand) as one,
         second.connect(by_hand) as two,
     ):

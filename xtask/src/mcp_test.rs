@@ -9,14 +9,16 @@ use std::process::Command;
 use anyhow::Result;
 
 use crate::guests;
-use crate::toolchain::{ensure_wasm_target, venv};
+use crate::toolchain::{ensure_redis, ensure_wasm_target, venv};
 use crate::workspace::{cargo, root, run, target_dir};
 
 /// Builds `toolhost` and the guests, then runs the MCP end-to-end tests in a
 /// Python venv with the pinned `tests/mcp/requirements.txt`. Of the guests in
 /// other languages they load the two components of their own WIT
-/// (`test_any_component.py`, from `<target>/polyglot`).
+/// (`test_any_component.py`, from `<target>/polyglot`); servers that share
+/// approvals share a `redis-server` a test starts.
 pub(crate) fn test(pytest_args: Vec<String>) -> Result<()> {
+    ensure_redis()?;
     guests::build(&["any-component-js".into(), "any-component-py".into()])?;
     pytest("tests/mcp", pytest_args)
 }

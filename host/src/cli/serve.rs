@@ -201,8 +201,9 @@ pub(super) async fn serve(
         );
     }
     // Ctrl-C (SIGINT) or SIGTERM (what orchestrators send) stops accepting,
-    // lets running calls finish (drain_timeout_ms), ends the sessions (rmcp
-    // cancels the calls left), lets connections close (bounded) and exits 0.
+    // lets running calls finish (drain_timeout_ms), cuts the calls left
+    // (guests stopped, each answered with an error saying so), ends the
+    // sessions, lets connections close (bounded) and exits 0.
     // Registered before the address is announced, so an early SIGTERM is not
     // the default kill.
     #[cfg(unix)]

@@ -149,6 +149,16 @@ impl<S: Subscriber> Layer<S> for ClientMistakes {
         }
         let mut seen = ResponseError::default();
         event.record(&mut seen);
+        if seen.is_stopping() {
+            // A stop's refusals and cut calls: its drain log lines count them.
+            tracing::debug!(
+                target: "toolhost::mcp",
+                id = %seen.id,
+                error = %seen.error,
+                "a call was refused or cut short by the stop"
+            );
+            return false;
+        }
         if !seen.is_client_mistake() {
             return true;
         }
@@ -187,6 +197,13 @@ impl ResponseError {
     fn is_client_mistake(&self) -> bool {
         self.error.contains("ErrorCode(") && !self.error.contains("ErrorCode(-32603)")
     }
+
+    /// Whether the error is a stop's: a call refused while draining or cut
+    /// at its deadline (their `data` names [`toolhost::mcp::STOPPING`]).
+    fn is_stopping(&self) -> bool {
+        self.error
+            .contains(&format!("String(\"{}\")", toolhost::mcp::STOPPING))
+    }
 }
 
 impl Visit for ResponseError {
@@ -213,6 +230,20 @@ mod tests {
         assert!(error(-32002).is_client_mistake());
         assert!(!error(-32603).is_client_mistake());
         assert!(!ResponseError::default().is_client_mistake());
+    }
+
+    #[test]
+    fn a_stops_refusals_and_cut_calls_are_no_warnings() {
+        let error = |data: Option<serde_json::Value>| ResponseError {
+            id: "1".into(),
+            error: format!(
+                "ErrorData {{ code: ErrorCode(-32603), message: \"x\", data: {data:?} }}"
+            ),
+        };
+        let stopping = serde_json::json!({"reason": toolhost::mcp::STOPPING, "may_have_run": true});
+        assert!(error(Some(stopping)).is_stopping());
+        assert!(!error(None).is_stopping());
+        assert!(!error(Some(serde_json::json!({"reason": "other"}))).is_stopping());
     }
 
     #[test]

@@ -27,6 +27,7 @@ use serde_json::Value;
 use crate::digest::json_digest as digest;
 use crate::error::CallError;
 use crate::hex::hex;
+use crate::state::{StateError, StateStore};
 use crate::toolset::{ConfirmationRequest, Decision};
 
 /// The key of the one input request an approval asks.
@@ -166,6 +167,10 @@ struct Sealed {
     /// retry's span links to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     asked_in: Option<String>,
+    /// The state store's epoch when it was asked ([`StateStore::epoch`]):
+    /// an approval is used once as long as the store remembers it was.
+    #[serde(default)]
+    epoch: String,
 }
 
 /// Asks and resumes approvals for one server.
@@ -173,6 +178,8 @@ struct Sealed {
 pub(super) struct Approvals {
     keys: ApprovalKeys,
     ttl: Duration,
+    /// Where the used approvals are remembered: its epoch is sealed.
+    store: StateStore,
 }
 
 /// How a retry resumes: the call ID to run under, the decision, and the
@@ -180,11 +187,40 @@ pub(super) struct Approvals {
 pub(super) struct Resumed {
     pub(super) call_id: String,
     pub(super) decision: Decision,
+    /// The store's epoch it was asked in.
+    pub(super) epoch: String,
 }
 
 impl Approvals {
-    pub(super) fn new(keys: ApprovalKeys, ttl: Duration) -> Self {
-        Self { keys, ttl }
+    /// With these keys and lifetime, and the epoch of `store`: the store the
+    /// confirmation layer records used approvals in.
+    pub(super) fn new(keys: ApprovalKeys, ttl: Duration, store: StateStore) -> Self {
+        Self { keys, ttl, store }
+    }
+
+    pub(super) fn store(&self) -> &StateStore {
+        &self.store
+    }
+
+    /// The epoch to seal in an approval or a question asked now.
+    ///
+    /// # Errors
+    /// The store does not answer: nothing can be asked that could not be
+    /// checked.
+    pub(super) async fn epoch(&self) -> Result<String, StateError> {
+        self.store.epoch().await
+    }
+
+    /// Whether an approval sealed in `epoch` may still be used: the store
+    /// has the same epoch, so it still remembers which approvals were used.
+    /// The error is the refusal for the client (or a store failure).
+    pub(super) async fn check_epoch(&self, sealed: &str) -> Result<(), EpochRefused> {
+        let now = self.store.epoch().await.map_err(EpochRefused::Store)?;
+        if now == sealed {
+            Ok(())
+        } else {
+            Err(EpochRefused::Lost)
+        }
     }
 
     pub(super) fn keys(&self) -> &ApprovalKeys {
@@ -198,10 +234,12 @@ impl Approvals {
     /// The `InputRequiredResult` that asks for this approval.
     /// Only `owner` (a [`Principal::key`](crate::toolset::Principal::key))
     /// may answer it.
+    /// `epoch` is the store's now ([`Approvals::epoch`]).
     pub(super) fn ask(
         &self,
         ask: &ConfirmationRequest,
         owner: &str,
+        epoch: &str,
     ) -> Result<InputRequiredResult, CallError> {
         let sealed = Sealed {
             tool: ask.tool.clone(),
@@ -209,6 +247,7 @@ impl Approvals {
             call: ask.call_id.clone(),
             owner: owner.to_owned(),
             asked_in: super::trace::traceparent(),
+            epoch: epoch.to_owned(),
         };
         let options = SealOptions::new().associated_data(PURPOSE).ttl(self.ttl);
         let state = self
@@ -302,7 +341,37 @@ impl Approvals {
         Ok(Resumed {
             call_id: sealed.call,
             decision,
+            epoch: sealed.epoch,
         })
+    }
+}
+
+/// Why an approval (or a question's round that runs on one) is not used.
+#[derive(Debug)]
+pub(super) enum EpochRefused {
+    /// Sealed in another epoch of the store: asked on a server with
+    /// another store, or the store lost what it remembered since (so
+    /// whether this approval was used).
+    Lost,
+    /// The store did not answer.
+    Store(StateError),
+}
+
+impl EpochRefused {
+    /// The refusal, as the client reads it.
+    pub(super) fn message(&self, tool: &str) -> String {
+        match self {
+            Self::Lost => format!(
+                "`{tool}` was not run: its approval was given where this server's state store \
+                 could not record its use (on a server that does not share this one's store, \
+                 `[state] url`; or before the store lost its data: restarted empty, flushed), so \
+                 whether it was used already cannot be told; call again to be asked again"
+            ),
+            Self::Store(err) => format!(
+                "`{tool}` was not run: whether its approval was used cannot be checked now \
+                 ({err}); retry shortly"
+            ),
+        }
     }
 }
 
@@ -459,11 +528,17 @@ mod tests {
 
     /// The principal key approvals in these tests are asked of.
     const OWNER: &str = "anonymous";
+    /// The epoch approvals in these tests are sealed in.
+    const EPOCH: &str = "e1";
 
     #[test]
     fn an_approval_resumes_the_sealed_call_and_binds_the_arguments() {
-        let approvals = Approvals::new(ApprovalKeys::parse(RING).unwrap(), Duration::from_secs(60));
-        let asked = approvals.ask(&request(), OWNER).unwrap();
+        let approvals = Approvals::new(
+            ApprovalKeys::parse(RING).unwrap(),
+            Duration::from_secs(60),
+            StateStore::embedded(),
+        );
+        let asked = approvals.ask(&request(), OWNER, EPOCH).unwrap();
         let state = asked.request_state.clone().unwrap();
         assert!(asked.input_requests.unwrap().contains_key(QUESTION));
         // Key order does not matter; the values do.
@@ -494,9 +569,13 @@ mod tests {
     #[test]
     fn tampered_foreign_and_expired_states_are_refused() {
         let keys = ApprovalKeys::parse(RING).unwrap();
-        let approvals = Approvals::new(keys.clone(), Duration::from_secs(60));
+        let approvals = Approvals::new(
+            keys.clone(),
+            Duration::from_secs(60),
+            StateStore::embedded(),
+        );
         let state = approvals
-            .ask(&request(), OWNER)
+            .ask(&request(), OWNER, EPOCH)
             .unwrap()
             .request_state
             .unwrap();
@@ -511,7 +590,11 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.contains("not made by this server"), "{err}");
-        let foreign = Approvals::new(ApprovalKeys::generate(), Duration::from_secs(60));
+        let foreign = Approvals::new(
+            ApprovalKeys::generate(),
+            Duration::from_secs(60),
+            StateStore::embedded(),
+        );
         let err = foreign
             .resume(OWNER, "echo", &args, &state, Some(&accept()))
             .err()
@@ -534,14 +617,18 @@ mod tests {
             "k3 00000000000000000000000000000000000\nk2 0123456789abcdef0123456789abcdef01",
         )
         .unwrap();
-        let rotated = Approvals::new(rotated, Duration::from_secs(60));
+        let rotated = Approvals::new(rotated, Duration::from_secs(60), StateStore::embedded());
         assert!(
             rotated
                 .resume(OWNER, "echo", &args, &state, Some(&accept()))
                 .is_ok()
         );
-        let short = Approvals::new(keys, Duration::from_millis(1));
-        let state = short.ask(&request(), OWNER).unwrap().request_state.unwrap();
+        let short = Approvals::new(keys, Duration::from_millis(1), StateStore::embedded());
+        let state = short
+            .ask(&request(), OWNER, EPOCH)
+            .unwrap()
+            .request_state
+            .unwrap();
         std::thread::sleep(Duration::from_millis(20));
         let err = short
             .resume(OWNER, "echo", &args, &state, Some(&accept()))

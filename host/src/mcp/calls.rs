@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::ErrorData;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use tokio_util::task::TaskTracker;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
@@ -20,17 +21,36 @@ pub(super) struct Calls {
     answers: TaskTracker,
     /// The calls refused since the drain began.
     refused: AtomicU64,
+    /// Cancelled when the drain deadline passes: every call still running
+    /// stops its guest and answers [`cut_short`].
+    cut: CancellationToken,
 }
 
 /// One counted thing; uncounted when dropped.
 pub(super) type Counted = TaskTrackerToken;
+
+/// The `reason` in the `data` of the JSON-RPC errors a stop gives calls:
+/// refused before they ran while it drains (`"may_have_run": false`), or cut
+/// at its drain deadline (`"may_have_run": true`).
+pub const STOPPING: &str = "server_stopping";
 
 /// The error of a call refused because a stop drains the server: it did
 /// not run, so it may be sent again (another replica may take it).
 pub(super) fn refusal() -> ErrorData {
     ErrorData::internal_error(
         "this MCP server is shutting down; retry the call (another replica may take it)",
-        None,
+        Some(serde_json::json!({"reason": STOPPING, "may_have_run": false})),
+    )
+}
+
+/// The error of a call cut at the drain deadline: its guest was stopped, and
+/// it may have partly run, so only its client knows whether sending it
+/// again is safe.
+pub(super) fn cut_short() -> ErrorData {
+    ErrorData::internal_error(
+        "the call was cut short: this MCP server is stopping (its drain deadline passed); \
+         it may have partly run: send it again if that is safe (another replica may take it)",
+        Some(serde_json::json!({"reason": STOPPING, "may_have_run": true})),
     )
 }
 
@@ -80,6 +100,17 @@ impl Calls {
     pub(super) fn drain(&self) -> usize {
         self.running.close();
         self.running()
+    }
+
+    /// Cuts every call still running (the drain deadline passed): each
+    /// stops its guest and answers [`cut_short`].
+    pub(super) fn cut(&self) {
+        self.cut.cancel();
+    }
+
+    /// Completes when the calls are cut (see [`Calls::cut`]).
+    pub(super) fn cut_off(&self) -> WaitForCancellationFuture<'_> {
+        self.cut.cancelled()
     }
 
     /// Waits until no call runs (once draining).

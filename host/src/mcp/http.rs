@@ -86,7 +86,7 @@ pub(crate) async fn serve(
     drain_calls(calls, limits.drain_timeout).await;
     stop.cancel();
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    if tokio::time::timeout(Duration::from_secs(10), open.acquire_many(all))
+    if tokio::time::timeout(CLOSE_GRACE, open.acquire_many(all))
         .await
         .is_err()
     {
@@ -100,8 +100,17 @@ pub(crate) async fn serve(
 /// call's answer) only ends with its session, so this wait ends by timing out.
 const ANSWER_GRACE: Duration = Duration::from_secs(1);
 
+/// How long a stop waits for connections to close once the sessions have
+/// ended (each closes as its current response ends): a stop ends within
+/// `drain_timeout` and a few seconds.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// How long the calls cut at the drain deadline have to end (and a task to
+/// record that it did).
+const CUT_GRACE: Duration = Duration::from_secs(2);
+
 /// Refuses new calls, then waits up to `timeout` for the running ones to
-/// finish. Logs when it begins and how it ended (target `toolhost::serve`).
+/// finish, then cuts what is left (see [`super::Calls::cut`]). Logs when it begins and how it ended (target `toolhost::serve`).
 async fn drain_calls(calls: &super::Calls, timeout: Duration) {
     let running = calls.drain();
     if running == 0 {
@@ -136,10 +145,21 @@ async fn drain_calls(calls: &super::Calls, timeout: Duration) {
         let refused = calls.refused();
         tracing::warn!(
             target: "toolhost::serve",
-            cancelled = left,
+            cut = left,
             refused,
-            "drain deadline reached after {timeout:?} (drain_timeout_ms): {left} call(s) still running are cancelled; {refused} new call(s) refused meanwhile"
+            "drain deadline reached after {timeout:?} (drain_timeout_ms): {left} call(s) still running are cut short (their guests stopped, each answered that it may be sent again); {refused} new call(s) refused meanwhile"
         );
+        calls.cut();
+        // Each cut call answers at once (its guest's future dropped); a
+        // task records how it ended first.
+        if tokio::time::timeout(CUT_GRACE, calls.idle()).await.is_err() {
+            tracing::warn!(
+                target: "toolhost::serve",
+                running = calls.running(),
+                "drain: some cut calls did not end within {CUT_GRACE:?}"
+            );
+        }
+        let _ = tokio::time::timeout(ANSWER_GRACE, calls.answered()).await;
     }
 }
 

@@ -73,6 +73,8 @@ pub(crate) struct Embedded {
     nonces: Mutex<Nonces>,
     pub(crate) tasks: tasks::Tasks,
     pub(crate) sessions: sessions::Sessions,
+    /// This store's epoch: random, made with it (see [`StateStore::epoch`](super::StateStore::epoch)).
+    pub(crate) epoch: String,
 }
 
 impl Embedded {
@@ -90,6 +92,7 @@ impl Embedded {
                 super::tasks::MAX_EMBEDDED_TASK_BYTES,
             ),
             sessions: sessions::Sessions::new(super::sessions::MAX_EMBEDDED_SESSIONS),
+            epoch: super::new_epoch(),
         }
     }
 

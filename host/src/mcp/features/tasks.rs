@@ -348,6 +348,10 @@ impl Runner {
         let outcome = loop {
             tokio::select! {
                 outcome = &mut call => break outcome,
+                () = self.shared.calls.cut_off() => {
+                    tracing::info!(task = %id, "task cut short: the drain deadline passed; guest stopped");
+                    break Err(crate::mcp::calls::cut_short());
+                }
                 _ = beats.tick() => match store.beat(id).await {
                     Ok(Some(beat)) if beat.status.is_terminal() => {
                         tracing::info!(task = %id, status = %beat.status, "task ended while running; call dropped, guest stopped");
@@ -447,7 +451,13 @@ pub(in crate::mcp) fn declared(context: &RequestContext<RoleServer>) -> bool {
 }
 
 fn no_such_task(id: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("unknown task: {id}"), None)
+    ErrorData::invalid_params(
+        format!(
+            "unknown task: {id} (no such task was started, it expired, or the state store \
+             lost its data)"
+        ),
+        None,
+    )
 }
 
 fn store_error(err: StateError) -> ErrorData {

@@ -120,6 +120,15 @@ pub(in crate::mcp) async fn call(
         let round = Round::first(cx.call_id());
         (cx, round)
     };
+    // A retry that runs on an approval runs only while the store remembers
+    // which approvals were used: in the epoch it was sealed in.
+    if let Some(epoch) = round.epoch.as_deref().filter(|_| round.approved)
+        && let Err(refused) = shared.tools.approvals.check_epoch(epoch).await
+    {
+        let message = refused.message(&name);
+        tracing::info!(tool = %name, call = %round.call_id(), "retry refused (its approval): {message}");
+        return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+    }
     let can_ask = revision.asks_by_retry() && elicitation::can_ask(&context);
     // A long-running tool runs as a task for a client that declared the
     // Tasks extension on this request (SEP-2663); others get the plain call.
@@ -156,6 +165,10 @@ pub(in crate::mcp) async fn call(
     };
     tokio::select! {
         biased;
+        () = shared.calls.cut_off() => {
+            tracing::debug!(tool = %name, call = %call_id, "call cut short: the drain deadline passed; guest stopped");
+            Err(crate::mcp::calls::cut_short())
+        }
         () = context.ct.cancelled() => stopped("the client cancelled it"),
         why = transport::hung_up(&context) => stopped(why),
         result = run(shared, tool, cx, arguments, &context, revision, &round) => result,
@@ -273,7 +286,7 @@ async fn run(
     };
     if let Ok(Started::NeedsApproval(ask)) = &started {
         // The tool did not run.
-        return self::ask(shared, ask, request).map_or_else(
+        return self::ask(shared, ask, request).await.map_or_else(
             |err| error_result(err).map(Into::into),
             |asked| Ok(asked.into()),
         );
@@ -283,8 +296,26 @@ async fn run(
         (Err(CallError::InputRequired { input, .. }), Some(arguments)) => {
             // The guest stopped at the question: it is asked by answering.
             let owner = auth::principal(request).key();
+            // A round that runs on an approval seals the store's epoch.
+            let epoch = if round.approved {
+                match shared.tools.approvals.epoch().await {
+                    Ok(epoch) => epoch,
+                    Err(err) => {
+                        tracing::warn!(tool = %name, error = %err, "cannot ask the tool's question: the state store did not answer");
+                        return error_result(CallError::Host {
+                            tool: name.clone(),
+                            reason: format!(
+                                "the tool's question could not be asked ({err}); try again shortly"
+                            ),
+                        })
+                        .map(Into::into);
+                    }
+                }
+            } else {
+                String::new()
+            };
             let asked = Questions::new(&shared.tools.approvals)
-                .ask(&input, round, name, &arguments, &owner);
+                .ask(&input, round, name, &arguments, &owner, &epoch);
             match asked {
                 Ok(asked) => {
                     tracing::info!(tool = %name, call = %round.call_id(), answered = input.answers.len(), "asked the client the tool's question (input required)");
@@ -339,8 +370,9 @@ async fn outcome(
     }
 }
 
-/// The Multi Round-Trip answer that asks the client for an approval.
-fn ask(
+/// The Multi Round-Trip answer that asks the client for an approval, sealed
+/// in the state store's epoch.
+async fn ask(
     shared: &Shared,
     ask: &ConfirmationRequest,
     request: &RequestContext<RoleServer>,
@@ -353,7 +385,11 @@ fn ask(
         return Err(cannot_ask(ask));
     }
     let owner = crate::mcp::auth::principal(request).key();
-    let asked = shared.tools.approvals.ask(ask, &owner)?;
+    let epoch = shared.tools.approvals.epoch().await.map_err(|err| {
+        tracing::warn!(tool = %ask.tool, error = %err, "cannot ask for approval: the state store did not answer");
+        crate::mcp::approval::unavailable(ask)
+    })?;
+    let asked = shared.tools.approvals.ask(ask, &owner, &epoch)?;
     tracing::info!(tool = %ask.tool, call = %ask.call_id, "asked the client for approval (input required)");
     Ok(asked)
 }
@@ -419,6 +455,7 @@ fn resume(
                 call: resumed.call_id.clone(),
                 approved: matches!(resumed.decision, Decision::Approve { .. }),
                 answers: Vec::new(),
+                epoch: Some(resumed.epoch),
             };
             let cx = cx
                 .with_call_id(resumed.call_id.clone())

@@ -169,7 +169,7 @@ impl HttpOptions {
     }
 
     /// How long a stop waits for the `tools/call`s still running to finish
-    /// (the drain) before it cancels those left. Zero cancels them at once.
+    /// (the drain) before it cuts those left short. Zero cuts them at once.
     pub fn drain_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.drain_timeout = timeout;
         self

@@ -184,11 +184,11 @@ pub(super) async fn serve(
                     Some(failed(&id, "the call failed inside the MCP server"))
                 }),
                 // Not a 503: the call may have partly run, so a balancer
-                // must not send it again on its own.
-                () = stateless.stop.cancelled() => Some(failed(
-                    &id,
-                    "the call was cut short: this MCP server is stopping (its drain deadline passed); \
-                     it may have partly run: send it again if that is safe",
+                // must not send it again on its own. (The call answers so
+                // itself when the drain cuts it; this is for what is left.)
+                () = stateless.stop.cancelled() => Some(ServerJsonRpcMessage::error(
+                    crate::mcp::calls::cut_short(),
+                    Some(id.clone()),
                 )),
             };
             drop(cancel);

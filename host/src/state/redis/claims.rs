@@ -45,6 +45,19 @@ return 0
     )
 });
 
+/// `KEYS[1]` the epoch's key, `ARGV[1]` a new epoch: the epoch the key
+/// holds, set to the new one first if it holds none.
+static EPOCH: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local epoch = redis.call('GET', KEYS[1])
+if epoch then return epoch end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+",
+    )
+});
+
 /// The failed claims being undone, by key (a count: two failed claims of one
 /// nonce are two undos).
 #[derive(Debug, Default)]
@@ -95,6 +108,17 @@ fn token() -> String {
 }
 
 impl Redis {
+    /// The store's epoch (`PREFIXepoch`), made now if Redis holds none: a
+    /// Redis that comes back empty (or was flushed) gets a new one.
+    pub(crate) async fn epoch(&self) -> Result<String, StateError> {
+        let key = format!("{}epoch", self.prefix);
+        let fresh = crate::state::new_epoch();
+        self.run("epoch", |mut c| async move {
+            EPOCH.key(key).arg(fresh).invoke_async(&mut c).await
+        })
+        .await
+    }
+
     /// `SET PREFIXused:HASH TOKEN NX PX TTL`: true if this claim set it. A
     /// failed claim is undone in the background (see the module).
     pub(crate) async fn claim_once(self: &Arc<Self>, nonce: &str) -> Result<bool, StateError> {

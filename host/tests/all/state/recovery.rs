@@ -98,3 +98,34 @@ async fn the_first_approval_after_an_unnoticed_restart_runs() {
     assert_eq!(sum(approved_retry(&a, "a-after").await), 5);
     assert_eq!(sum(approved_at_once(&b, "b-after").await), 5);
 }
+
+/// The store's epoch is one on every replica and across a reconnect to the
+/// same data; a Redis that comes back empty has a new one (which the
+/// replicas then agree on), so approvals sealed before it are refused
+/// (`tests/cluster/test_cluster_faults.py`). In process, each store has its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_comes_back_empty_has_a_new_epoch() {
+    let mut redis = Redis::start();
+    let (a, b) = connected(&redis, "epoch:").await;
+    let before = a.engine.state().epoch().await.unwrap();
+    assert_eq!(before.len(), 32, "{before}");
+    assert_eq!(b.engine.state().epoch().await.unwrap(), before);
+    redis.stop();
+    redis.restart();
+    let after = b.engine.state().epoch().await.unwrap();
+    assert_ne!(after, before, "Redis came back empty");
+    assert_eq!(a.engine.state().epoch().await.unwrap(), after);
+    assert_eq!(
+        b.engine.state().epoch().await.unwrap(),
+        after,
+        "kept once made"
+    );
+
+    let (one, other) = (
+        toolhost::state::StateStore::embedded(),
+        toolhost::state::StateStore::embedded(),
+    );
+    let first = one.epoch().await.unwrap();
+    assert_eq!(one.epoch().await.unwrap(), first);
+    assert_ne!(other.epoch().await.unwrap(), first);
+}

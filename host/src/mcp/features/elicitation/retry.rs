@@ -66,6 +66,10 @@ struct Sealed {
     /// retry's span links to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     asked_in: Option<String>,
+    /// The state store's epoch when it was asked, for a round that runs on
+    /// an approval (see [`Approvals::check_epoch`]); empty otherwise.
+    #[serde(default)]
+    epoch: String,
 }
 
 /// One answer as a state keeps it.
@@ -123,6 +127,10 @@ pub(in crate::mcp) struct Round {
     pub(in crate::mcp) approved: bool,
     /// The answers to replay, in order.
     pub(in crate::mcp) answers: Vec<Replayed>,
+    /// The state store's epoch the retry's state was sealed in (`None` on
+    /// a call's first run): a round that runs on an approval runs only in
+    /// that epoch.
+    pub(in crate::mcp) epoch: Option<String>,
 }
 
 impl Round {
@@ -132,6 +140,7 @@ impl Round {
             call: call_id.to_owned(),
             approved: false,
             answers: Vec::new(),
+            epoch: None,
         }
     }
 
@@ -178,7 +187,9 @@ impl<'a> Questions<'a> {
 
     /// The `InputRequiredResult` that asks `input`'s question of `owner` (a
     /// [`Principal::key`](crate::toolset::Principal::key)), for a call of
-    /// `tool` with these checked and coerced `arguments`, in `round`.
+    /// `tool` with these checked and coerced `arguments`, in `round`;
+    /// `epoch` is the state store's now when the round runs on an approval
+    /// ([`Approvals::epoch`]), else empty.
     ///
     /// # Errors
     /// [`CallError::Host`] if the question cannot be asked (a form MCP
@@ -191,6 +202,7 @@ impl<'a> Questions<'a> {
         tool: &str,
         arguments: &Value,
         owner: &str,
+        epoch: &str,
     ) -> Result<InputRequiredResult, CallError> {
         let failed = |why: String| {
             tracing::error!(tool, "cannot ask a tool's question: {why}");
@@ -212,6 +224,7 @@ impl<'a> Questions<'a> {
             answers: input.answers.iter().map(SealedAnswer::of).collect(),
             asked: input.question.digest(),
             asked_in: crate::mcp::trace::traceparent(),
+            epoch: epoch.to_owned(),
         };
         let options = SealOptions::new().associated_data(PURPOSE).ttl(self.ttl);
         let state = self
@@ -297,6 +310,7 @@ impl<'a> Questions<'a> {
             call: sealed.call,
             approved: sealed.approved,
             answers,
+            epoch: Some(sealed.epoch),
         })
     }
 }
@@ -309,13 +323,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::state::StateStore;
     use crate::tool::Question;
 
     const RING: &str = "k1 0123456789abcdef0123456789abcdef01\n";
     const OWNER: &str = "anonymous";
 
     fn approvals(ttl: Duration) -> Approvals {
-        Approvals::new(ApprovalKeys::parse(RING).unwrap(), ttl)
+        Approvals::new(
+            ApprovalKeys::parse(RING).unwrap(),
+            ttl,
+            StateStore::embedded(),
+        )
     }
 
     fn question(message: &str) -> Question {
@@ -340,7 +359,7 @@ mod tests {
             answers: round.answers.clone(),
         };
         Questions::new(approvals)
-            .ask(&input, round, "echo", &args(), OWNER)
+            .ask(&input, round, "echo", &args(), OWNER, "e1")
             .unwrap()
     }
 
@@ -376,6 +395,11 @@ mod tests {
             .unwrap();
         assert_eq!(next.call, "call-1");
         assert!(next.approved);
+        assert_eq!(
+            next.epoch.as_deref(),
+            Some("e1"),
+            "the epoch it was asked in"
+        );
         assert_eq!(next.call_id(), "call-1-q1");
         assert_eq!(
             next.answers,
@@ -455,7 +479,11 @@ mod tests {
         assert_eq!(open(&questions, &forged), Err(Unopened::NotAQuestion));
         assert_eq!(open(&questions, "not a state"), Err(Unopened::NotAQuestion));
         // Another server's keys do not open it.
-        let foreign = Approvals::new(ApprovalKeys::generate(), Duration::from_secs(60));
+        let foreign = Approvals::new(
+            ApprovalKeys::generate(),
+            Duration::from_secs(60),
+            StateStore::embedded(),
+        );
         assert_eq!(
             open(&Questions::new(&foreign), &state),
             Err(Unopened::NotAQuestion)
@@ -470,7 +498,7 @@ mod tests {
             payload: None,
         };
         let approval = approvals
-            .ask(&request, OWNER)
+            .ask(&request, OWNER, "e1")
             .unwrap()
             .request_state
             .unwrap();
@@ -509,7 +537,7 @@ mod tests {
             answers: round.answers.clone(),
         };
         let err = Questions::new(&approvals)
-            .ask(&input, &round, "echo", &args(), OWNER)
+            .ask(&input, &round, "echo", &args(), OWNER, "e1")
             .unwrap_err();
         assert!(matches!(err, CallError::Host { .. }), "{err}");
     }
