@@ -68,6 +68,23 @@ pub enum Exhausted {
         /// The limit in bytes.
         limit: u64,
     },
+    /// A streaming call's output was larger than allowed: its chunks' bytes,
+    /// and a fixed overhead per chunk (each costs the host a message, even
+    /// an empty one).
+    #[error(
+        "output size (limit {limit} bytes: the stream's {chunks} chunks held {data} bytes, and \
+         each chunk, empty or not, counts {per_chunk} bytes more)"
+    )]
+    StreamOutput {
+        /// The limit in bytes.
+        limit: u64,
+        /// The chunks streamed, the last one included.
+        chunks: u64,
+        /// The bytes those chunks held.
+        data: u64,
+        /// What each chunk counts beyond its bytes.
+        per_chunk: u64,
+    },
     /// The call tried to create more core instances, memories or tables than allowed.
     #[error("instances (limit {limit} core instances, memories or tables)")]
     Instances {

@@ -179,3 +179,26 @@ async def test_a_used_approval_stays_used_when_redis_comes_back_empty(cluster: C
         lambda: any("task record gone" in r.process.text() for r in cluster.replicas),
         CALL_S,
     )
+
+
+async def test_a_request_state_that_is_not_a_string_is_invalid_params_through_nginx(cluster: Cluster) -> None:
+    """A 2026-07-28 `tools/call` whose `requestState` is a number or an object,
+    through nginx to whichever replica: -32602 (invalid params), never
+    "method not found" (-32601, HTTP 404)."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    headers = cluster.headers | {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "add",
+    }
+    async with httpx2.AsyncClient(timeout=CALL_S) as http:
+        for state in (5, {"a": 1}, 7, [1]):
+            call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": meta, "requestState": state}}
+            response = await http.post(cluster.url, json=call, headers=headers)
+            assert response.status_code != 404, (response.status_code, response.text)
+            answer = response.json()
+            assert answer.get("error", {}).get("code") == -32602, (state, answer)
+            assert "requestState" in answer["error"]["message"] or "string" in answer["error"]["message"], answer

@@ -171,7 +171,9 @@ async def test_every_request_gets_an_answer(
         ('{"jsonrpc":"2.0","id":12,"method":"tools/list","params":[]}', -32602, 12),
         ('{"jsonrpc":"2.0","id":13,"method":5}', -32600, 13),
         (deep, -32600, 14),
-        (b'{"jsonrpc":"2.0","id":15,"method":"ping","params":{"pad":"' + b"x" * (17 << 20) + b'"}}', -32600, None),
+        # Over the 16 MiB line limit: answered with the id its first bytes hold.
+        (b'{"jsonrpc":"2.0","id":15,"method":"ping","params":{"pad":"' + b"x" * (17 << 20) + b'"}}', -32600, 15),
+        (b'{"jsonrpc":"2.0","method":"ping","params":{"pad":"' + b"x" * (17 << 20) + b'"},"id":18}', -32600, None),
         ('{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":5}}', -32602, 16),
         ('{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":[]}}', -32602, 17),
         ('{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', -32600, None),

@@ -194,6 +194,41 @@ fn script(page: &str, markdown: &str) -> Result<Option<String>> {
     Ok(Some(format!("{PRELUDE}{out}")))
 }
 
+/// The ports a script's servers listen on (`serve --http HOST:PORT`).
+fn listened_ports(script: &str) -> Vec<u16> {
+    let mut ports: Vec<u16> = script
+        .split("serve --http ")
+        .skip(1)
+        .filter_map(|rest| {
+            let address = rest.split_whitespace().next()?;
+            address.rsplit_once(':')?.1.parse().ok()
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// `script` with each port its servers listen on moved to the one `moved`
+/// gives: wherever it follows `127.0.0.1:` or `localhost:` (the server's
+/// address, and the URLs and settings that name it).
+fn on_free_ports(script: &str, mut moved: impl FnMut(u16) -> Result<u16>) -> Result<String> {
+    let mut out = script.to_owned();
+    for port in listened_ports(script) {
+        let free = moved(port)?;
+        for host in ["127.0.0.1", "localhost"] {
+            out = out.replace(&format!("{host}:{port}"), &format!("{host}:{free}"));
+        }
+    }
+    Ok(out)
+}
+
+/// A loopback port nothing listens on now.
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
 /// What every page's script starts with: stop background blocks on exit, and
 /// a wait for a background block's output.
 const PRELUDE: &str = r#"set -euo pipefail
@@ -303,6 +338,13 @@ pub(crate) fn test() -> Result<()> {
         let Some(script) = script(&name, &markdown)? else {
             continue;
         };
+        // The ports the page's servers listen on, as a reader sees them, are
+        // free ones here: something else on the machine may hold them.
+        let script = on_free_ports(&script, |port| {
+            let free = free_port()?;
+            eprintln!("xtask: docs-test: {name}: port {port} (as shown) is {free} here");
+            Ok(free)
+        })?;
         let slug = name.replace(['/', '.'], "-");
         let dir = scratch.join(&slug);
         std::fs::create_dir_all(&dir)?;
@@ -388,6 +430,23 @@ mod tests {
         assert!(!s.contains("cargo xtask test"), "{s}");
         assert!(!s.contains("PLUGIN TOOL"), "{s}");
         assert!(script("p.md", "```\nout\n```\n").unwrap().is_none());
+    }
+
+    /// A page's server ports move to free ones, in every block that names
+    /// them; other numbers and hosts stay.
+    #[test]
+    fn a_pages_server_ports_move_to_free_ones() {
+        let script = "toolhost serve --http 127.0.0.1:8383 &\n\
+                      curl http://127.0.0.1:8383/mcp http://localhost:8383/x\n\
+                      echo 8383 tools.internal:8383 127.0.0.1:4318\n";
+        assert_eq!(listened_ports(script), [8383]);
+        let moved = on_free_ports(script, |port| Ok(port + 1)).unwrap();
+        assert_eq!(
+            moved,
+            "toolhost serve --http 127.0.0.1:8384 &\n\
+             curl http://127.0.0.1:8384/mcp http://localhost:8384/x\n\
+             echo 8383 tools.internal:8383 127.0.0.1:4318\n"
+        );
     }
 
     /// A background block is stopped when its page ends even if it ignores

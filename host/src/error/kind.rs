@@ -22,7 +22,7 @@ impl CallError {
                 Exhausted::Memory { .. } => "memory",
                 Exhausted::TableElements { .. } => "table_elements",
                 Exhausted::Deadline { .. } => "timeout",
-                Exhausted::Output { .. } => "output",
+                Exhausted::Output { .. } | Exhausted::StreamOutput { .. } => "output",
                 Exhausted::Instances { .. } => "instances",
                 Exhausted::Stack { .. } => "stack",
             },

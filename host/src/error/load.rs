@@ -127,7 +127,7 @@ pub enum LoadError {
     /// The plugin declares more tools than the engine allows
     /// ([`EngineConfig::max_tools`](crate::EngineConfig::max_tools)).
     #[error(
-        "{path}: declares {count} tools, more than the limit of {limit} (load limit `max_tools`)"
+        "{path}: declares {count} tools, more than the limit of {limit} (load limit `max_tools`): the plugin is not loaded; to serve it, raise the limit to at least {count} (`[load] max_tools = {count}` in toolhost.toml)"
     )]
     TooManyTools {
         /// The plugin file.

@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | not JSON | −32700 parse error, id `null` |
 //! | JSON nested deeper than 128 levels | −32600, with the id when it can be read |
-//! | longer than [`MAX_LINE`] | −32600, id `null` (the rest of the line is skipped) |
+//! | longer than [`MAX_LINE`] | −32600, with the id when the line's first 4 KiB hold it before any long member, else `null` (the rest of the line is skipped) |
 //! | a batch (array) | one −32600 per request in it (MCP has no batches since 2025-06-18) |
 //! | not an object, no or a non-string `method`, a bad `jsonrpc` or `id` | −32600 |
 //! | `params` not an object, or of the wrong shape for a known method | −32602 |
@@ -140,13 +140,13 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioTransport<R> {
             // Cancel-safe: a partial line stays buffered for the next call.
             let verdict = match self.read.next().await {
                 Some(Ok(Frame::Line(line))) => check_line(&line),
-                Some(Ok(Frame::Oversized)) => {
+                Some(Ok(Frame::Oversized(head))) => {
                     tracing::warn!(
                         limit = MAX_LINE,
                         "an MCP message longer than the limit was skipped"
                     );
                     Verdict::Answer(error(
-                        Value::Null,
+                        id_in_head(&head),
                         -32600,
                         format!(
                             "Invalid Request: the message is longer than {} MiB",
@@ -263,6 +263,46 @@ fn answerable_id(id: Option<&Value>) -> Value {
     match id {
         Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
         _ => Value::Null,
+    }
+}
+
+/// The `id` of the request an over-long line begins, when the line's first
+/// bytes hold it as a top-level member before any long one (as clients write
+/// `{"jsonrpc":"2.0","id":7,"method":…`), so the client can match the
+/// refusal to its request; else `null`.
+fn id_in_head(head: &[u8]) -> Value {
+    let mut rest = head.trim_ascii_start();
+    let Some(after) = rest.strip_prefix(b"{") else {
+        return Value::Null;
+    };
+    rest = after;
+    // Each member: a key, a colon and a value that is whole in the head.
+    loop {
+        let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<Value>();
+        let Some(Ok(Value::String(key))) = values.next() else {
+            return Value::Null;
+        };
+        rest = rest[values.byte_offset()..].trim_ascii_start();
+        let Some(after) = rest.strip_prefix(b":") else {
+            return Value::Null;
+        };
+        let mut values = serde_json::Deserializer::from_slice(after).into_iter::<Value>();
+        let Some(Ok(value)) = values.next() else {
+            return Value::Null;
+        };
+        rest = after[values.byte_offset()..].trim_ascii_start();
+        if key == "id" {
+            // Whole only if something follows it (`"id":12` may be 123 cut).
+            return if rest.starts_with(b",") || rest.starts_with(b"}") {
+                answerable_id(Some(&value))
+            } else {
+                Value::Null
+            };
+        }
+        let Some(after) = rest.strip_prefix(b",") else {
+            return Value::Null;
+        };
+        rest = after;
     }
 }
 

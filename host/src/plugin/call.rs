@@ -273,7 +273,8 @@ impl Plugin {
             store,
             exports,
             handle,
-            emitted: 0,
+            chunks: 0,
+            data: 0,
             done: false,
         };
         Ok(ToolStream::from_source(call_id, Box::new(guest)))

@@ -8,7 +8,7 @@ use super::Plugin;
 use super::abi::Exports;
 use super::call::timeout;
 use super::state::PluginState;
-use crate::error::CallError;
+use crate::error::{CallError, Exhausted};
 use crate::tool::{NextPart, Part, PartSource, Usage};
 
 /// What each chunk of a stream counts toward the output cap beyond its bytes.
@@ -21,7 +21,10 @@ pub(super) struct GuestStream {
     pub(super) store: Store<PluginState>,
     pub(super) exports: Exports,
     pub(super) handle: ResourceAny,
-    pub(super) emitted: u64,
+    /// The chunks pulled so far, and the bytes they held (what counts
+    /// toward the output cap).
+    pub(super) chunks: u64,
+    pub(super) data: u64,
     pub(super) done: bool,
 }
 
@@ -63,9 +66,21 @@ impl GuestStream {
         };
         // Every chunk costs the host (a message, a progress notification)
         // even when empty: each counts a fixed overhead toward the output cap.
-        self.emitted += (chunk.size() + CHUNK_OVERHEAD_BYTES) as u64;
-        if let Err(e) = plugin.check_output_size(tool, self.emitted) {
-            return Some(Err(e));
+        self.chunks += 1;
+        self.data += chunk.size() as u64;
+        let counted = self.data + self.chunks * CHUNK_OVERHEAD_BYTES as u64;
+        let limit = plugin.inner.limits.max_output_bytes;
+        if counted > limit {
+            return Some(Err(CallError::Exhausted {
+                plugin: plugin.inner.name.to_string(),
+                tool: tool.to_owned(),
+                budget: Exhausted::StreamOutput {
+                    limit,
+                    chunks: self.chunks,
+                    data: self.data,
+                    per_chunk: CHUNK_OVERHEAD_BYTES as u64,
+                },
+            }));
         }
         let call_id = &self.store.data().call.call_id;
         Some(plugin.convert_part(tool, call_id, chunk))

@@ -617,6 +617,8 @@ async fn declarations_past_the_load_limits_are_refused_before_any_schema_is_pars
         "{err:?}"
     );
     mentions(&err, "big_declare.wasm");
+    // It says how to serve it.
+    mentions(&err, "`[load] max_tools = 300` in toolhost.toml");
     // One schema of 50 MB.
     let err = load(engine_with(|c| {
         c.max_tools(1000);

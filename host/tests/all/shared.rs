@@ -227,11 +227,23 @@ async fn empty_chunks_count_toward_the_output_cap() {
         matches!(
             err,
             CallError::Exhausted {
-                budget: Exhausted::Output { .. },
+                budget: Exhausted::StreamOutput {
+                    data: 0,
+                    chunks: 4097,
+                    per_chunk: 256,
+                    ..
+                },
                 ..
             }
         ),
         "{err:?}"
+    );
+    // In words: the chunks count, empty ones too.
+    let text = err.to_string();
+    assert!(
+        text.contains("the stream's 4097 chunks held 0 bytes")
+            && text.contains("each chunk, empty or not, counts 256 bytes more"),
+        "{text}"
     );
     // A few are fine.
     let out = call(&greedy, "empty_chunks", json!({"count": 100}))

@@ -7,13 +7,17 @@
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder};
 
+/// How much of an over-long line is kept to read its request's `id` from.
+pub(crate) const HEAD: usize = 4096;
+
 /// One frame of input.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Frame {
     /// A whole line, without its newline.
     Line(Bytes),
-    /// A line longer than the limit; its rest is skipped.
-    Oversized,
+    /// A line longer than the limit, with its first [`HEAD`] bytes; its rest
+    /// is skipped.
+    Oversized(Bytes),
 }
 
 /// Splits input at `\n` into lines of at most `max` bytes.
@@ -40,7 +44,13 @@ impl Decoder for Lines {
             Ok(line) => Ok(line.map(Frame::Line)),
             // Not an error of the stream (`FramedRead` ends after one): the
             // codec skips the rest of the line by itself.
-            Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => Ok(Some(Frame::Oversized)),
+            // The line's start is still in the buffer (skipped from the
+            // next call on).
+            Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
+                let line = buf[..].split(|&b| b == b'\n').next().unwrap_or_default();
+                let head = Bytes::copy_from_slice(&line[..line.len().min(HEAD)]);
+                Ok(Some(Frame::Oversized(head)))
+            }
             Err(AnyDelimiterCodecError::Io(err)) => Err(err),
         }
     }
@@ -75,6 +85,10 @@ mod tests {
         Frame::Line(Bytes::copy_from_slice(text.as_bytes()))
     }
 
+    fn oversized(head: &str) -> Frame {
+        Frame::Oversized(Bytes::copy_from_slice(head.as_bytes()))
+    }
+
     #[tokio::test]
     async fn lines_are_split_bounded_and_a_cut_last_line_dropped() {
         assert_eq!(
@@ -85,9 +99,15 @@ mod tests {
         // goes on after its newline.
         assert_eq!(
             frames(b"abcd\nabcdefghij\nok\n", 4).await,
-            [line("abcd"), Frame::Oversized, line("ok")]
+            [line("abcd"), oversized("abcdefghij"), line("ok")]
         );
         assert_eq!(frames(b"ok\ncut", 4).await, [line("ok")]);
-        assert_eq!(frames(b"toolongcut", 4).await, [Frame::Oversized]);
+        assert_eq!(frames(b"toolongcut", 4).await, [oversized("toolongcut")]);
+        // The head kept is bounded.
+        let long = vec![b'x'; 3 * HEAD];
+        assert_eq!(
+            frames(&long, 2 * HEAD).await,
+            [Frame::Oversized(Bytes::copy_from_slice(&long[..HEAD]))]
+        );
     }
 }

@@ -201,3 +201,40 @@ fn the_known_methods_are_rmcps_requests() {
         Verdict::Deliver(_)
     ));
 }
+
+#[test]
+fn an_over_long_lines_id_is_read_from_its_head() {
+    let big = "x".repeat(100);
+    let cases = [
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":"xx"#.to_owned(),
+            json!(7),
+        ),
+        (
+            r#" { "id" : "call-1" , "jsonrpc":"2.0""#.to_owned(),
+            json!("call-1"),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"tools/call","id":-3}"#.to_owned(),
+            json!(-3),
+        ),
+        // Behind a member cut short: not read.
+        (
+            format!(r#"{{"jsonrpc":"2.0","params":{{"a":"{big}"#),
+            Value::Null,
+        ),
+        // Possibly cut itself (12 of 123?): not guessed.
+        (r#"{"jsonrpc":"2.0","id":12"#.to_owned(), Value::Null),
+        (
+            r#"{"jsonrpc":"2.0","id":{"a":1},"method":"x""#.to_owned(),
+            Value::Null,
+        ),
+        (r#"{"jsonrpc":"2.0","id":null,"#.to_owned(), Value::Null),
+        (r#"[{"id":1},"#.to_owned(), Value::Null),
+        ("not json at all".to_owned(), Value::Null),
+        (String::new(), Value::Null),
+    ];
+    for (head, id) in cases {
+        assert_eq!(id_in_head(head.as_bytes()), id, "{head}");
+    }
+}
