@@ -110,7 +110,8 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 const CUT_GRACE: Duration = Duration::from_secs(2);
 
 /// Refuses new calls, then waits up to `timeout` for the running ones to
-/// finish, then cuts what is left (see [`super::Calls::cut`]). Logs when it begins and how it ended (target `toolhost::serve`).
+/// finish, then cuts what is left (see [`super::Calls::cut`]). Logs when it
+/// begins and how it ended (target `toolhost::serve`).
 async fn drain_calls(calls: &super::Calls, timeout: Duration) {
     let running = calls.drain();
     if running == 0 {
