@@ -167,6 +167,9 @@ enum Command {
         /// HTTP: the most connections open at once [default: 256; config: [serve] max_connections].
         #[arg(long, value_name = "N")]
         max_connections: Option<usize>,
+        /// HTTP: the most connections one peer address may hold [default: half of max_connections; behind a proxy, set it to max_connections; config: [serve] max_connections_per_peer].
+        #[arg(long, value_name = "N")]
+        max_connections_per_peer: Option<usize>,
         /// HTTP: milliseconds a connection may take to send a request head [default: 10000].
         #[arg(long, value_name = "MS")]
         header_read_timeout_ms: Option<u64>,
@@ -599,6 +602,7 @@ async fn run(cli: Cli) -> Result<()> {
             http,
             no_watch,
             max_connections,
+            max_connections_per_peer,
             header_read_timeout_ms,
             idle_timeout_ms,
             session_idle_timeout_ms,
@@ -611,6 +615,8 @@ async fn run(cli: Cli) -> Result<()> {
             let mut settings = config.serve.clone();
             let or = |flag: &Option<u64>, file: Option<u64>| flag.or(file);
             settings.max_connections = max_connections.or(settings.max_connections);
+            settings.max_connections_per_peer =
+                max_connections_per_peer.or(settings.max_connections_per_peer);
             settings.header_read_timeout_ms =
                 or(header_read_timeout_ms, settings.header_read_timeout_ms);
             settings.idle_timeout_ms = or(idle_timeout_ms, settings.idle_timeout_ms);

@@ -162,6 +162,9 @@ pub struct ServeConfig {
     pub auth: Option<AuthConfig>,
     /// The most HTTP connections open at once; more are answered 503 (256).
     pub max_connections: Option<usize>,
+    /// The most HTTP connections one peer address may hold; more are answered
+    /// 503 (half of `max_connections`; behind a proxy, `max_connections`).
+    pub max_connections_per_peer: Option<usize>,
     /// Milliseconds a connection may take to send a request head, also the
     /// longest a kept-alive connection waits for its next request (10 000).
     pub header_read_timeout_ms: Option<u64>,

@@ -639,6 +639,7 @@ impl McpServer {
         };
         let limits = http::Limits {
             max_connections: options.max_connections,
+            max_connections_per_peer: options.per_peer(),
             header_read_timeout: options.header_read_timeout,
             idle_timeout: options.idle_timeout,
             drain_timeout: options.drain_timeout,

@@ -237,7 +237,10 @@ def write_etc(root: Path, redis_port: int, config: str, token: bool) -> tuple[Pa
     (etc / "mcp-token").write_text(secret + "\n")
     for secret_file in ("state-keys", "mcp-token"):
         (etc / secret_file).chmod(0o600)
-    serve = 'state_key_file = "state-keys"\n' + ('token_file = "mcp-token"\n' if token else "")
+    # As the page's: nginx is every connection's peer.
+    serve = 'state_key_file = "state-keys"\nmax_connections_per_peer = 256\n' + (
+        'token_file = "mcp-token"\n' if token else ""
+    )
     config = config.replace("[serve]\n", "[serve]\n" + serve, 1) if "[serve]\n" in config else (
         f"{config}\n[serve]\n{serve}"
     )

@@ -157,7 +157,7 @@ async def _read_to_eof(stream: anyio.abc.SocketStream) -> bytes:
 
 
 async def test_connections_over_the_cap_are_refused(launch: Launch, make_plugins: PluginsFactory) -> None:
-    config = "[serve]\nmax_connections = 4\nheader_read_timeout_ms = 3600000\n"
+    config = "[serve]\nmax_connections = 4\nmax_connections_per_peer = 4\nheader_read_timeout_ms = 3600000\n"
     async with launch(make_plugins("echo"), config=config) as server:
         held = [await anyio.connect_tcp("127.0.0.1", server.port) for _ in range(4)]
         for stream in held:
@@ -183,6 +183,30 @@ async def test_connections_over_the_cap_are_refused(launch: Launch, make_plugins
                 await anyio.sleep(0.1)
         async with server.connect() as client:
             assert ok(await client.call("add", {"a": 20, "b": 22})) == {"result": 42}
+
+
+async def test_one_address_cannot_take_every_connection(launch: Launch, make_plugins: PluginsFactory) -> None:
+    """A slowloris from one address (connections that send a byte of a request
+    head, then wait) gets its share of the slots (`max_connections_per_peer`,
+    half of `max_connections` by default) and a 503 past it; a client from
+    another address still gets in."""
+    config = "[serve]\nmax_connections = 8\nheader_read_timeout_ms = 3600000\n"
+    async with launch(make_plugins("echo"), config=config) as server:
+        # Linux's loopback takes any 127/8 source address.
+        held = [await anyio.connect_tcp("127.0.0.1", server.port, local_host="127.0.0.2") for _ in range(4)]
+        for stream in held:
+            await stream.send(b"P")  # a request that never completes
+        extra = await anyio.connect_tcp("127.0.0.1", server.port, local_host="127.0.0.2")
+        refused = await _read_to_eof(extra)
+        assert refused.startswith(b"HTTP/1.1 503") and b"from your address" in refused, refused
+        await server.wait_for_log(
+            lambda line: "refused HTTP connections: 127.0.0.2 holds 4" in line and "max_connections_per_peer" in line,
+            "a per-peer refusal log line",
+        )
+        async with server.connect() as client:
+            assert ok(await client.call("add", {"a": 20, "b": 22})) == {"result": 42}
+        for stream in held:
+            await stream.aclose()
 
 
 async def test_slow_and_idle_connections_are_closed(launch: Launch, make_plugins: PluginsFactory) -> None:

@@ -139,6 +139,9 @@ pub(super) async fn serve(
     if let Some(max) = settings.max_connections {
         options.max_connections(max);
     }
+    if let Some(max) = settings.max_connections_per_peer {
+        options.max_connections_per_peer(max);
+    }
     if let Some(ms) = settings.header_read_timeout_ms {
         options.header_read_timeout(Duration::from_millis(ms));
     }

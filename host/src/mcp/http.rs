@@ -4,6 +4,7 @@
 //! connection its answer was to go on has dropped. A stop drains: calls
 //! still running may finish (bounded) before the sessions end.
 
+mod admit;
 pub(super) mod direct;
 pub(super) mod fleet;
 pub(super) mod options;
@@ -35,6 +36,8 @@ use super::transport::Hangup;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub(crate) max_connections: usize,
+    /// The most of them one peer address may hold.
+    pub(crate) max_connections_per_peer: usize,
     pub(crate) header_read_timeout: Duration,
     pub(crate) idle_timeout: Duration,
     pub(crate) drain_timeout: Duration,
@@ -55,7 +58,8 @@ pub(crate) async fn serve(
     calls: &super::Calls,
 ) -> std::io::Result<()> {
     let open = Arc::new(Semaphore::new(limits.max_connections));
-    let mut refusals = Refusals::default();
+    let mut refusals = admit::Refusals::default();
+    let peers = admit::Peers::new(limits.max_connections_per_peer);
     let mut shutdown = pin!(shutdown);
     loop {
         let (stream, addr) = tokio::select! {
@@ -71,13 +75,18 @@ pub(crate) async fn serve(
             },
         };
         let Ok(permit) = open.clone().try_acquire_owned() else {
-            refusals.refuse(stream, addr, limits.max_connections);
+            refusals.refuse(stream, addr, admit::Over::All(limits.max_connections));
+            continue;
+        };
+        let Some(share) = peers.take(addr.ip()) else {
+            refusals.refuse(stream, addr, admit::Over::Peer(peers.limit()));
             continue;
         };
         let app = app.clone();
         let stop = stop.clone();
         tokio::spawn(async move {
             connection(stream, addr, app, limits, stop).await;
+            drop(share);
             drop(permit);
         });
     }
@@ -162,61 +171,6 @@ async fn drain_calls(calls: &super::Calls, timeout: Duration) {
         }
         let _ = tokio::time::timeout(ANSWER_GRACE, calls.answered()).await;
     }
-}
-
-/// Refuses connections over the cap: a short 503, then close. Logs the first
-/// refusal of a burst and then at most one line a second, with the count.
-#[derive(Default)]
-struct Refusals {
-    unlogged: u64,
-    logged_at: Option<Instant>,
-    /// Refusals still draining what their client sent.
-    draining: Arc<AtomicU64>,
-}
-
-/// The answer to a connection over the cap.
-const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-type: text/plain\r\nretry-after: 1\r\ncontent-length: 57\r\n\r\ntoo many connections to this MCP server; try again later\n";
-
-/// Refusals that may wait (briefly) for their client's request at once.
-const DRAINING: u64 = 32;
-
-impl Refusals {
-    fn refuse(&mut self, stream: TcpStream, addr: SocketAddr, cap: usize) {
-        // Without waiting: a new socket's send buffer is empty.
-        let _ = stream.try_write(REFUSAL);
-        if self.draining.load(Ordering::Relaxed) < DRAINING {
-            // Read what the client sent before closing: closing on unread
-            // bytes resets the connection, and the client might miss the 503.
-            let draining = self.draining.clone();
-            draining.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(async move {
-                let _ = tokio::time::timeout(Duration::from_millis(500), drain(stream)).await;
-                draining.fetch_sub(1, Ordering::Relaxed);
-            });
-        }
-        self.unlogged += 1;
-        let now = Instant::now();
-        if self
-            .logged_at
-            .is_none_or(|at| now.duration_since(at) >= Duration::from_secs(1))
-        {
-            tracing::warn!(
-                %addr,
-                refused = self.unlogged,
-                "refused HTTP connections: {cap} are open, the most allowed (max_connections)"
-            );
-            self.unlogged = 0;
-            self.logged_at = Some(now);
-        }
-    }
-}
-
-/// Closes the sending side, then reads until the client closes its own.
-async fn drain(mut stream: TcpStream) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let _ = stream.shutdown().await;
-    let mut buffer = [0u8; 4096];
-    while matches!(stream.read(&mut buffer).await, Ok(n) if n > 0) {}
 }
 
 /// Serves one connection: hyper's header-read timeout covers the wait for
@@ -565,6 +519,7 @@ mod tests {
         let app = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
         let limits = Limits {
             max_connections: 1,
+            max_connections_per_peer: 1,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(10),
             drain_timeout: Duration::from_secs(1),

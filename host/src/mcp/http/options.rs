@@ -27,6 +27,8 @@ pub struct HttpOptions {
     /// Who requests act for; [`Unverified`](crate::mcp::Unverified) when unset.
     pub(in crate::mcp) authenticator: Option<Arc<dyn Authenticator>>,
     pub(in crate::mcp) max_connections: usize,
+    /// `None`: half of `max_connections`.
+    pub(in crate::mcp) max_connections_per_peer: Option<usize>,
     pub(in crate::mcp) header_read_timeout: Duration,
     pub(in crate::mcp) idle_timeout: Duration,
     pub(in crate::mcp) session_idle_timeout: Duration,
@@ -43,6 +45,7 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             authenticator: None,
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_peer: None,
             header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
             session_idle_timeout: Self::DEFAULT_SESSION_IDLE_TIMEOUT,
@@ -64,6 +67,7 @@ impl std::fmt::Debug for HttpOptions {
                 &self.authenticator.as_ref().map(|_| "<set>"),
             )
             .field("max_connections", &self.max_connections)
+            .field("max_connections_per_peer", &self.max_connections_per_peer)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("session_idle_timeout", &self.session_idle_timeout)
@@ -141,6 +145,23 @@ impl HttpOptions {
     pub fn max_connections(&mut self, max: usize) -> &mut Self {
         self.max_connections = max.max(1);
         self
+    }
+
+    /// The most connections one peer address may hold at once (at least 1;
+    /// default half of [`HttpOptions::max_connections`]), so that one client
+    /// holding connections open (slowly sending a byte now and then) cannot
+    /// take every slot; more get a `503` and are closed. Behind a proxy every
+    /// connection comes from the proxy: give it `max_connections`.
+    pub fn max_connections_per_peer(&mut self, max: usize) -> &mut Self {
+        self.max_connections_per_peer = Some(max.max(1));
+        self
+    }
+
+    /// The per-peer cap in effect (see [`HttpOptions::max_connections_per_peer`]).
+    pub(in crate::mcp) fn per_peer(&self) -> usize {
+        self.max_connections_per_peer
+            .unwrap_or(self.max_connections / 2)
+            .clamp(1, self.max_connections)
     }
 
     /// How long a connection may take to send a request head, counted from
