@@ -116,6 +116,22 @@ class Seen:
         )
 
 
+async def never_asked(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    """Declares form elicitation; approvals here are answered by hand."""
+    raise AssertionError(f"the SDK's driver asked: {params}")
+
+
+async def approved_retry(client: McpClient, tool: str, args: dict[str, Any], state: str | None) -> types.CallToolResult:
+    """A 2026-07-28 retry of `tool` carrying `state` and the answer "approve"."""
+    approve = {"approval": types.ElicitResult(action="accept", content={"approve": True})}
+    with anyio.fail_after(CALL_S):
+        result = await client.session.call_tool(
+            tool, args, input_responses=approve, request_state=state, allow_input_required=True
+        )
+    assert isinstance(result, types.CallToolResult), result
+    return result
+
+
 @asynccontextmanager
 async def connect(
     url: str,

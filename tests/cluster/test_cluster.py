@@ -19,7 +19,7 @@ import httpx2
 import pytest
 from mcp import types
 
-from conftest import CALL_S, Cluster, connect, ok, running_cluster, texts, wait_until
+from conftest import CALL_S, Cluster, approved_retry, connect, never_asked, ok, running_cluster, texts, wait_until
 from services import page_unit, unit_paths
 
 # The tasks client of the MCP tests (tests/mcp/tasks.py).
@@ -29,11 +29,6 @@ from tasks import TasksExtension, cancel, get, start, update, wait  # noqa: E402
 pytestmark = pytest.mark.anyio
 
 INVOCATION = "dev.toolhost/invocation"
-
-
-async def never_asked(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-    """Declares form elicitation; approvals here are answered by hand."""
-    raise AssertionError(f"the SDK's driver asked: {params}")
 
 
 async def test_calls_spread_over_every_replica(cluster: Cluster) -> None:
@@ -92,15 +87,9 @@ async def test_an_approval_asked_on_one_replica_runs_once_on_another(cluster: Cl
     """Asked through nginx on one replica, answered through nginx on another: it
     runs once; its replay is refused by every replica (asked directly)."""
     args = {"message": "approved across replicas"}
-    approve = {"approval": types.ElicitResult(action="accept", content={"approve": True})}
 
     async def retry(client: Any, state: str | None) -> types.CallToolResult:
-        with anyio.fail_after(CALL_S):
-            result = await client.session.call_tool(
-                "echo", args, input_responses=approve, request_state=state, allow_input_required=True
-            )
-        assert isinstance(result, types.CallToolResult), result
-        return result
+        return await approved_retry(client, "echo", args, state)
 
     async with connect(cluster.url, never_asked, headers=cluster.headers) as (client, seen):
         # Round robin sends consecutive requests to different replicas; what else

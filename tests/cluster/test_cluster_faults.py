@@ -16,7 +16,18 @@ import httpx2
 import pytest
 from mcp import MCPError, types
 
-from conftest import CALL_S, Cluster, connect, connect_legacy, ok, running_cluster, texts, wait_until
+from conftest import (
+    CALL_S,
+    Cluster,
+    approved_retry,
+    connect,
+    connect_legacy,
+    never_asked,
+    ok,
+    running_cluster,
+    texts,
+    wait_until,
+)
 from test_cluster_sessions import approve, in_flight
 
 # The tasks client of the MCP tests (tests/mcp/tasks.py).
@@ -29,11 +40,6 @@ INVOCATION = "dev.toolhost/invocation"
 ACCEPT = {"action": "accept", "content": {"approve": True}}
 #: The `data` of the error a call cut at the drain deadline gets.
 CUT = {"reason": "server_stopping", "may_have_run": True}
-
-
-async def never_asked(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-    """Declares form elicitation; approvals here are answered by hand."""
-    raise AssertionError(f"the SDK's driver asked: {params}")
 
 
 async def test_the_drain_deadline_cuts_every_call_and_the_replica_exits_in_time(tmp_path: Path) -> None:
@@ -126,15 +132,9 @@ async def test_a_used_approval_stays_used_when_redis_comes_back_empty(cluster: C
     task is unknown (and its call dropped by its owner), the state reads
     empty; the replicas answer throughout."""
     args = {"message": "approved before the loss"}
-    approve_it = {"approval": types.ElicitResult(action="accept", content={"approve": True})}
 
     async def retry(client: Any, state: str | None) -> types.CallToolResult:
-        with anyio.fail_after(CALL_S):
-            result = await client.session.call_tool(
-                "echo", args, input_responses=approve_it, request_state=state, allow_input_required=True
-            )
-        assert isinstance(result, types.CallToolResult), result
-        return result
+        return await approved_retry(client, "echo", args, state)
 
     async def ask(client: Any) -> str:
         with anyio.fail_after(CALL_S):
